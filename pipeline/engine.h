@@ -1,0 +1,149 @@
+/* The pipeline engine: a chain of stages joined by bounded queues, N worker threads per stage.
+ *
+ *   source -> q0 -> stage 1 -> q1 -> ... -> stage N -> qN -> device (run.c)
+ *
+ * Every stage is the same thing to the engine: a pb_stage_ops table (stage_*.c).  A worker pops a chunk of
+ * elements, calls ops->process on each (which hands results on with pb_emit), and pushes its outputs in
+ * chunks.  End of data flows downstream through the queues; cancellation wakes every waiter at once.
+ *
+ * Counters are per worker (no sharing on the hot path) and clipped to the measured window, which the
+ * device side opens after the warm-up steps and closes after the last measured step. */
+#ifndef PB_ENGINE_H
+#define PB_ENGINE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common.h"
+#include "config.h"
+#include "elem.h"
+#include "pool.h"
+#include "queue.h"
+#include "stats.h"
+
+#define PB_CHUNK 64                     /* elements moved per queue operation at most */
+#define PB_SAMPLE_QUEUE_CAPACITY 256     /* queues carrying samples (before batch) */
+#define PB_FLUSH_AFTER_NS 50000          /* a slow stage hands on its outputs at least this often */
+
+typedef struct pb_stage pb_stage;
+typedef struct pb_worker pb_worker;
+typedef struct pb_engine pb_engine;
+struct pb_device;
+
+typedef struct pb_stage_ops {
+  const char *type;
+  /* Bytes of buffers this stage will allocate (planned before anything is allocated, for limits). */
+  uint64_t (*memory_bytes)(const pb_stage *s);
+  int (*init)(pb_stage *s, pb_err *err);
+  /* Sources only: fill up to max new elements; returns the count, 0 at end of data. */
+  int (*produce)(pb_worker *w, pb_elem *out, int max);
+  /* Takes ownership of *in: emits it (or what it becomes) with pb_emit, or merges and releases it.
+   * Returns 0, or -ECANCELED after giving anything it could not finish to pb_worker_abandon. */
+  int (*process)(pb_worker *w, pb_elem *in);
+  /* End of data reached this worker: hand on what it still holds (e.g. a partial batch). */
+  int (*flush)(pb_worker *w);
+  /* The run was cancelled: release what this worker still holds; returns the samples in it. */
+  uint64_t (*abandon)(pb_worker *w);
+  /* Wake this stage's threads from any wait of its own (e.g. on a buffer pool). */
+  void (*cancel)(pb_stage *s);
+  void (*close)(pb_stage *s);
+} pb_stage_ops;
+
+/* Per-worker counters.  Times are clipped to the measured window; *_total counts are for the accounting
+ * and cover the whole run. */
+typedef struct pb_counters {
+  uint64_t calls, samples_in, samples_out;
+  uint64_t busy_ns, wait_in_ns, blocked_out_ns;
+  uint64_t bytes_in, bytes_out;
+  uint64_t samples_out_total, samples_dropped_total, samples_in_flight;
+} pb_counters;
+
+struct pb_worker {
+  pb_stage *stage;
+  int index;
+  uv_thread_t thread;
+  pb_rng rng;
+  void *state;                  /* the stage's per-worker state */
+  pb_counters ctr;
+  pb_hist hist;                 /* service time per call, ns, measured window only */
+  pb_elem in[PB_CHUNK], out[PB_CHUNK];
+  int nout;
+  uint64_t out_first_ns;        /* when the oldest unsent output was emitted */
+  uint64_t blocked_in_call_ns;  /* blocked time inside the current process() call, excluded from busy */
+  bool cancelled;
+};
+
+struct pb_stage {
+  const pb_stage_ops *ops;
+  const pb_stage_cfg *cfg;      /* NULL for the in-memory source */
+  char name[PB_NAME_LEN];
+  int index;                    /* position in the engine */
+  int threads;
+  bool is_source;
+  bool batched;                 /* elements leaving this stage are batches */
+  pb_shape sample_shape;        /* one sample leaving this stage */
+  pb_queue *in, *out;
+  pb_engine *engine;
+  void *state;                  /* the stage's shared state */
+  pb_worker *workers;
+};
+
+struct pb_engine {
+  const pb_config *cfg;
+  bool synthetic;               /* --data synthetic: per-sample stages replaced by the source */
+  struct pb_device *device;
+  int nstages;
+  pb_stage stages[PB_MAX_STAGES + 1];
+  pb_queue queues[PB_MAX_STAGES + 1]; /* queues[i] is stage i's output; the last feeds the device */
+  int consumers;                /* threads reading the last queue (the devices) */
+  _Atomic uint64_t window_start_ns, window_end_ns; /* UINT64_MAX = not yet */
+  _Atomic bool cancelled;
+  _Atomic uint64_t next_sample_id, next_batch_id;
+  bool started;
+};
+
+/* Lays out the stages for cfg (synthetic: source + batch and after), checks every stage is implemented
+ * and that planned memory fits limits.max_memory_mb.  Allocates nothing big.  -EINVAL with err set. */
+int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consumers, pb_err *err);
+/* Planned buffer bytes, and a "stage N MB, ..." description of the largest users. */
+uint64_t pb_engine_memory_bytes(const pb_engine *e, char *who, size_t who_len);
+/* Allocates queues, pools and per-stage state; then starts every worker thread. */
+int pb_engine_start(pb_engine *e, pb_err *err);
+pb_queue *pb_engine_output(pb_engine *e);
+void pb_engine_open_window(pb_engine *e, uint64_t t_ns);
+void pb_engine_close_window(pb_engine *e, uint64_t t_ns);
+void pb_engine_cancel(pb_engine *e);
+/* Waits for every worker to exit (after end of data or cancel). */
+void pb_engine_join(pb_engine *e);
+/* Samples still queued between stages (drains and releases them). */
+uint64_t pb_engine_drain(pb_engine *e);
+void pb_engine_close(pb_engine *e);
+
+/* Capacity, in elements, of the queue after stage s: samples before batch; after it one batch, except
+ * prefetch (`depth`) and h2d (`streams`). */
+int pb_stage_out_capacity(const pb_stage *s);
+/* Threads that read stage i's output queue (the next stage's, or the devices'). */
+int pb_engine_next_consumers(const pb_engine *e, int i);
+
+/* Sums the counters and histograms of a stage's workers. */
+void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist);
+
+/* --- for stage implementations --- */
+/* Hands one output element on (buffered; pushed in chunks).  -ECANCELED when the run was cancelled
+ * (the element is then counted in flight and released). */
+int pb_emit(pb_worker *w, const pb_elem *e);
+/* Counts a sample-carrying element as in flight and releases its buffer. */
+void pb_worker_abandon(pb_worker *w, pb_elem *e);
+/* pb_pool_get with its wait counted as blocked-out time. */
+pb_buf *pb_worker_get_buf(pb_worker *w, pb_pool *pool);
+/* Time in [t0,t1) that falls inside the measured window. */
+uint64_t pb_engine_clip(const pb_engine *e, uint64_t t0, uint64_t t1);
+bool pb_engine_in_window(const pb_engine *e, uint64_t t);
+
+/* The stage ops table for a type, or NULL when this build does not implement it yet. */
+const pb_stage_ops *pb_stage_ops_for(pb_stage_type t);
+extern const pb_stage_ops pb_stage_source_ops;
+
+#endif

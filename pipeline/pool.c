@@ -1,0 +1,95 @@
+#include "pool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align) {
+  memset(p, 0, sizeof *p);
+  uv_mutex_init(&p->lock);
+  uv_cond_init(&p->available);
+  p->bufs = calloc((size_t)count, sizeof *p->bufs);
+  if (!p->bufs) {
+    pb_pool_close(p);
+    return -ENOMEM;
+  }
+  p->count = count;
+  p->buf_bytes = buf_bytes;
+  for (int i = 0; i < count; i++) {
+    /* Round up: aligned_alloc wants a multiple of the alignment. */
+    size_t bytes = (buf_bytes + align - 1) / align * align;
+    p->bufs[i] = (pb_buf){.pool = p, .capacity_bytes = buf_bytes};
+    p->bufs[i].data = aligned_alloc(align, bytes ? bytes : align);
+    if (!p->bufs[i].data) {
+      p->count = i;
+      pb_pool_close(p);
+      return -ENOMEM;
+    }
+    p->bufs[i].next_free = p->free_list;
+    p->free_list = &p->bufs[i];
+  }
+  p->free_count = count;
+  return 0;
+}
+
+void pb_pool_close(pb_pool *p) {
+  for (int i = 0; p->bufs && i < p->count; i++) free(p->bufs[i].data);
+  free(p->bufs);
+  p->bufs = NULL;
+  uv_cond_destroy(&p->available);
+  uv_mutex_destroy(&p->lock);
+}
+
+static pb_buf *take_locked(pb_pool *p) {
+  pb_buf *b = p->free_list;
+  p->free_list = b->next_free;
+  b->next_free = NULL;
+  p->free_count--;
+  return b;
+}
+
+pb_buf *pb_pool_get(pb_pool *p) {
+  pb_buf *b = NULL;
+  uv_mutex_lock(&p->lock);
+  while (!p->free_list && !p->cancelled) {
+    p->waiting++;
+    uv_cond_wait(&p->available, &p->lock);
+    p->waiting--;
+  }
+  if (!p->cancelled) b = take_locked(p);
+  uv_mutex_unlock(&p->lock);
+  return b;
+}
+
+pb_buf *pb_pool_try_get(pb_pool *p) {
+  pb_buf *b = NULL;
+  uv_mutex_lock(&p->lock);
+  if (p->free_list && !p->cancelled) b = take_locked(p);
+  uv_mutex_unlock(&p->lock);
+  return b;
+}
+
+void pb_buf_release(pb_buf *b) {
+  if (!b) return;
+  pb_pool *p = b->pool;
+  uv_mutex_lock(&p->lock);
+  b->next_free = p->free_list;
+  p->free_list = b;
+  p->free_count++;
+  if (p->waiting) uv_cond_signal(&p->available);
+  uv_mutex_unlock(&p->lock);
+}
+
+void pb_pool_cancel(pb_pool *p) {
+  uv_mutex_lock(&p->lock);
+  p->cancelled = true;
+  uv_cond_broadcast(&p->available);
+  uv_mutex_unlock(&p->lock);
+}
+
+int pb_pool_free_count(pb_pool *p) {
+  uv_mutex_lock(&p->lock);
+  int n = p->free_count;
+  uv_mutex_unlock(&p->lock);
+  return n;
+}

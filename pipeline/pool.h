@@ -1,0 +1,42 @@
+/* A pool of equal-sized, aligned buffers allocated once before the run.
+ * Taking one when none is free waits (that wait is backpressure, counted as blocked-out time by the
+ * caller); cancellation wakes the waiters.  Buffers go back with pb_buf_release from any thread. */
+#ifndef PB_POOL_H
+#define PB_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+typedef struct pb_pool pb_pool;
+
+typedef struct pb_buf {
+  pb_pool *pool;
+  void *data;
+  size_t capacity_bytes;
+  struct pb_buf *next_free;
+} pb_buf;
+
+struct pb_pool {
+  uv_mutex_t lock;
+  uv_cond_t available;
+  pb_buf *bufs;
+  int count, free_count, waiting;
+  pb_buf *free_list;
+  bool cancelled;
+  size_t buf_bytes;
+};
+
+/* count buffers of buf_bytes each, aligned to `align` (a power of two >= sizeof(void*)). */
+int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align);
+void pb_pool_close(pb_pool *p);
+/* A free buffer, waiting for one if needed; NULL once the pool is cancelled. */
+pb_buf *pb_pool_get(pb_pool *p);
+/* A free buffer or NULL right away. */
+pb_buf *pb_pool_try_get(pb_pool *p);
+/* Returns b to its pool; NULL is ignored (elements whose payload is shared carry no buffer). */
+void pb_buf_release(pb_buf *b);
+void pb_pool_cancel(pb_pool *p);
+int pb_pool_free_count(pb_pool *p);
+
+#endif

@@ -1,0 +1,122 @@
+#include "queue.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "pool.h"
+
+int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers) {
+  *q = (pb_queue){.capacity = capacity, .producers = producers, .consumers = consumers};
+  q->ring = calloc((size_t)capacity, sizeof *q->ring);
+  if (!q->ring) return -ENOMEM;
+  if (uv_mutex_init(&q->lock) || uv_cond_init(&q->not_empty) || uv_cond_init(&q->not_full)) {
+    free(q->ring);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void pb_queue_close(pb_queue *q) {
+  if (!q->ring) return;
+  uv_cond_destroy(&q->not_full);
+  uv_cond_destroy(&q->not_empty);
+  uv_mutex_destroy(&q->lock);
+  free(q->ring);
+  q->ring = NULL;
+}
+
+/* Wakes up to n waiters: signal when few are needed, broadcast when all are. */
+static void wake(uv_cond_t *cond, int waiting, int n) {
+  if (waiting == 0 || n == 0) return;
+  if (n >= waiting) {
+    uv_cond_broadcast(cond);
+    return;
+  }
+  for (int i = 0; i < n; i++) uv_cond_signal(cond);
+}
+
+int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed) {
+  int done = 0;
+  uv_mutex_lock(&q->lock);
+  while (done < n) {
+    while (q->count == q->capacity && !q->cancelled) {
+      q->waiting_producers++;
+      uv_cond_wait(&q->not_full, &q->lock);
+      q->waiting_producers--;
+    }
+    if (q->cancelled) break;
+    int room = q->capacity - q->count, k = PB_QMIN(room, n - done);
+    for (int i = 0; i < k; i++) q->ring[(q->head + q->count + i) % q->capacity] = elems[done + i];
+    q->count += k;
+    done += k;
+    q->fill_sum += (uint64_t)q->count;
+    q->fill_samples++;
+    wake(&q->not_empty, q->waiting_consumers, k);
+  }
+  int rc = q->cancelled && done < n ? -ECANCELED : 0;
+  uv_mutex_unlock(&q->lock);
+  if (pushed) *pushed = done;
+  return rc;
+}
+
+/* How many one consumer may take now: all of a small backlog, a fair share of a large one. */
+static int take_count(const pb_queue *q, int max) {
+  int k = q->count;
+  if (q->consumers > 1) k = (k + q->consumers - 1) / q->consumers;
+  return k < max ? k : max;
+}
+
+int pb_queue_pop_many(pb_queue *q, pb_elem *out, int max) {
+  uv_mutex_lock(&q->lock);
+  while (q->count == 0 && q->producers > 0 && !q->cancelled) {
+    q->waiting_consumers++;
+    uv_cond_wait(&q->not_empty, &q->lock);
+    q->waiting_consumers--;
+  }
+  int k;
+  if (q->cancelled) {
+    k = -ECANCELED;
+  } else {
+    k = take_count(q, max); /* 0 here means empty with no producer left: end of data */
+    for (int i = 0; i < k; i++) out[i] = q->ring[(q->head + i) % q->capacity];
+    q->head = (q->head + k) % q->capacity;
+    q->count -= k;
+    wake(&q->not_full, q->waiting_producers, k);
+  }
+  uv_mutex_unlock(&q->lock);
+  return k;
+}
+
+void pb_queue_producer_done(pb_queue *q) {
+  uv_mutex_lock(&q->lock);
+  if (q->producers > 0 && --q->producers == 0) uv_cond_broadcast(&q->not_empty);
+  uv_mutex_unlock(&q->lock);
+}
+
+void pb_queue_cancel(pb_queue *q) {
+  uv_mutex_lock(&q->lock);
+  q->cancelled = true;
+  uv_cond_broadcast(&q->not_empty);
+  uv_cond_broadcast(&q->not_full);
+  uv_mutex_unlock(&q->lock);
+}
+
+uint64_t pb_queue_drain(pb_queue *q) {
+  uint64_t samples = 0;
+  uv_mutex_lock(&q->lock);
+  for (int i = 0; i < q->count; i++) {
+    pb_elem *e = &q->ring[(q->head + i) % q->capacity];
+    samples += e->nsamples;
+    pb_buf_release(e->buf);
+  }
+  q->count = 0;
+  uv_mutex_unlock(&q->lock);
+  return samples;
+}
+
+double pb_queue_mean_fill(pb_queue *q) {
+  uv_mutex_lock(&q->lock);
+  double fill = q->fill_samples ? (double)q->fill_sum / ((double)q->fill_samples * q->capacity) : 0.0;
+  uv_mutex_unlock(&q->lock);
+  return fill;
+}

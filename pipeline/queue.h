@@ -1,0 +1,48 @@
+/* A bounded multi-producer multi-consumer queue of pb_elem values between two stages.
+ *
+ * Why it is fast enough: producers and consumers move elements in chunks (push_many/pop_many), so one
+ * lock round trip is paid per chunk, and a condition variable is signalled only when a thread is
+ * actually waiting on it.  End-of-data (every producer called producer_done) and cancellation both wake
+ * every waiter. */
+#ifndef PB_QUEUE_H
+#define PB_QUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "elem.h"
+
+#define PB_QMIN(a, b) ((a) < (b) ? (a) : (b))
+
+typedef struct pb_queue {
+  uv_mutex_t lock;
+  uv_cond_t not_empty, not_full;
+  pb_elem *ring;
+  int capacity, head, count;
+  int producers;             /* still producing; 0 = end of data once empty */
+  int consumers;             /* consumer threads, to share a backlog fairly in pop_many */
+  int waiting_consumers, waiting_producers;
+  bool cancelled;
+  /* Occupancy, sampled at every push: mean fill = fill_sum / (fill_samples * capacity). */
+  uint64_t fill_sum, fill_samples;
+} pb_queue;
+
+int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers);
+void pb_queue_close(pb_queue *q);
+
+/* Appends all n elements, waiting while full.  Returns 0, or -ECANCELED (then `*pushed` of them went in). */
+int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed);
+/* Takes between 1 and max elements, waiting while empty.  When several consumers share the queue, one
+ * takes at most its fair share of the backlog so that slow stages keep every thread busy.
+ * Returns the count, 0 at end of data, or -ECANCELED. */
+int pb_queue_pop_many(pb_queue *q, pb_elem *out, int max);
+/* A producer has finished; the last one turns an empty queue into end-of-data for the consumers. */
+void pb_queue_producer_done(pb_queue *q);
+/* Wakes and fails every current and future push/pop. */
+void pb_queue_cancel(pb_queue *q);
+/* Removes what is left (after the run); returns the samples they held and releases pooled buffers. */
+uint64_t pb_queue_drain(pb_queue *q);
+double pb_queue_mean_fill(pb_queue *q); /* 0..1 */
+
+#endif

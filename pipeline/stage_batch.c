@@ -1,0 +1,142 @@
+/* `batch`: collates `size` samples into one contiguous buffer (a real copy, as a framework's collate
+ * does), taken from a pool sized so that every buffer the downstream stages can hold exists up front.
+ * Each worker fills its own batch.  At end of data a partial batch is dropped (drop_remainder, counted)
+ * or handed on short. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+typedef struct batch_state {
+  pb_pool pool;
+  size_t batch_bytes;
+  bool pool_ready;
+} batch_state;
+
+typedef struct batch_worker {
+  pb_buf *cur;
+  size_t used_bytes;
+  uint32_t count;
+  uint64_t first_id;
+  uint32_t epoch;
+} batch_worker;
+
+/* Buffers that can be out at once: one partial per batch worker, plus every queue slot and every
+ * thread (holding one) downstream, plus one per device. */
+static int pool_buffers(const pb_stage *s) {
+  const pb_engine *e = s->engine;
+  int n = s->threads + pb_stage_out_capacity(s);
+  for (int i = s->index + 1; i < e->nstages; i++)
+    n += e->stages[i].threads + pb_stage_out_capacity(&e->stages[i]);
+  return n + e->consumers;
+}
+
+static size_t batch_bytes(const pb_stage *s) {
+  return (size_t)s->cfg->size * pb_shape_bytes(&s->sample_shape);
+}
+
+static uint64_t batch_memory(const pb_stage *s) { return (uint64_t)pool_buffers(s) * batch_bytes(s); }
+
+static int batch_init(pb_stage *s, pb_err *err) {
+  batch_state *st = calloc(1, sizeof *st);
+  batch_worker *ws = calloc((size_t)s->threads, sizeof *ws);
+  if (!st || !ws) goto oom;
+  st->batch_bytes = batch_bytes(s);
+  /* 4096-byte alignment: what O_DIRECT and pinned-memory registration want later. */
+  if (pb_pool_init(&st->pool, pool_buffers(s), st->batch_bytes, 4096) != 0) goto oom;
+  st->pool_ready = true;
+  for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];
+  s->state = st;
+  return 0;
+oom:
+  free(st);
+  free(ws);
+  return pb_err_set(err, "out of memory for %d batch buffers of %zu bytes", pool_buffers(s), batch_bytes(s)),
+         -ENOMEM;
+}
+
+static int emit_batch(pb_worker *w, batch_worker *b) {
+  pb_elem batch = {.id = b->first_id,
+                   .batch_id = atomic_fetch_add(&w->stage->engine->next_batch_id, 1),
+                   .data = b->cur->data,
+                   .bytes = b->used_bytes,
+                   .buf = b->cur,
+                   .nsamples = b->count,
+                   .epoch = b->epoch};
+  b->cur = NULL;
+  b->count = 0;
+  b->used_bytes = 0;
+  return pb_emit(w, &batch);
+}
+
+static int batch_process(pb_worker *w, pb_elem *in) {
+  batch_state *st = w->stage->state;
+  batch_worker *b = w->state;
+  /* Samples are fixed-size in this version; should one not fit, hand on the batch early rather than
+   * lose it. */
+  if (b->cur && b->used_bytes + in->bytes > st->batch_bytes && emit_batch(w, b) < 0) {
+    pb_worker_abandon(w, in);
+    return -ECANCELED;
+  }
+  if (!b->cur) {
+    b->cur = pb_worker_get_buf(w, &st->pool);
+    if (!b->cur) {
+      pb_worker_abandon(w, in);
+      return -ECANCELED;
+    }
+    b->first_id = in->id;
+    b->epoch = in->epoch;
+  }
+  memcpy((char *)b->cur->data + b->used_bytes, in->data, PB_MIN(in->bytes, st->batch_bytes - b->used_bytes));
+  b->used_bytes += in->bytes;
+  b->count++;
+  pb_buf_release(in->buf);
+  return b->count == (uint32_t)w->stage->cfg->size ? emit_batch(w, b) : 0;
+}
+
+static int batch_flush(pb_worker *w) {
+  batch_worker *b = w->state;
+  if (!b->cur) return 0;
+  if (!w->stage->cfg->drop_remainder) return emit_batch(w, b);
+  w->ctr.samples_dropped_total += b->count;
+  pb_buf_release(b->cur);
+  b->cur = NULL;
+  b->count = 0;
+  return 0;
+}
+
+static uint64_t batch_abandon(pb_worker *w) {
+  batch_worker *b = w->state;
+  if (!b || !b->cur) return 0;
+  uint64_t held = b->count;
+  pb_buf_release(b->cur);
+  b->cur = NULL;
+  b->count = 0;
+  return held;
+}
+
+static void batch_cancel(pb_stage *s) {
+  batch_state *st = s->state;
+  if (st->pool_ready) pb_pool_cancel(&st->pool);
+}
+
+static void batch_close(pb_stage *s) {
+  batch_state *st = s->state;
+  if (!st) return;
+  if (st->pool_ready) pb_pool_close(&st->pool);
+  free(s->workers ? s->workers[0].state : NULL);
+  free(st);
+  s->state = NULL;
+}
+
+const pb_stage_ops pb_stage_batch_ops = {
+    .type = "batch",
+    .memory_bytes = batch_memory,
+    .init = batch_init,
+    .process = batch_process,
+    .flush = batch_flush,
+    .abandon = batch_abandon,
+    .cancel = batch_cancel,
+    .close = batch_close,
+};

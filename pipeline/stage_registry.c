@@ -1,0 +1,15 @@
+/* Which stage types this build runs.  A type without ops here is refused at plan time with a clear
+ * message (engine.c), never silently skipped. */
+#include "engine.h"
+
+extern const pb_stage_ops pb_stage_map_ops, pb_stage_batch_ops, pb_stage_prefetch_ops, pb_stage_h2d_ops;
+
+const pb_stage_ops *pb_stage_ops_for(pb_stage_type t) {
+  switch (t) {
+    case PB_STAGE_MAP: return &pb_stage_map_ops;
+    case PB_STAGE_BATCH: return &pb_stage_batch_ops;
+    case PB_STAGE_PREFETCH: return &pb_stage_prefetch_ops;
+    case PB_STAGE_H2D: return &pb_stage_h2d_ops;
+    default: return NULL; /* read, decode, shuffle, cache: the real-data issue */
+  }
+}

@@ -1,0 +1,261 @@
+/* report.json (CONTRACT §3): the pb_report as a cJSON tree, and its atomic write to disk.
+ *
+ * Every section is built by one small function that returns NULL when anything in it failed to allocate;
+ * put() propagates that up, so pb_report_to_json returns either a complete tree or NULL, never a report
+ * that silently lacks keys.  Doubles are rounded before they are added because cJSON prints %.17g, which
+ * turns 230.91 into 230.90999999999999 and makes the file hard to read and diff. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+
+/* Decimals per kind of number (see docs/METRICS.md); INT = an integer count, added unrounded. */
+enum { INT = -1, MS = 3, US = 3, PCT = 2, PER_S = 1, FRAC = 4, SEC = 3 };
+
+/* NAN (and +-inf) mean "not available": JSON null. */
+static cJSON *num(double v, int decimals) {
+  if (!isfinite(v)) return cJSON_CreateNull();
+  if (decimals >= 0) {
+    double scale = pow(10.0, decimals);
+    double r = round(v * scale) / scale;
+    if (isfinite(r)) v = r; /* a value too big to scale is already "round" */
+  }
+  return cJSON_CreateNumber(v);
+}
+
+static cJSON *u64(uint64_t v) { return cJSON_CreateNumber((double)v); }
+static cJSON *str(const char *s) { return s ? cJSON_CreateString(s) : cJSON_CreateNull(); }
+
+/* Adds `v` under `key`; on any failure (v NULL from an earlier allocation, or the add itself) frees v
+ * and clears *ok. */
+static void put(cJSON *obj, const char *key, cJSON *v, bool *ok) {
+  if (!v || !obj || !cJSON_AddItemToObject(obj, key, v)) {
+    cJSON_Delete(v);
+    *ok = false;
+  }
+}
+
+static cJSON *finish(cJSON *obj, bool ok) {
+  if (ok && obj) return obj;
+  cJSON_Delete(obj);
+  return NULL;
+}
+
+static cJSON *device_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "kind", str(r->device_kind), &ok);
+  put(o, "name", str(r->device_name), &ok);
+  put(o, "count", cJSON_CreateNumber(r->device_count), &ok);
+  put(o, "timing_source", str(r->timing_source), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *throughput_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "samples_per_s", num(r->samples_per_s, PER_S), &ok);
+  /* batches are few per second (0.04/s with 25 s steps): one decimal would erase them */
+  put(o, "batches_per_s", num(r->batches_per_s, 3), &ok);
+  put(o, "bytes_per_s", num(r->bytes_per_s, PER_S), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *steps_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "count", u64(r->step_count), &ok);
+  put(o, "mean_ms", num(r->step_mean_ms, MS), &ok);
+  put(o, "p50_ms", num(r->step_p50_ms, MS), &ok);
+  put(o, "p90_ms", num(r->step_p90_ms, MS), &ok);
+  put(o, "p99_ms", num(r->step_p99_ms, MS), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *breakdown_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "input_wait", num(r->input_wait_ms, MS), &ok);
+  put(o, "h2d", num(r->h2d_ms, MS), &ok);
+  put(o, "compute", num(r->compute_ms, MS), &ok);
+  put(o, "other", num(r->other_ms, MS), &ok);
+  return finish(o, ok);
+}
+
+/* One table drives both the measured stage and the skipped one (all nulls), so the two cannot drift. */
+typedef struct stage_field {
+  const char *key;
+  double v;
+  int decimals;
+} stage_field;
+
+static cJSON *stage_json(const pb_stage_report *s) {
+  const stage_field f[] = {
+      {"calls", (double)s->calls, INT},          {"total_ms", s->total_ms, MS},
+      {"self_ms", s->self_ms, MS},               {"mean_us", s->mean_us, US},
+      {"p50_us", s->p50_us, US},                 {"p99_us", s->p99_us, US},
+      {"wait_in_ms", s->wait_in_ms, MS},         {"blocked_out_ms", s->blocked_out_ms, MS},
+      {"utilization", s->utilization, FRAC},     {"capacity_per_s", s->capacity_per_s, PER_S},
+      {"bytes_in", (double)s->bytes_in, INT},    {"bytes_out", (double)s->bytes_out, INT},
+      {"queue_mean_fill", s->queue_mean_fill, FRAC},
+      {"queue_capacity", s->queue_capacity, INT},
+      {"critical_path_ms", s->critical_path_ms, MS},
+      {"critical_path_pct", s->critical_path_pct, PCT},
+  };
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "name", cJSON_CreateString(s->name), &ok);
+  put(o, "type", str(s->type), &ok);
+  put(o, "threads", cJSON_CreateNumber(s->threads), &ok);
+  put(o, "skipped", cJSON_CreateBool(s->skipped), &ok);
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    put(o, f[i].key, s->skipped ? cJSON_CreateNull() : num(f[i].v, f[i].decimals), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *stages_json(const pb_report *r) {
+  cJSON *a = cJSON_CreateArray();
+  bool ok = a != NULL;
+  for (int i = 0; ok && i < r->nstages; i++) {
+    cJSON *s = stage_json(&r->stages[i]);
+    if (!s || !cJSON_AddItemToArray(a, s)) {
+      cJSON_Delete(s);
+      ok = false;
+    }
+  }
+  return finish(a, ok);
+}
+
+static cJSON *bottleneck_json(const pb_report *r) {
+  if (!r->bottleneck_stage[0]) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "stage", cJSON_CreateString(r->bottleneck_stage), &ok);
+  put(o, "reason", cJSON_CreateString(r->bottleneck_reason), &ok);
+  put(o, "capacity_per_s", num(r->bottleneck_capacity_per_s, PER_S), &ok);
+  put(o, "required_per_s", num(r->bottleneck_required_per_s, PER_S), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *first_errors_json(const pb_report *r) {
+  cJSON *a = cJSON_CreateArray();
+  bool ok = a != NULL;
+  int n = r->nfirst_errors < PB_MAX_FIRST_ERRORS ? r->nfirst_errors : PB_MAX_FIRST_ERRORS;
+  for (int i = 0; ok && i < n; i++) {
+    cJSON *e = cJSON_CreateObject();
+    put(e, "file", cJSON_CreateString(r->first_errors[i].file), &ok);
+    put(e, "message", cJSON_CreateString(r->first_errors[i].message), &ok);
+    if (!ok || !cJSON_AddItemToArray(a, e)) {
+      cJSON_Delete(e);
+      ok = false;
+    }
+  }
+  return finish(a, ok);
+}
+
+static cJSON *accounting_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "files_read", u64(r->files_read), &ok);
+  put(o, "samples_read", u64(r->samples_read), &ok);
+  put(o, "samples_decoded", u64(r->samples_decoded), &ok);
+  put(o, "samples_batched", u64(r->samples_batched), &ok);
+  put(o, "samples_consumed", u64(r->samples_consumed), &ok);
+  put(o, "samples_dropped", u64(r->samples_dropped), &ok);
+  put(o, "errors", u64(r->errors), &ok);
+  put(o, "samples_in_flight", u64(r->samples_in_flight), &ok);
+  put(o, "balanced", cJSON_CreateBool(r->balanced), &ok);
+  put(o, "first_errors", first_errors_json(r), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *engine_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "cpu_s", num(r->cpu_s, SEC), &ok);
+  put(o, "cpu_ns_per_sample", num(r->cpu_ns_per_sample, 1), &ok);
+  return finish(o, ok);
+}
+
+/* The run as a whole, before the per-stage table. */
+static void put_run(cJSON *root, const pb_report *r, bool *ok) {
+  put(root, "pipebench_version", str(r->version), ok);
+  put(root, "config", r->config ? cJSON_Duplicate(r->config, 1) : cJSON_CreateNull(), ok);
+  put(root, "data", cJSON_CreateString(r->synthetic ? "synthetic" : "real"), ok);
+  put(root, "interrupted", cJSON_CreateBool(r->interrupted), ok);
+  put(root, "device", device_json(r), ok);
+  put(root, "measured_s", num(r->measured_s, SEC), ok);
+  put(root, "warmup_steps", cJSON_CreateNumber((double)r->warmup_steps), ok);
+  put(root, "throughput", throughput_json(r), ok);
+  put(root, "steps", steps_json(r), ok);
+  put(root, "step_breakdown_ms", breakdown_json(r), ok);
+  put(root, "device_idle_pct", num(r->device_idle_pct, PCT), ok);
+  put(root, "accelerator_utilization_pct", num(r->accelerator_utilization_pct, PCT), ok);
+  put(root, "input_bound_pct", num(r->input_bound_pct, PCT), ok);
+  put(root, "classification", str(r->classification), ok);
+}
+
+cJSON *pb_report_to_json(const pb_report *r) {
+  cJSON *root = cJSON_CreateObject();
+  bool ok = true;
+  put_run(root, r, &ok);
+  put(root, "stages", stages_json(r), &ok);
+  /* Filled by the trace-based analysis once it exists; null keeps the keys present meanwhile. */
+  put(root, "critical_path", cJSON_CreateNull(), &ok);
+  put(root, "bottleneck", bottleneck_json(r), &ok);
+  put(root, "recommendations", cJSON_CreateNull(), &ok);
+  put(root, "ranks", cJSON_CreateNull(), &ok);
+  put(root, "most_input_bound_rank", cJSON_CreateNull(), &ok);
+  put(root, "accounting", accounting_json(r), &ok);
+  put(root, "engine", engine_json(r), &ok);
+  return finish(root, ok);
+}
+
+static int write_all(int fd, const char *buf, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, buf, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    buf += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static int write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -errno;
+  int rc = write_all(fd, text, strlen(text));
+  if (rc == 0) rc = write_all(fd, "\n", 1);
+  /* close() can report a deferred write error (NFS, quota): it counts. */
+  if (close(fd) != 0 && rc == 0) rc = -errno;
+  return rc;
+}
+
+/* Written to PATH.tmp and renamed over PATH, so a reader (a watcher, a crashed run's leftovers) sees
+ * either the old report or the whole new one.  No fsync: surviving a power cut is not worth the latency
+ * at the end of every run. */
+int pb_report_write_json(const pb_report *r, const char *path) {
+  cJSON *tree = pb_report_to_json(r);
+  char *text = tree ? cJSON_Print(tree) : NULL;
+  cJSON_Delete(tree);
+  size_t tmp_len = strlen(path) + sizeof ".tmp";
+  char *tmp = malloc(tmp_len);
+  int rc = text && tmp ? 0 : -ENOMEM;
+  if (rc == 0) {
+    snprintf(tmp, tmp_len, "%s.tmp", path);
+    rc = write_file(tmp, text);
+    if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
+    if (rc != 0) unlink(tmp);
+  }
+  free(tmp);
+  cJSON_free(text);
+  return rc;
+}

@@ -1,0 +1,174 @@
+/* The human summary printed after a run: one labelled line per topic, then the per-stage table.
+ *
+ * Layout rules: labels take 14 columns, every line stays under 100 columns (free text such as names,
+ * reasons and error messages is wrapped or clipped to fit; the table's columns are sized for it), and
+ * NAN prints as "n/a" (report.h's "not available"). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+
+#define WIDTH 99  /* the longest line, in columns */
+#define LABEL 14  /* "accounting    " */
+
+typedef struct numbuf {
+  char s[32];
+} numbuf;
+
+/* printf of one double with `fmt`, or "n/a" when not available. */
+static const char *fmtd(numbuf *b, const char *fmt, double v) {
+  if (!isfinite(v)) return "n/a";
+  snprintf(b->s, sizeof b->s, fmt, v);
+  return b->s;
+}
+
+/* A table cell of at most 7 characters with about 4 significant digits, whatever the magnitude. */
+static const char *cell(numbuf *b, double v) {
+  double a = fabs(v);
+  const char *fmt = a < 100 ? "%.2f" : a < 1e4 ? "%.1f" : a < 1e6 ? "%.0f" : "%.1e";
+  return fmtd(b, fmt, v);
+}
+
+/* One free-text line, clipped to WIDTH columns: a long config or device name must not break the layout. */
+__attribute__((format(printf, 2, 3))) static void line(FILE *out, const char *fmt, ...) {
+  char buf[WIDTH + 1];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  fprintf(out, "%s\n", buf);
+}
+
+/* Prints `text` after a label, wrapped at spaces to WIDTH columns, continuation lines indented. */
+static void wrapped(FILE *out, const char *label, const char *text) {
+  const int room = WIDTH - LABEL;
+  bool first = true;
+  while (first || *text) {
+    int n = (int)strlen(text);
+    if (n > room) {
+      n = room;
+      while (n > 0 && text[n] != ' ') n--;
+      if (n == 0) n = room; /* one word longer than the line: cut it */
+    }
+    fprintf(out, "%-*s%.*s\n", LABEL, first ? label : "", n, text);
+    text += n;
+    while (*text == ' ') text++;
+    first = false;
+  }
+}
+
+static void print_header(const pb_report *r, FILE *out) {
+  char devs[16] = "";
+  if (r->device_count > 1) snprintf(devs, sizeof devs, " x%d", r->device_count);
+  line(out, "pipebench %s  %s  data=%s  device=%s%s (%s)", r->version ? r->version : "?", r->config_name,
+       r->synthetic ? "synthetic" : "real", r->device_kind ? r->device_kind : "n/a", devs,
+       r->device_name[0] ? r->device_name : "n/a");
+  /* A line of its own, so that clipping a long name above can never hide it. */
+  if (r->interrupted)
+    fprintf(out, "%-*sINTERRUPTED: partial report, the run was stopped before its end\n", LABEL, "status");
+  numbuf a;
+  fprintf(out, "%-*s%" PRIu64 " steps in %s s (%" PRId64 " warm-up steps excluded)\n", LABEL, "measured",
+          r->step_count, fmtd(&a, "%.3f", r->measured_s), r->warmup_steps);
+}
+
+static void print_rates(const pb_report *r, FILE *out) {
+  numbuf a, b, c, d;
+  fprintf(out, "%-*s%s samples/s   %s batches/s   %s MB/s\n", LABEL, "throughput",
+          fmtd(&a, "%.1f", r->samples_per_s), fmtd(&b, "%.2f", r->batches_per_s),
+          fmtd(&c, "%.1f", r->bytes_per_s / 1e6));
+  fprintf(out, "%-*smean %s ms   p50 %s   p90 %s   p99 %s\n", LABEL, "step time",
+          fmtd(&a, "%.2f", r->step_mean_ms), fmtd(&b, "%.2f", r->step_p50_ms),
+          fmtd(&c, "%.2f", r->step_p90_ms), fmtd(&d, "%.2f", r->step_p99_ms));
+  fprintf(out, "%-*sinput_wait %s ms  h2d %s ms  compute %s ms  other %s ms  (per step)\n", LABEL,
+          "breakdown", fmtd(&a, "%.2f", r->input_wait_ms), fmtd(&b, "%.2f", r->h2d_ms),
+          fmtd(&c, "%.2f", r->compute_ms), fmtd(&d, "%.2f", r->other_ms));
+  fprintf(out, "%-*sidle %s %%   AU %s %%   input-bound %s %%  -> %s\n", LABEL, "device",
+          fmtd(&a, "%.2f", r->device_idle_pct), fmtd(&b, "%.2f", r->accelerator_utilization_pct),
+          fmtd(&c, "%.2f", r->input_bound_pct), r->classification ? r->classification : "n/a");
+}
+
+static void print_bottleneck(const pb_report *r, FILE *out) {
+  if (!r->bottleneck_stage[0]) {
+    fprintf(out, "%-*sn/a\n", LABEL, "bottleneck");
+    return;
+  }
+  char text[PB_NAME_LEN + sizeof r->bottleneck_reason + 2];
+  snprintf(text, sizeof text, "%s: %s", r->bottleneck_stage, r->bottleneck_reason);
+  wrapped(out, "bottleneck", text);
+  if (isfinite(r->bottleneck_capacity_per_s) || isfinite(r->bottleneck_required_per_s)) {
+    numbuf a, b;
+    fprintf(out, "%-*scapacity %s samples/s   required %s samples/s\n", LABEL, "",
+            fmtd(&a, "%.1f", r->bottleneck_capacity_per_s), fmtd(&b, "%.1f", r->bottleneck_required_per_s));
+  }
+}
+
+/* Column widths: name, type, thr, calls, mean/p50/p99, util, capacity, wait, blocked, fill.  With the
+ * 12-column name the row is 98 columns. */
+#define NAME_W 12
+#define ROW_FMT "%-*.*s %-8.8s %3s %9s %7s %7s %7s %4s %8s %8s %8s %6s\n"
+
+static void print_stage(const pb_stage_report *s, FILE *out) {
+  char thr[16];
+  snprintf(thr, sizeof thr, "%d", s->threads);
+  if (s->skipped) {
+    fprintf(out, "%-*.*s %-8.8s %3s  skipped (synthetic data)\n", NAME_W, NAME_W, s->name,
+            s->type ? s->type : "?", thr);
+    return;
+  }
+  /* Exact up to 9 digits; beyond (over 1e9 elements in the window) 4 digits keep the row in width. */
+  char calls[24];
+  if (s->calls < 1000000000u)
+    snprintf(calls, sizeof calls, "%" PRIu64, s->calls);
+  else
+    snprintf(calls, sizeof calls, "%.3e", (double)s->calls);
+  numbuf b[8];
+  fprintf(out, ROW_FMT, NAME_W, NAME_W, s->name, s->type ? s->type : "?", thr, calls,
+          cell(&b[0], s->mean_us), cell(&b[1], s->p50_us), cell(&b[2], s->p99_us),
+          fmtd(&b[3], "%.2f", s->utilization), cell(&b[4], s->capacity_per_s), cell(&b[5], s->wait_in_ms),
+          cell(&b[6], s->blocked_out_ms), fmtd(&b[7], "%.2f", s->queue_mean_fill));
+}
+
+static void print_stages(const pb_report *r, FILE *out) {
+  fprintf(out, ROW_FMT, NAME_W, NAME_W, "stage", "type", "thr", "calls", "mean_us", "p50_us", "p99_us",
+          "util", "cap/s", "wait_ms", "block_ms", "q_fill");
+  for (int i = 0; i < r->nstages; i++) print_stage(&r->stages[i], out);
+}
+
+static void print_accounting(const pb_report *r, FILE *out) {
+  fprintf(out,
+          "%-*sread %" PRIu64 " = consumed %" PRIu64 " + dropped %" PRIu64 " + errors %" PRIu64
+          " + in flight %" PRIu64 "%s\n",
+          LABEL, "accounting", r->samples_read, r->samples_consumed, r->samples_dropped, r->errors,
+          r->samples_in_flight, r->balanced ? "  (balanced)" : "");
+  /* Unbalanced means samples were lost or counted twice: a bug, so it gets a line nobody can miss. */
+  if (!r->balanced) {
+    uint64_t ends = r->samples_consumed + r->samples_dropped + r->errors + r->samples_in_flight;
+    fprintf(out, "%-*s*** NOT BALANCED: read - (consumed + dropped + errors + in flight) = %" PRId64
+            " ***\n", LABEL, "", (int64_t)(r->samples_read - ends));
+  }
+  fprintf(out, "%-*sfiles %" PRIu64 "   decoded %" PRIu64 "   batched %" PRIu64 "\n", LABEL, "",
+          r->files_read, r->samples_decoded, r->samples_batched);
+  int n = r->nfirst_errors < PB_MAX_FIRST_ERRORS ? r->nfirst_errors : PB_MAX_FIRST_ERRORS;
+  for (int i = 0; i < n; i++)
+    line(out, "%-*s%s: %s", LABEL, i == 0 ? "first errors" : "", r->first_errors[i].file,
+         r->first_errors[i].message);
+}
+
+static void print_engine(const pb_report *r, FILE *out) {
+  numbuf a, b;
+  fprintf(out, "%-*scpu %s s (%s ns per sample)\n", LABEL, "engine", fmtd(&a, "%.3f", r->cpu_s),
+          fmtd(&b, "%.1f", r->cpu_ns_per_sample));
+  if (r->out_dir[0]) line(out, "%-*s%s", LABEL, "output", r->out_dir);
+}
+
+void pb_report_print_text(const pb_report *r, FILE *out) {
+  print_header(r, out);
+  print_rates(r, out);
+  print_bottleneck(r, out);
+  print_stages(r, out);
+  print_accounting(r, out);
+  print_engine(r, out);
+}

@@ -1,0 +1,96 @@
+#include "common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <uv.h>
+
+int pb_err_set(pb_err *err, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return -EINVAL;
+}
+
+uint64_t pb_now_ns(void) { return uv_hrtime(); }
+
+void pb_sleep_until_ns(uint64_t deadline_ns) {
+  /* uv_hrtime() is CLOCK_MONOTONIC, so an absolute clock_nanosleep on it is exact and immune to
+   * early wake-ups (EINTR just loops). */
+  struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
+                        .tv_nsec = (long)(deadline_ns % 1000000000u)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+void pb_spin_until_ns(uint64_t deadline_ns) {
+  while (pb_now_ns() < deadline_ns) {
+  }
+}
+
+void pb_thread_precise_timers(void) {
+  /* The default 50 us slack would make every emulated copy/step overshoot by tens of microseconds. */
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+}
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+void pb_rng_seed(pb_rng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t pb_rng_next(pb_rng *r) {
+  uint64_t *s = r->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+double pb_rng_uniform(pb_rng *r) { return (double)(pb_rng_next(r) >> 11) * 0x1.0p-53; }
+
+double pb_rng_normal(pb_rng *r, double mean, double stdev) {
+  /* Box-Muller; one value per call keeps the state simple. */
+  double u1 = pb_rng_uniform(r), u2 = pb_rng_uniform(r);
+  if (u1 < 1e-300) u1 = 1e-300;
+  return mean + stdev * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+int pb_edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return 99;
+  int row[64];
+  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j];
+      int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      int best = PB_MIN(row[j] + 1, row[j - 1] + 1);
+      row[j] = PB_MIN(best, diag + cost);
+      diag = up;
+    }
+  }
+  return row[lb];
+}

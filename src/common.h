@@ -1,0 +1,48 @@
+/* Small helpers shared by every module: error text, clocks, a seeded RNG. */
+#ifndef PB_COMMON_H
+#define PB_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PB_VERSION "0.1.0"
+
+/* Exit statuses of CONTRACT §1. */
+enum { PB_EXIT_OK = 0, PB_EXIT_RUNTIME = 1, PB_EXIT_USAGE = 2, PB_EXIT_INTERRUPTED = 130 };
+
+/* One error line, without the leading "pipebench: ".  Functions that can fail on user input fill one and
+ * return a negative errno; the caller prints "pipebench: <msg>" once. */
+typedef struct pb_err {
+  char msg[1024];
+} pb_err;
+
+/* printf-style; always returns -EINVAL so callers can `return pb_err_set(...)`. */
+int pb_err_set(pb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Monotonic nanoseconds (uv_hrtime: CLOCK_MONOTONIC). */
+uint64_t pb_now_ns(void);
+/* Sleep until an absolute pb_now_ns() deadline (no-op when already past). */
+void pb_sleep_until_ns(uint64_t deadline_ns);
+/* Busy-wait until an absolute deadline: burns CPU on purpose (the `spin` op). */
+void pb_spin_until_ns(uint64_t deadline_ns);
+/* Ask the kernel for ~1 us timer slack on this thread so emulated sleeps end on time. */
+void pb_thread_precise_timers(void);
+
+/* splitmix64-seeded xoshiro256** : deterministic, fast, good enough for sampling. */
+typedef struct pb_rng {
+  uint64_t s[4];
+} pb_rng;
+void pb_rng_seed(pb_rng *r, uint64_t seed);
+uint64_t pb_rng_next(pb_rng *r);
+double pb_rng_uniform(pb_rng *r);               /* [0, 1) */
+double pb_rng_normal(pb_rng *r, double mean, double stdev);
+
+/* Levenshtein distance, for "did you mean" suggestions. */
+int pb_edit_distance(const char *a, const char *b);
+
+#define PB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define PB_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define PB_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

@@ -1,0 +1,140 @@
+/* Config loading (CONTRACT §2): JSON text -> --set overrides on the cJSON tree -> every key validated by
+ * the tables of config_schema.c -> pipeline order rules -> per-sample shapes.  The first problem found
+ * becomes the one-line error; nothing after it runs. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define MAX_CONFIG_BYTES (16u << 20) /* far beyond any real config; stops a mistaken path at a huge file */
+
+/* ---- names ---- */
+
+static const char *name_of(const char *const *names, int count, int v) {
+  return v >= 0 && v < count ? names[v] : "?";
+}
+
+const char *pb_stage_type_name(pb_stage_type t) { return name_of(pb_cfg_stage_type_names, PB_STAGE__COUNT, (int)t); }
+const char *pb_op_name(pb_op_kind k) { return name_of(pb_cfg_op_names, PB_OP__COUNT, (int)k); }
+const char *pb_dtype_name(pb_dtype d) { return name_of(pb_cfg_dtype_names, PB_DTYPE_FLOAT32 + 1, (int)d); }
+const char *pb_format_name(pb_format f) { return name_of(pb_cfg_format_names, PB_FMT_SYNTHETIC + 1, (int)f); }
+
+int pb_config_batch_index(const pb_config *cfg) {
+  for (int i = 0; i < cfg->nstages; i++)
+    if (cfg->stages[i].type == PB_STAGE_BATCH) return i;
+  return -1;
+}
+
+/* ---- parsing ---- */
+
+/* "configs/resnet.json" -> "resnet"; control characters become '_' so the name is a valid "name". */
+static void default_name(pb_config *cfg, const char *file) {
+  const char *slash = file ? strrchr(file, '/') : NULL;
+  const char *base = slash ? slash + 1 : file ? file : "";
+  size_t n = strlen(base);
+  if (n >= 5 && strcmp(base + n - 5, ".json") == 0) n -= 5;
+  n = PB_MIN(n, sizeof cfg->name - 1);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)base[i];
+    cfg->name[i] = ch < 0x20 || ch == 0x7f ? '_' : (char)ch;
+  }
+  cfg->name[n] = '\0';
+  if (n == 0) snprintf(cfg->name, sizeof cfg->name, "config");
+}
+
+/* "<file>: line L, column C: invalid JSON": columns count bytes from 1. */
+static int json_error(pb_err *err, const char *file, const char *text, const char *at) {
+  int line = 1, col = 1;
+  for (const char *p = text; at && p < at && *p; p++) {
+    if (*p == '\n') line++, col = 1;
+    else col++;
+  }
+  return pb_err_set(err, "%s: line %d, column %d: invalid JSON (expected a valid JSON document)", file, line, col);
+}
+
+static int parse_json(pb_cfg_ctx *c, const char *text, cJSON **out) {
+  if (strncmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3; /* a UTF-8 byte order mark, as some editors write */
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+  if (!root) return json_error(c->err, c->file, text, end ? end : cJSON_GetErrorPtr());
+  if (!cJSON_IsObject(root)) {
+    int rc = pb_cfg_type_error(c, "", root, "a JSON object with a \"stages\" array");
+    cJSON_Delete(root);
+    return rc;
+  }
+  *out = root;
+  return 0;
+}
+
+static int validate(pb_cfg_ctx *c, const cJSON *root, const char *file) {
+  int rc = pb_cfg_keys_parse(c, &pb_cfg_top_table, root, "", c->cfg);
+  if (!rc && !cJSON_GetObjectItemCaseSensitive(root, "name")) default_name(c->cfg, file);
+  if (!rc) rc = pb_cfg_check_pipeline(c);
+  if (!rc) rc = pb_cfg_infer_shapes(c);
+  return rc;
+}
+
+int pb_config_parse(pb_config *cfg, const char *file, const char *json_text, const char *const *sets, int nsets,
+                    pb_err *err) {
+  memset(cfg, 0, sizeof *cfg);
+  if (err) err->msg[0] = '\0';
+  snprintf(cfg->file, sizeof cfg->file, "%s", file && file[0] ? file : "(config)");
+  pb_cfg_ctx c = {.err = err, .cfg = cfg};
+  pb_cfg_clean(cfg->file, 300, c.file, sizeof c.file);
+  if (!json_text) return pb_err_set(err, "%s: no config text (expected a JSON document)", c.file);
+  cJSON *root = NULL;
+  int rc = parse_json(&c, json_text, &root);
+  if (!rc) rc = pb_cfg_apply_sets(root, sets, sets ? nsets : 0, err);
+  if (!rc) rc = validate(&c, root, file);
+  cJSON_Delete(root);
+  return rc;
+}
+
+/* Reads the whole file; *len excludes the terminating NUL added after it.  `shown` names it in messages. */
+static int read_file(const char *file, const char *shown, char **out, size_t *len, pb_err *err) {
+  FILE *f = fopen(file, "rb");
+  if (!f) return pb_err_set(err, "%s: cannot read: %s (expected a readable JSON config file)", shown, strerror(errno));
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf && !ferror(f) && !feof(f) && n <= MAX_CONFIG_BYTES) {
+    if (n == cap) {
+      char *bigger = realloc(buf, 2 * cap + 1);
+      if (!bigger) break;
+      buf = bigger, cap *= 2;
+    }
+    n += fread(buf + n, 1, cap - n, f);
+  }
+  int read_errno = ferror(f) ? errno : 0;
+  bool ok = buf && !read_errno && feof(f) && n <= MAX_CONFIG_BYTES;
+  fclose(f);
+  if (!ok) {
+    free(buf);
+    if (read_errno)
+      return pb_err_set(err, "%s: cannot read: %s (expected a readable JSON config file)", shown, strerror(read_errno));
+    return pb_err_set(err, "%s: cannot read: larger than 16 MiB or out of memory (expected a JSON config file)", shown);
+  }
+  buf[n] = '\0';
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+int pb_config_load(pb_config *cfg, const char *file, const char *const *sets, int nsets, pb_err *err) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!file) return pb_err_set(err, "no config file (expected --config FILE)");
+  char *text = NULL, shown[320];
+  size_t len = 0;
+  pb_cfg_clean(file, 300, shown, sizeof shown);
+  int rc = read_file(file, shown, &text, &len, err);
+  if (rc) return rc;
+  const char *nul = memchr(text, '\0', len); /* cJSON would stop there and miss the rest */
+  rc = nul ? json_error(err, shown, text, nul) : pb_config_parse(cfg, file, text, sets, nsets, err);
+  free(text);
+  return rc;
+}
+
+cJSON *pb_config_to_json(const pb_config *cfg) { return pb_cfg_keys_emit(&pb_cfg_top_table, cfg, cfg); }

@@ -1,0 +1,290 @@
+/* Every config key, one row each (CONTRACT §2): the same rows drive parsing, defaults, unknown-key
+ * suggestions, pb_config_to_json and docs/CONFIG.md (keep that file in step with this one).
+ * Defaults are JSON text parsed by the same code as user values, so a default can never be out of range. */
+#include <math.h>
+#include <stddef.h>
+
+#include "config_internal.h"
+
+/* A scalar row: name, kind, offsetof and sizeof come from the struct field; the rest are designated. */
+#define ROW(st, fld, nm, kind, ...) \
+  { .name = nm, .type = kind, .off = offsetof(st, fld), .size = sizeof(((st *)0)->fld), __VA_ARGS__ }
+/* An array row: elements at `fld`, their count in the int `cnt`. */
+#define ARR(st, fld, cnt, nm, kind, ...)                                                                  \
+  {                                                                                                      \
+    .name = nm, .type = kind, .off = offsetof(st, fld), .size = sizeof(((st *)0)->fld[0]),               \
+    .count_off = offsetof(st, cnt), .cap = (int)PB_ARRAY_LEN(((st *)0)->fld), __VA_ARGS__                \
+  }
+#define TABLE(rows, chk) \
+  { rows, (int)PB_ARRAY_LEN(rows), chk }
+
+/* Names by enum value (config.h), NULL-terminated. */
+const char *const pb_cfg_stage_type_names[] = {"read",  "decode",   "map", "shuffle", "cache",
+                                           "batch", "prefetch", "h2d", NULL};
+const char *const pb_cfg_op_names[] = {"random_resized_crop", "resize", "center_crop", "flip", "normalize",
+                                   "to_chw",              "spin",   "sleep",       NULL};
+const char *const pb_cfg_dtype_names[] = {"uint8", "float16", "float32", NULL};
+const char *const pb_cfg_format_names[] = {"jpeg", "tfrecord", "npy", "npz", "raw", "synthetic", NULL};
+const char *const pb_cfg_payload_names[] = {"jpeg", "raw", NULL};
+static const char *const device_kind_names[] = {"auto", "gpu", "emulated", NULL};
+static const char *const decode_scale_names[] = {"auto", "1", "1/2", "1/4", "1/8", NULL};
+static const char *const on_error_names[] = {"skip", "fail", NULL}; /* into bool on_error_fail */
+static const char *const dist_names[] = {"normal", NULL};
+
+#define MAX_RECORD_BYTES 17179869184.0 /* 16 GiB */
+
+/* ---- dataset ---- */
+
+static const pb_key image_keys[] = {
+    ROW(pb_generate_cfg, width, "width", PB_KT_INT, .min = 1, .max = 65535, .flags = PB_KF_REQUIRED,
+        .help = "Width of each generated JPEG in pixels."),
+    ROW(pb_generate_cfg, height, "height", PB_KT_INT, .min = 1, .max = 65535, .flags = PB_KF_REQUIRED,
+        .help = "Height of each generated JPEG in pixels."),
+    ROW(pb_generate_cfg, quality, "quality", PB_KT_INT, .min = 1, .max = 100, .def = "90",
+        .help = "JPEG quality of generated images."),
+};
+static const pb_key_table image_table = TABLE(image_keys, NULL);
+
+static const pb_key generate_keys[] = {
+    ROW(pb_generate_cfg, num_files, "num_files", PB_KT_INT, .min = 1, .max = 1e8, .def = "1024",
+        .help = "Files `pipebench gen` writes."),
+    ROW(pb_generate_cfg, samples_per_file, "samples_per_file", PB_KT_INT, .min = 1, .max = 1e6, .def = "1",
+        .help = "Samples in each generated file (tfrecord, npz; 1 for jpeg)."),
+    {.name = "image", .type = PB_KT_OBJECT, .off = 0, .sub = &image_table, .flags = PB_KF_PRESENCE,
+     .count_off = offsetof(pb_generate_cfg, has_image),
+     .help = "Generated JPEG payloads: {width, height, quality}; also gives decode its output shape."},
+    ROW(pb_generate_cfg, record_bytes, "record_bytes", PB_KT_INT, .min = 1, .max = MAX_RECORD_BYTES,
+        .flags = PB_KF_OMIT_ZERO, .help = "Mean bytes per generated raw/npy/npz/tfrecord-raw sample."),
+    ROW(pb_generate_cfg, record_bytes_stdev, "record_bytes_stdev", PB_KT_INT, .min = 0, .max = INFINITY,
+        .def = "0", .help = "Standard deviation of generated sample sizes in bytes (0: all equal)."),
+};
+static const pb_key_table generate_table = TABLE(generate_keys, NULL);
+
+static const pb_key dataset_keys[] = {
+    ROW(pb_dataset_cfg, path, "path", PB_KT_STRING, .min = 0, .max = PB_PATH_LEN - 1, .def = "\"\"",
+        .help = "A directory (walked recursively, files sorted), a glob, or @FILE listing one path per line."),
+    ROW(pb_dataset_cfg, format, "format", PB_KT_ENUM, .choices = pb_cfg_format_names, .def = "\"jpeg\"",
+        .help = "File format; \"synthetic\" is an in-memory dataset (pipebench extension)."),
+    ROW(pb_dataset_cfg, feature, "feature", PB_KT_STRING, .min = 1, .max = 127, .def = "\"image/encoded\"",
+        .help = "tfrecord: the tf.train.Example bytes feature holding the sample."),
+    ROW(pb_dataset_cfg, payload, "payload", PB_KT_ENUM, .choices = pb_cfg_payload_names, .def = "\"jpeg\"",
+        .help = "tfrecord: what the feature holds, a JPEG or raw bytes."),
+    ROW(pb_dataset_cfg, record_bytes, "record_bytes", PB_KT_INT, .min = 1, .max = MAX_RECORD_BYTES,
+        .flags = PB_KF_OMIT_ZERO,
+        .help = "Bytes per sample (raw: required to split files). Default: generate.record_bytes, else unknown."),
+    ARR(pb_dataset_cfg, sample.dims, sample.ndims, "shape", PB_KT_INTS, .min = 1, .max = 1e9, .nmin = 1,
+        .nmax = PB_MAX_DIMS, .flags = PB_KF_SYNTHETIC, .emit_if = pb_cfg_emit_if_synthetic,
+        .help = "synthetic only (required there): the shape of every sample."),
+    ROW(pb_dataset_cfg, sample.dtype, "dtype", PB_KT_ENUM, .choices = pb_cfg_dtype_names, .def = "\"uint8\"",
+        .flags = PB_KF_SYNTHETIC, .emit_if = pb_cfg_emit_if_synthetic,
+        .help = "synthetic only: the element type of every sample."),
+    ROW(pb_dataset_cfg, num_samples, "num_samples", PB_KT_INT, .min = 0, .max = INFINITY, .def = "0",
+        .flags = PB_KF_SYNTHETIC, .emit_if = pb_cfg_emit_if_synthetic,
+        .help = "synthetic only: samples per epoch, 0 = endless."),
+    {.name = "generate", .type = PB_KT_OBJECT, .off = offsetof(pb_dataset_cfg, generate),
+     .sub = &generate_table, .flags = PB_KF_PRESENCE, .count_off = offsetof(pb_dataset_cfg, generate.present),
+     .help = "What `pipebench gen` writes."},
+};
+const pb_key_table pb_cfg_dataset_table = TABLE(dataset_keys, pb_cfg_check_dataset);
+
+/* ---- ops of a map stage ---- */
+
+#define OP_KEY \
+  ROW(pb_op_cfg, kind, "op", PB_KT_ENUM, .choices = pb_cfg_op_names, .flags = PB_KF_REQUIRED, .help = "The op.")
+const pb_key pb_cfg_op_kind_key = OP_KEY; /* parsed first: it picks the op's table */
+#define SIZE_KEY(what)                                                                                    \
+  ROW(pb_op_cfg, size, "size", PB_KT_INT, .min = 1, .max = 65536, .flags = PB_KF_REQUIRED,               \
+      .help = "Output side in pixels: " what)
+
+static const pb_key rrc_keys[] = {
+    OP_KEY,
+    SIZE_KEY("a random crop resized to size x size."),
+    ROW(pb_op_cfg, scale, "scale", PB_KT_RANGE, .min = 0, .max = 1, .flags = PB_KF_MIN_EXCL, .nmin = 2,
+        .nmax = 2, .cap = 2, .def = "[0.08, 1]", .help = "Range of the crop's area as a fraction of the image."),
+    ROW(pb_op_cfg, ratio, "ratio", PB_KT_RANGE, .min = 0, .max = 100, .flags = PB_KF_MIN_EXCL, .nmin = 2,
+        .nmax = 2, .cap = 2, .def = "[0.75, 1.3333333333333333]", .help = "Range of the crop's aspect ratio."),
+};
+static const pb_key resize_keys[] = {OP_KEY, SIZE_KEY("the image resized to size x size.")};
+static const pb_key center_crop_keys[] = {OP_KEY, SIZE_KEY("the central size x size square.")};
+static const pb_key flip_keys[] = {
+    OP_KEY,
+    ROW(pb_op_cfg, p, "p", PB_KT_NUMBER, .min = 0, .max = 1, .def = "0.5",
+        .help = "Probability of a horizontal flip."),
+};
+static const pb_key normalize_keys[] = {
+    OP_KEY,
+    ARR(pb_op_cfg, mean, nmean, "mean", PB_KT_NUMBERS, .min = -INFINITY, .max = INFINITY, .nmin = 1,
+        .nmax = PB_MAX_CHANNELS, .def = "[123.675, 116.28, 103.53]",
+        .help = "Per-channel mean in pixel units (0..255), subtracted; 1 value or one per channel."),
+    ARR(pb_op_cfg, std, nstd, "std", PB_KT_NUMBERS, .min = 0, .max = INFINITY, .flags = PB_KF_MIN_EXCL,
+        .nmin = 1, .nmax = PB_MAX_CHANNELS, .def = "[58.395, 57.12, 57.375]",
+        .help = "Per-channel standard deviation in pixel units, divided by; as many values as mean."),
+    ROW(pb_op_cfg, dtype, "dtype", PB_KT_ENUM, .choices = pb_cfg_dtype_names, .def = "\"float32\"",
+        .help = "Output element type."),
+    ROW(pb_op_cfg, on_device, "on_device", PB_KT_BOOL, .def = "false",
+        .help = "Run on the device after H2D, so uint8 crosses the bus; the host map stage emits its input dtype."),
+};
+static const pb_key to_chw_keys[] = {OP_KEY};
+#define US_KEY(what)                                                                                      \
+  ROW(pb_op_cfg, us, "us", PB_KT_INT, .min = 0, .max = 1e7, .flags = PB_KF_REQUIRED,                     \
+      .help = "Microseconds per sample " what)
+static const pb_key spin_keys[] = {OP_KEY, US_KEY("of busy CPU work.")};
+static const pb_key sleep_keys[] = {OP_KEY, US_KEY("of waiting without CPU.")};
+
+static const pb_key_table op_tables[PB_OP__COUNT] = {
+    [PB_OP_RANDOM_RESIZED_CROP] = TABLE(rrc_keys, NULL), [PB_OP_RESIZE] = TABLE(resize_keys, NULL),
+    [PB_OP_CENTER_CROP] = TABLE(center_crop_keys, NULL), [PB_OP_FLIP] = TABLE(flip_keys, NULL),
+    [PB_OP_NORMALIZE] = TABLE(normalize_keys, pb_cfg_check_normalize), [PB_OP_TO_CHW] = TABLE(to_chw_keys, NULL),
+    [PB_OP_SPIN] = TABLE(spin_keys, NULL), [PB_OP_SLEEP] = TABLE(sleep_keys, NULL),
+};
+
+/* ---- stages ---- */
+
+#define TYPE_KEY                                                                                          \
+  ROW(pb_stage_cfg, type, "type", PB_KT_ENUM, .choices = pb_cfg_stage_type_names, .flags = PB_KF_REQUIRED,   \
+      .help = "The stage type.")
+const pb_key pb_cfg_stage_type_key = TYPE_KEY; /* parsed first: it picks the stage's table */
+#define STAGE_COMMON                                                                                      \
+  ROW(pb_stage_cfg, name, "name", PB_KT_STRING, .min = 1, .max = PB_NAME_LEN - 1, .flags = PB_KF_IDENT,  \
+      .help = "Unique stage name, used by --set stages.NAME.KEY. Default: the type."),                   \
+      TYPE_KEY
+#define THREADS_ANY                                                                                       \
+  ROW(pb_stage_cfg, threads, "threads", PB_KT_INT, .min = 1, .max = PB_MAX_THREADS, .def = "1",          \
+      .help = "Worker threads.")
+#define THREADS_ONE(a_type)                                                                               \
+  ROW(pb_stage_cfg, threads, "threads", PB_KT_INT, .min = 1, .max = 1, .def = "1",                       \
+      .expect = "1: " a_type " stage runs on one thread", .help = "Always 1: " a_type " stage runs on one thread.")
+
+static const pb_key read_keys[] = {
+    STAGE_COMMON,
+    THREADS_ANY,
+    ROW(pb_stage_cfg, block_bytes, "block_bytes", PB_KT_INT, .min = 512, .max = 1073741824, .def = "1048576",
+        .help = "Bytes per read() call."),
+    ROW(pb_stage_cfg, direct, "direct", PB_KT_BOOL, .def = "false", .help = "Open files with O_DIRECT."),
+    ROW(pb_stage_cfg, latency_us, "latency_us", PB_KT_INT, .min = 0, .max = 1e7, .def = "0",
+        .help = "Emulation: microseconds added to every read."),
+    ROW(pb_stage_cfg, bandwidth_mb_per_s, "bandwidth_mb_per_s", PB_KT_NUMBER, .min = 0, .max = INFINITY,
+        .def = "0", .help = "Emulation: cap for the whole stage in MB/s (10^6 bytes); 0 = uncapped."),
+};
+static const pb_key decode_keys[] = {
+    STAGE_COMMON,
+    THREADS_ANY,
+    ROW(pb_stage_cfg, scale, "scale", PB_KT_ENUM, .choices = decode_scale_names, .def = "\"auto\"",
+        .help = "JPEG DCT scaling; auto decodes at full size."),
+    ROW(pb_stage_cfg, max_pixels, "max_pixels", PB_KT_INT, .min = 1, .max = 1e12, .def = "100000000",
+        .help = "Bigger images are refused as sample errors."),
+};
+static const pb_key map_keys[] = {
+    STAGE_COMMON,
+    THREADS_ANY,
+    {.name = "ops", .type = PB_KT_CUSTOM, .parse = pb_cfg_parse_ops, .emit = pb_cfg_emit_ops, .flags = PB_KF_REQUIRED,
+     .expect = "an array of 0 to 16 op objects", .help = "Ops applied in order; [] is a no-op map."},
+};
+static const pb_key shuffle_keys[] = {
+    STAGE_COMMON,
+    THREADS_ONE("a shuffle"),
+    ROW(pb_stage_cfg, buffer, "buffer", PB_KT_INT, .min = 1, .max = 1e8, .def = "1024",
+        .help = "Samples in the shuffle buffer."),
+};
+static const pb_key cache_keys[] = {STAGE_COMMON, THREADS_ONE("a cache")};
+static const pb_key batch_keys[] = {
+    STAGE_COMMON,
+    THREADS_ANY,
+    ROW(pb_stage_cfg, size, "size", PB_KT_INT, .min = 1, .max = 1e6, .flags = PB_KF_REQUIRED,
+        .help = "Samples per batch."),
+    ROW(pb_stage_cfg, drop_remainder, "drop_remainder", PB_KT_BOOL, .def = "true",
+        .help = "Drop a last, short batch (its samples count as dropped)."),
+};
+static const pb_key prefetch_keys[] = {
+    STAGE_COMMON,
+    THREADS_ONE("a prefetch"),
+    ROW(pb_stage_cfg, depth, "depth", PB_KT_INT, .min = 1, .max = 1024, .def = "2",
+        .help = "Batches buffered ahead of the device."),
+};
+static const pb_key h2d_keys[] = {
+    STAGE_COMMON,
+    THREADS_ONE("an h2d"),
+    ROW(pb_stage_cfg, pinned, "pinned", PB_KT_BOOL, .def = "true", .help = "Copy from pinned host memory."),
+    ROW(pb_stage_cfg, streams, "streams", PB_KT_INT, .min = 1, .max = 16, .def = "1",
+        .help = "Copy streams in flight."),
+};
+
+static const pb_key_table stage_tables[PB_STAGE__COUNT] = {
+    [PB_STAGE_READ] = TABLE(read_keys, NULL),         [PB_STAGE_DECODE] = TABLE(decode_keys, NULL),
+    [PB_STAGE_MAP] = TABLE(map_keys, NULL),           [PB_STAGE_SHUFFLE] = TABLE(shuffle_keys, NULL),
+    [PB_STAGE_CACHE] = TABLE(cache_keys, NULL),       [PB_STAGE_BATCH] = TABLE(batch_keys, NULL),
+    [PB_STAGE_PREFETCH] = TABLE(prefetch_keys, NULL), [PB_STAGE_H2D] = TABLE(h2d_keys, NULL),
+};
+
+/* ---- device, run, limits ---- */
+
+#define MAX_STEP_MS 3600000.0 /* one hour */
+
+static const pb_key step_dist_keys[] = {
+    ROW(pb_step_dist, dist, "dist", PB_KT_ENUM, .choices = dist_names, .flags = PB_KF_REQUIRED,
+        .help = "The distribution; only \"normal\"."),
+    ROW(pb_step_dist, mean_ms, "mean", PB_KT_NUMBER, .min = 0, .max = MAX_STEP_MS, .flags = PB_KF_REQUIRED,
+        .help = "Mean step time in ms."),
+    ROW(pb_step_dist, stdev_ms, "stdev", PB_KT_NUMBER, .min = 0, .max = MAX_STEP_MS, .flags = PB_KF_REQUIRED,
+        .help = "Standard deviation in ms (draws below 0 count as 0)."),
+};
+const pb_key_table pb_cfg_step_dist_table = TABLE(step_dist_keys, NULL);
+
+static const pb_key device_keys[] = {
+    ROW(pb_device_cfg, kind, "kind", PB_KT_ENUM, .choices = device_kind_names, .def = "\"auto\"",
+        .help = "auto: a CUDA GPU if one is usable, else the emulated device."),
+    ROW(pb_device_cfg, count, "count", PB_KT_INT, .min = 1, .max = PB_MAX_DEVICES,
+        .help = "Devices. Default: the number of ids when ids is given, else 1."),
+    {.name = "step_ms", .type = PB_KT_CUSTOM, .parse = pb_cfg_parse_step_ms, .emit = pb_cfg_emit_step_ms, .def = "0",
+     .min = 0, .max = MAX_STEP_MS,
+     .expect = "a number >= 0 or {\"dist\": \"normal\", \"mean\": .., \"stdev\": ..}",
+     .help = "Compute time per step in ms (0..3600000), or a normal distribution of it."},
+    ROW(pb_device_cfg, h2d_gb_per_s, "h2d_gb_per_s", PB_KT_NUMBER, .min = 0, .max = 10000,
+        .flags = PB_KF_MIN_EXCL, .def = "25", .help = "Emulated device's copy bandwidth in GB/s (10^9 bytes)."),
+    ARR(pb_device_cfg, ids, nids, "ids", PB_KT_INTS, .min = 0, .max = INFINITY, .nmin = 0,
+        .nmax = PB_MAX_DEVICES, .def = "[]", .help = "GPU ids to use, each once."),
+};
+static const pb_key_table device_table = TABLE(device_keys, pb_cfg_check_device);
+
+static const pb_key run_keys[] = {
+    ROW(pb_run_cfg, steps, "steps", PB_KT_INT, .min = 1, .max = 1e9, .emit_if = pb_cfg_emit_if_steps,
+        .help = "Stop after this many measured steps. Default 100 when none of steps, epochs, duration_s is set."),
+    ROW(pb_run_cfg, epochs, "epochs", PB_KT_INT, .min = 1, .max = 1e6, .emit_if = pb_cfg_emit_if_epochs,
+        .help = "Stop after this many passes over the dataset."),
+    ROW(pb_run_cfg, duration_s, "duration_s", PB_KT_NUMBER, .min = 0, .max = 1e6, .flags = PB_KF_MIN_EXCL,
+        .emit_if = pb_cfg_emit_if_duration, .help = "Stop after this many seconds."),
+    ROW(pb_run_cfg, warmup_steps, "warmup_steps", PB_KT_INT, .min = 0, .max = 1e6, .def = "5",
+        .help = "Steps excluded from every metric."),
+    ROW(pb_run_cfg, on_error_fail, "on_error", PB_KT_ENUM, .choices = on_error_names, .def = "\"skip\"",
+        .help = "A bad sample: skip it (counted as an error) or fail the run."),
+    ROW(pb_run_cfg, max_errors, "max_errors", PB_KT_INT, .min = 0, .max = INFINITY, .def = "0",
+        .help = "Fail after this many skipped samples; 0 = no limit."),
+};
+static const pb_key_table run_table = TABLE(run_keys, pb_cfg_check_run);
+
+static const pb_key limits_keys[] = {
+    ROW(pb_config, max_memory_mb, "max_memory_mb", PB_KT_INT, .min = 1, .max = 1099511627776.0,
+        .def = "8192",
+        .help = "Refuse to start when the pipeline's worst-case buffered bytes exceed this many MB (10^6 bytes)."),
+};
+static const pb_key_table limits_table = TABLE(limits_keys, NULL);
+
+/* ---- top level ---- */
+
+static const pb_key top_keys[] = {
+    ROW(pb_config, name, "name", PB_KT_STRING, .min = 1, .max = 127, .flags = PB_KF_FILENAME,
+        .help = "Run name, used in the output directory. Default: the config file's base name without .json."),
+    ROW(pb_config, seed, "seed", PB_KT_INT, .min = 0, .max = INFINITY, .def = "42",
+        .help = "Seed of every random choice (at most 10^15, like every unbounded integer)."),
+    ROW(pb_config, dataset, "dataset", PB_KT_OBJECT, .sub = &pb_cfg_dataset_table, .help = "The data."),
+    {.name = "stages", .type = PB_KT_CUSTOM, .parse = pb_cfg_parse_stages, .emit = pb_cfg_emit_stages,
+     .flags = PB_KF_REQUIRED, .expect = "an array of 1 to 32 stage objects",
+     .help = "The pipeline in data-flow order."},
+    ROW(pb_config, device, "device", PB_KT_OBJECT, .sub = &device_table, .help = "The (real or emulated) accelerator."),
+    ROW(pb_config, run, "run", PB_KT_OBJECT, .sub = &run_table, .help = "When to stop, warm-up, errors."),
+    {.name = "limits", .type = PB_KT_OBJECT, .off = 0, .sub = &limits_table, .help = "Resource limits."},
+};
+const pb_key_table pb_cfg_top_table = TABLE(top_keys, NULL);
+
+const pb_key_table *pb_cfg_stage_table(pb_stage_type t) { return &stage_tables[t]; }
+const pb_key_table *pb_cfg_op_table(pb_op_kind k) { return &op_tables[k]; }

@@ -1,0 +1,184 @@
+/* pipebench: the command line (CONTRACT §1).  Parses arguments, loads the config and hands over to the
+ * subcommand.  Every error is one line on stderr and the contract's exit status. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "config.h"
+#include "run.h"
+
+#define MAX_SETS 256
+
+static const char *const k_usage =
+    "usage:\n"
+    "  pipebench [run] --config FILE [OPTIONS]     run the pipeline and write the report\n"
+    "  pipebench validate --config FILE [--set ..] check a config, print the resolved config\n"
+    "  pipebench gen|ab|tune|sweep|analyze|calibrate   (planned; not in this version)\n"
+    "  pipebench --help | --version\n"
+    "\n"
+    "options:\n"
+    "  --config FILE            the pipeline config (JSON; see docs/CONFIG.md)\n"
+    "  --set PATH=VALUE         override a config value, e.g. stages.decode.threads=4 (repeatable)\n"
+    "  --data real|synthetic    synthetic: in-memory samples replace every per-sample stage (default real)\n"
+    "  --device auto|gpu|emulated   default auto (a CUDA GPU if usable, else emulated)\n"
+    "  --out DIR                output directory (default pipebench-out/<name>-<UTC time>)\n"
+    "  --format LIST            comma list of text,json,csv,html,trace (default text,json,html,trace)\n"
+    "  --json                   print the JSON report on stdout instead of the text summary\n"
+    "  --quiet, --no-progress, --no-trace   less output\n"
+    "  --seed N                 overrides the config's seed\n"
+    "\n"
+    "exit status: 0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted\n";
+
+typedef struct cli {
+  const char *command;
+  const char *config;
+  const char *sets[MAX_SETS + 1];
+  int nsets;
+  char seed_set[64];
+  bool device_given;
+  pb_run_opts run;
+} cli;
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "pipebench: ");
+  fprintf(stderr, fmt, arg);
+  fputc('\n', stderr);
+  return PB_EXIT_USAGE;
+}
+
+static bool is_command(const char *s) {
+  static const char *cmds[] = {"run", "validate", "gen", "ab", "tune", "sweep", "analyze", "calibrate"};
+  for (size_t i = 0; i < PB_ARRAY_LEN(cmds); i++)
+    if (strcmp(s, cmds[i]) == 0) return true;
+  return false;
+}
+
+/* "--opt VALUE" or "--opt=VALUE": returns the value and advances *i, or NULL when absent. */
+static const char *option_value(int argc, char **argv, int *i, const char *name) {
+  size_t len = strlen(name);
+  const char *a = argv[*i];
+  if (strncmp(a, name, len) != 0) return NULL;
+  if (a[len] == '=') return a + len + 1;
+  if (a[len] != '\0') return NULL;
+  if (*i + 1 >= argc) return "";
+  return argv[++*i];
+}
+
+static int set_device(cli *c, const char *v) {
+  if (strcmp(v, "auto") == 0) c->run.device = PB_DEVICE_AUTO;
+  else if (strcmp(v, "gpu") == 0) c->run.device = PB_DEVICE_GPU;
+  else if (strcmp(v, "emulated") == 0) c->run.device = PB_DEVICE_EMULATED;
+  else return usage_error("--device: unknown device \"%s\" (expected auto, gpu or emulated)", v);
+  c->device_given = true;
+  return 0;
+}
+
+static int set_data(cli *c, const char *v) {
+  if (strcmp(v, "synthetic") == 0) c->run.synthetic = true;
+  else if (strcmp(v, "real") == 0) c->run.synthetic = false;
+  else return usage_error("--data: unknown data \"%s\" (expected real or synthetic)", v);
+  return 0;
+}
+
+static int set_seed(cli *c, const char *v) {
+  char *end;
+  errno = 0;
+  unsigned long long seed = strtoull(v, &end, 10);
+  if (!*v || *end || errno || v[0] == '-') return usage_error("--seed: \"%s\" is not a number (expected an integer >= 0)", v);
+  snprintf(c->seed_set, sizeof c->seed_set, "seed=%llu", seed);
+  return 0;
+}
+
+/* Options that take a value; returns 1 when argv[*i] was not one of them. */
+static int parse_valued(cli *c, int argc, char **argv, int *i) {
+  const char *v;
+  pb_err err;
+  if ((v = option_value(argc, argv, i, "--config"))) c->config = v;
+  else if ((v = option_value(argc, argv, i, "--set"))) {
+    if (c->nsets == MAX_SETS) return usage_error("--set: more than %s overrides (expected fewer)", "256");
+    c->sets[c->nsets++] = v;
+  } else if ((v = option_value(argc, argv, i, "--data"))) return set_data(c, v);
+  else if ((v = option_value(argc, argv, i, "--device"))) return set_device(c, v);
+  else if ((v = option_value(argc, argv, i, "--out"))) c->run.out_dir = v;
+  else if ((v = option_value(argc, argv, i, "--seed"))) return set_seed(c, v);
+  else if ((v = option_value(argc, argv, i, "--format"))) {
+    c->run.formats_given = true;
+    if (pb_parse_formats(v, &c->run.formats, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_USAGE;
+  } else return 1;
+  if (!*v) return usage_error("%s: missing value (expected a value after it)", argv[*i]);
+  return 0;
+}
+
+static int parse_flag(cli *c, const char *a) {
+  if (strcmp(a, "--json") == 0) c->run.json_stdout = true;
+  else if (strcmp(a, "--quiet") == 0) c->run.quiet = true;
+  else if (strcmp(a, "--no-progress") == 0) c->run.no_progress = true;
+  else if (strcmp(a, "--no-trace") == 0) c->run.no_trace = true;
+  else return usage_error("unknown option \"%s\" (expected an option that pipebench --help lists)", a);
+  return 0;
+}
+
+static int parse_args(cli *c, int argc, char **argv) {
+  c->command = "run";
+  c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML | PB_FMT_TRACE;
+  c->run.device = PB_DEVICE_AUTO;
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') {
+    if (!is_command(argv[1])) return usage_error("unknown command \"%s\" (expected run, validate, gen, ab, tune, sweep, analyze or calibrate)", argv[1]);
+    c->command = argv[1];
+    first = 2;
+  }
+  for (int i = first; i < argc; i++) {
+    int rc = parse_valued(c, argc, argv, &i);
+    if (rc == 1) rc = parse_flag(c, argv[i]);
+    if (rc) return rc;
+  }
+  if (c->seed_set[0]) c->sets[c->nsets++] = c->seed_set; /* --seed is applied last, like a --set */
+  return 0;
+}
+
+static int cmd_validate(const pb_config *cfg) {
+  cJSON *json = pb_config_to_json(cfg);
+  char *text = json ? cJSON_Print(json) : NULL;
+  if (!text) return PB_EXIT_RUNTIME;
+  printf("%s\n", text);
+  free(text);
+  cJSON_Delete(json);
+  return PB_EXIT_OK;
+}
+
+static int dispatch(cli *c) {
+  if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
+  pb_config *cfg = calloc(1, sizeof *cfg);
+  if (!cfg) return PB_EXIT_RUNTIME;
+  pb_err err;
+  int rc;
+  if (pb_config_load(cfg, c->config, c->sets, c->nsets, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    rc = PB_EXIT_USAGE;
+  } else if (strcmp(c->command, "validate") == 0) {
+    rc = cmd_validate(cfg);
+  } else {
+    if (!c->device_given) c->run.device = cfg->device.kind;
+    rc = pb_run(cfg, &c->run);
+  }
+  free(cfg);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return fputs(k_usage, stdout), 0;
+    if (strcmp(argv[i], "--version") == 0) return printf("pipebench %s\n", PB_VERSION), 0;
+  }
+  cli c = {0};
+  int rc = parse_args(&c, argc, argv);
+  if (rc) return rc;
+  if (strcmp(c.command, "run") && strcmp(c.command, "validate")) {
+    fprintf(stderr, "pipebench: %s: not in this version (expected run or validate)\n", c.command);
+    return PB_EXIT_USAGE;
+  }
+  return dispatch(&c);
+}

@@ -1,0 +1,33 @@
+/* From what a run recorded (step timeline, per-stage counters, accounting) to the numbers of the
+ * report (docs/METRICS.md defines each).  Reads only records; never touches running threads. */
+#ifndef PB_METRICS_H
+#define PB_METRICS_H
+
+#include "config.h"
+#include "device.h"
+#include "engine.h"
+#include "report.h"
+#include "steps.h"
+
+typedef struct pb_run_record {
+  const pb_config *cfg;
+  pb_engine *engine;            /* joined: every worker has exited */
+  pb_steps *steps;              /* joined */
+  pb_device *device;
+  bool synthetic, interrupted;
+  uint64_t queued_samples;      /* samples drained from the queues after the run */
+  double cpu_s;
+} pb_run_record;
+
+/* Fills r (which the caller zeroed); r->config is left for the caller. */
+void pb_metrics_compute(pb_report *r, const pb_run_record *rec);
+
+/* The step time breakdown of one step (ns), as defined in docs/METRICS.md. */
+typedef struct pb_step_parts {
+  uint64_t step_ns, input_wait_ns, h2d_ns, compute_ns, other_ns;
+} pb_step_parts;
+pb_step_parts pb_step_breakdown(const pb_step *st);
+
+const char *pb_classify(double input_bound_pct);
+
+#endif

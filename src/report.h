@@ -1,0 +1,91 @@
+/* The report of one run: every number printed by the text summary and written to report.json.
+ * metrics.c fills it from what the run recorded; reports/text.c and reports/json.c only format it.
+ * Convention: a double that is NAN is "not available" and is written as JSON null / "n/a" in text. */
+#ifndef PB_REPORT_H
+#define PB_REPORT_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+#define PB_MAX_FIRST_ERRORS 10
+
+typedef struct pb_stage_report {
+  char name[PB_NAME_LEN];
+  const char *type;             /* "map", "batch", ... or "source" for the in-memory source */
+  int threads;
+  bool skipped;                 /* not run (synthetic mode skips per-sample stages) */
+  uint64_t calls;               /* elements processed in the measured window */
+  double total_ms, self_ms;     /* self = busy processing; total = self + wait_in */
+  double mean_us, p50_us, p99_us;
+  double wait_in_ms, blocked_out_ms;
+  double utilization;           /* self / (threads x measured wall), 0..1 */
+  double capacity_per_s;        /* samples/s the stage could sustain: threads x samples / self seconds */
+  uint64_t bytes_in, bytes_out;
+  double queue_mean_fill;       /* mean occupancy of the stage's output queue, 0..1 of its capacity */
+  int queue_capacity;           /* elements */
+  double critical_path_ms, critical_path_pct; /* NAN until the trace analysis exists */
+} pb_stage_report;
+
+typedef struct pb_first_error {
+  char file[256];
+  char message[256];
+} pb_first_error;
+
+typedef struct pb_report {
+  const char *version;
+  cJSON *config;                /* resolved config; owned by the report */
+  bool synthetic;
+  bool interrupted;
+  char out_dir[PB_PATH_LEN];
+  char config_name[128];
+
+  /* device */
+  const char *device_kind;      /* "gpu" | "emulated" */
+  char device_name[128];
+  int device_count;
+  const char *timing_source;    /* "cupti" | "cuda_events" | "emulated" */
+
+  /* measured window */
+  double measured_s;            /* wall time of the measured window (after warm-up) */
+  int64_t warmup_steps;
+
+  double samples_per_s, batches_per_s, bytes_per_s;
+
+  uint64_t step_count;          /* measured steps */
+  double step_mean_ms, step_p50_ms, step_p90_ms, step_p99_ms;
+  double input_wait_ms, h2d_ms, compute_ms, other_ms; /* means per measured step */
+  double device_idle_pct, accelerator_utilization_pct, input_bound_pct;
+  const char *classification;   /* "highly_input_bound" | "moderately_input_bound" | "not_input_bound" | NULL */
+
+  int nstages;
+  pb_stage_report stages[PB_MAX_STAGES + 1]; /* + the in-memory source */
+
+  /* bottleneck */
+  char bottleneck_stage[PB_NAME_LEN]; /* "" = not available */
+  char bottleneck_reason[512];
+  double bottleneck_capacity_per_s, bottleneck_required_per_s;
+
+  /* accounting (every sample, warm-up included) */
+  uint64_t files_read, samples_read, samples_decoded, samples_batched, samples_consumed;
+  uint64_t samples_dropped, errors, samples_in_flight;
+  bool balanced;
+  int nfirst_errors;
+  pb_first_error first_errors[PB_MAX_FIRST_ERRORS];
+
+  /* the engine's own cost */
+  double cpu_s;                 /* user + system CPU of the whole process during the run */
+  double cpu_ns_per_sample;     /* cpu_s / samples_read */
+} pb_report;
+
+/* reports/json.c: the report as a cJSON tree with every CONTRACT §3 key (null where not available). */
+cJSON *pb_report_to_json(const pb_report *r);
+/* Writes pb_report_to_json() to PATH (pretty printed).  0 or -errno. */
+int pb_report_write_json(const pb_report *r, const char *path);
+/* reports/text.c: the human summary. */
+void pb_report_print_text(const pb_report *r, FILE *out);
+
+#endif

@@ -1,0 +1,255 @@
+#include "run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "device.h"
+#include "engine.h"
+#include "metrics.h"
+#include "report.h"
+#include "steps.h"
+
+/* ---------- signals: the first SIGINT/SIGTERM stops the run cleanly, a second one exits at once ---------- */
+
+static volatile sig_atomic_t g_signalled;
+
+static void on_signal(int sig) {
+  (void)sig;
+  if (g_signalled) _exit(PB_EXIT_INTERRUPTED);
+  g_signalled = 1;
+}
+
+static void install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ---------- formats and output directory ---------- */
+
+int pb_parse_formats(const char *list, unsigned *formats, pb_err *err) {
+  static const char *names[] = {"text", "json", "csv", "html", "trace"};
+  *formats = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    size_t i = 0;
+    while (i < PB_ARRAY_LEN(names) && strcmp(tok, names[i]) != 0) i++;
+    if (i == PB_ARRAY_LEN(names))
+      return pb_err_set(err, "--format: unknown format \"%s\" (expected a comma list of text, json, csv, "
+                             "html, trace)", tok);
+    *formats |= 1u << i;
+  }
+  if (!*formats) return pb_err_set(err, "--format: empty list (expected a comma list of text, json, csv, html, trace)");
+  return 0;
+}
+
+static int mkdir_p(const char *path) {
+  char buf[PB_PATH_LEN];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) && errno != EEXIST) return -errno;
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) && errno != EEXIST) return -errno;
+  return 0;
+}
+
+/* pipebench-out/<name>-<UTC yyyymmdd-HHMMSS>, with -2, -3.. when that exists (two runs in one second). */
+static void default_out_dir(const pb_config *cfg, char *out, size_t len) {
+  char stamp[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  snprintf(out, len, "pipebench-out/%s-%s", cfg->name, stamp);
+  struct stat st;
+  for (int k = 2; stat(out, &st) == 0 && k < 1000; k++)
+    snprintf(out, len, "pipebench-out/%s-%s-%d", cfg->name, stamp, k);
+}
+
+/* ---------- the run ---------- */
+
+typedef struct run_ctx {
+  const pb_config *cfg;
+  const pb_run_opts *opts;
+  pb_engine engine;
+  pb_device device;
+  pb_steps steps;
+  bool device_open, steps_ready, interrupted;
+  uint64_t queued_samples;
+  char out_dir[PB_PATH_LEN];
+} run_ctx;
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Plans the pipeline and checks its memory against limits.max_memory_mb: exit 2 on refusal. */
+static int plan(run_ctx *c) {
+  pb_err err;
+  if (pb_engine_plan(&c->engine, c->cfg, c->opts->synthetic, c->cfg->device.count, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  char who[512];
+  uint64_t bytes = pb_engine_memory_bytes(&c->engine, who, sizeof who);
+  uint64_t limit = (uint64_t)c->cfg->max_memory_mb * 1000000u;
+  if (bytes > limit) {
+    fprintf(stderr,
+            "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %.0f MB, more than the limit of "
+            "%lld MB (expected a larger limit or smaller buffers; %s)\n",
+            c->cfg->file, (double)bytes / 1e6, (long long)c->cfg->max_memory_mb, who[0] ? who : "-");
+    return PB_EXIT_USAGE;
+  }
+  return 0;
+}
+
+static int open_device(run_ctx *c) {
+  pb_err err;
+  char notice[256];
+  if (pb_device_open(&c->device, c->cfg, c->opts->device, notice, sizeof notice, &err)) {
+    fprintf(stderr, "pipebench: %s: %s\n", c->cfg->file, err.msg);
+    return PB_EXIT_RUNTIME;
+  }
+  c->device_open = true;
+  c->engine.device = &c->device;
+  if (notice[0] && !c->opts->quiet) fprintf(stderr, "pipebench: %s\n", notice);
+  return 0;
+}
+
+static void show_progress(run_ctx *c, uint64_t t0_ns) {
+  size_t done = pb_steps_count(&c->steps);
+  const pb_run_cfg *run = &c->cfg->run;
+  double elapsed_s = (double)(pb_now_ns() - t0_ns) / 1e9;
+  if (run->stop == PB_STOP_STEPS)
+    fprintf(stderr, "\rpipebench: step %zu/%lld  %.1f s ", done, (long long)(run->warmup_steps + run->steps),
+            elapsed_s);
+  else
+    fprintf(stderr, "\rpipebench: step %zu  %.1f s ", done, elapsed_s);
+  fflush(stderr);
+}
+
+/* Waits for the steps to finish, a signal, or nothing more to come; shows progress on a terminal. */
+static void wait_for_end(run_ctx *c) {
+  bool progress = !c->opts->quiet && !c->opts->no_progress && isatty(STDERR_FILENO);
+  uint64_t t0 = pb_now_ns(), last = t0;
+  while (!pb_steps_wait(&c->steps, 50)) {
+    if (g_signalled) {
+      c->interrupted = true;
+      pb_steps_stop(&c->steps);
+      break;
+    }
+    if (progress && pb_now_ns() - last >= 1000000000u) {
+      last = pb_now_ns();
+      show_progress(c, t0);
+    }
+  }
+  if (progress && last != t0) fprintf(stderr, "\r%60s\r", "");
+}
+
+static int execute(run_ctx *c) {
+  pb_err err;
+  if (pb_steps_init(&c->steps, c->cfg, &c->engine, &c->device)) {
+    fprintf(stderr, "pipebench: out of memory for the step records\n");
+    return PB_EXIT_RUNTIME;
+  }
+  c->steps_ready = true;
+  int rc = pb_engine_start(&c->engine, &err);
+  if (!rc) rc = pb_steps_start(&c->steps, &err);
+  if (rc) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    pb_steps_stop(&c->steps);
+  } else {
+    wait_for_end(c);
+  }
+  pb_engine_cancel(&c->engine); /* wakes every worker and device thread */
+  pb_steps_join(&c->steps);
+  pb_engine_join(&c->engine);
+  c->queued_samples = pb_engine_drain(&c->engine);
+  return rc ? PB_EXIT_RUNTIME : 0;
+}
+
+static int write_outputs(run_ctx *c, pb_report *r) {
+  const pb_run_opts *o = c->opts;
+  if (o->out_dir)
+    snprintf(c->out_dir, sizeof c->out_dir, "%s", o->out_dir);
+  else
+    default_out_dir(c->cfg, c->out_dir, sizeof c->out_dir);
+  snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
+  int rc = mkdir_p(c->out_dir);
+  char path[PB_PATH_LEN + 32];
+  snprintf(path, sizeof path, "%s/report.json", c->out_dir);
+  if (!rc && (o->formats & PB_FMT_JSON)) rc = pb_report_write_json(r, path);
+  if (rc) {
+    fprintf(stderr, "pipebench: %s: cannot write the report: %s\n", c->out_dir, strerror(-rc));
+    return PB_EXIT_RUNTIME;
+  }
+  unsigned missing = o->formats & (PB_FMT_CSV | PB_FMT_HTML | PB_FMT_TRACE);
+  if (missing && o->formats_given && !o->quiet)
+    fprintf(stderr, "pipebench: note: formats csv, html and trace are not written by this version\n");
+  if (o->json_stdout) {
+    cJSON *json = pb_report_to_json(r);
+    char *text = json ? cJSON_Print(json) : NULL;
+    if (text) printf("%s\n", text);
+    free(text);
+    cJSON_Delete(json);
+  } else if ((o->formats & PB_FMT_TEXT) && !o->quiet) {
+    pb_report_print_text(r, stdout);
+  }
+  return 0;
+}
+
+static int report(run_ctx *c, double cpu0) {
+  pb_report *r = calloc(1, sizeof *r);
+  if (!r) return PB_EXIT_RUNTIME;
+  pb_run_record rec = {.cfg = c->cfg, .engine = &c->engine, .steps = &c->steps, .device = &c->device,
+                       .synthetic = c->opts->synthetic, .interrupted = c->interrupted,
+                       .queued_samples = c->queued_samples, .cpu_s = cpu_seconds() - cpu0};
+  pb_metrics_compute(r, &rec);
+  r->config = pb_config_to_json(c->cfg);
+  if (!r->balanced)
+    fprintf(stderr, "pipebench: internal error: the sample accounting does not balance (see report)\n");
+  if (c->steps.measured_count == 0 && !c->opts->quiet)
+    fprintf(stderr, "pipebench: warning: the run ended before any measured step (%zu steps, %lld warm-up)\n",
+            c->steps.n, (long long)c->cfg->run.warmup_steps);
+  int rc = write_outputs(c, r);
+  cJSON_Delete(r->config);
+  free(r);
+  return rc;
+}
+
+int pb_run(const pb_config *cfg, const pb_run_opts *opts) {
+  run_ctx *c = calloc(1, sizeof *c);
+  if (!c) return PB_EXIT_RUNTIME;
+  c->cfg = cfg;
+  c->opts = opts;
+  g_signalled = 0;
+  install_signals();
+  double cpu0 = cpu_seconds();
+  int rc = plan(c);
+  if (!rc) rc = open_device(c);
+  if (!rc) rc = execute(c);
+  if (!rc) rc = report(c, cpu0);
+  if (!rc && c->interrupted) rc = PB_EXIT_INTERRUPTED;
+  if (c->steps_ready) pb_steps_close(&c->steps);
+  pb_engine_close(&c->engine);
+  if (c->device_open) pb_device_close(&c->device);
+  free(c);
+  return rc;
+}

@@ -1,0 +1,27 @@
+/* One run (CONTRACT §1 `pipebench run`): plan the pipeline, open the device, run warm-up and measured
+ * steps, stop on the run's limit, end of data or a signal, then write the report. */
+#ifndef PB_RUN_H
+#define PB_RUN_H
+
+#include <stdbool.h>
+
+#include "config.h"
+
+enum { PB_FMT_TEXT = 1, PB_FMT_JSON = 2, PB_FMT_CSV = 4, PB_FMT_HTML = 8, PB_FMT_TRACE = 16 };
+
+typedef struct pb_run_opts {
+  bool synthetic;               /* --data synthetic */
+  pb_device_kind device;        /* --device, or device.kind when not given */
+  const char *out_dir;          /* --out; NULL = pipebench-out/<name>-<UTC time> */
+  unsigned formats;             /* PB_FMT_* bits */
+  bool formats_given;           /* --format was on the command line */
+  bool json_stdout, quiet, no_progress, no_trace;
+} pb_run_opts;
+
+/* Returns the process exit status (CONTRACT §1); prints its own errors. */
+int pb_run(const pb_config *cfg, const pb_run_opts *opts);
+
+/* For main.c: parse a --format list.  -EINVAL with err set on an unknown name. */
+int pb_parse_formats(const char *list, unsigned *formats, pb_err *err);
+
+#endif

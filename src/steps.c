@@ -1,0 +1,171 @@
+#include "steps.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d) {
+  memset(s, 0, sizeof *s);
+  s->engine = e;
+  s->device = d;
+  s->warmup = cfg->run.warmup_steps;
+  if (cfg->run.stop == PB_STOP_STEPS) s->target = cfg->run.steps;
+  if (cfg->run.stop == PB_STOP_DURATION) s->duration_ns = (uint64_t)(cfg->run.duration_s * 1e9);
+  s->cap = s->target ? (size_t)(s->warmup + s->target) + (size_t)d->count : 1024;
+  s->v = malloc(s->cap * sizeof *s->v);
+  if (!s->v) return -ENOMEM;
+  uv_mutex_init(&s->lock);
+  uv_cond_init(&s->changed);
+  return 0;
+}
+
+/* Under the lock: the run is over; the engine's window closes where the last measured step ended. */
+static void finish_locked(pb_steps *s) {
+  if (s->done) return;
+  s->done = true;
+  pb_engine_close_window(s->engine, s->measured_count ? s->window_end_ns : s->window_start_ns);
+  uv_cond_broadcast(&s->changed);
+}
+
+/* Under the lock: does step record `st` (completion number idx) open or close the window? */
+static void advance_window(pb_steps *s, pb_step *st, size_t idx) {
+  if (s->done || (int64_t)idx < s->warmup) {
+    st->measured = false;
+    if ((int64_t)idx == s->warmup - 1 && !s->done) {
+      s->window_start_ns = st->compute_end_ns;
+      pb_engine_open_window(s->engine, s->window_start_ns);
+    }
+    return;
+  }
+  st->measured = true;
+  s->measured_count++;
+  s->window_end_ns = st->compute_end_ns;
+  bool reached = s->target && (int64_t)s->measured_count == s->target;
+  if (s->duration_ns && st->compute_end_ns - s->window_start_ns >= s->duration_ns) reached = true;
+  if (reached) finish_locked(s);
+}
+
+static int record(pb_steps *s, const pb_step *st) {
+  uv_mutex_lock(&s->lock);
+  if (s->n == s->cap) { /* epochs/duration runs: grow per step, never per sample */
+    pb_step *v = realloc(s->v, 2 * s->cap * sizeof *v);
+    if (!v) {
+      uv_mutex_unlock(&s->lock);
+      return -ENOMEM;
+    }
+    s->v = v;
+    s->cap *= 2;
+  }
+  size_t idx = s->n++;
+  s->v[idx] = *st;
+  s->samples_consumed += st->samples;
+  advance_window(s, &s->v[idx], idx);
+  uv_mutex_unlock(&s->lock);
+  return 0;
+}
+
+static bool is_done(pb_steps *s) {
+  uv_mutex_lock(&s->lock);
+  bool done = s->done;
+  uv_mutex_unlock(&s->lock);
+  return done;
+}
+
+/* One step: the batch is on the host; copy it unless the h2d stage already did, then compute. */
+static int run_step(pb_steps *s, int index, pb_elem *batch, pb_step *st) {
+  st->bytes = batch->bytes;
+  st->samples = batch->nsamples;
+  st->device = (uint16_t)index;
+  st->h2d_start_ns = batch->h2d_start_ns;
+  st->h2d_end_ns = batch->h2d_end_ns;
+  if (!batch->h2d_end_ns) {
+    int rc = pb_device_h2d(s->device, batch, &st->h2d_start_ns, &st->h2d_end_ns);
+    if (rc) return rc;
+  }
+  return pb_device_step(s->device, index, batch, &st->compute_start_ns, &st->compute_end_ns);
+}
+
+/* When the batch became available to the device: its hand-off into the last queue, clamped to
+ * [previous step's end, pop].  Time after that until the pop is the device side's own overhead
+ * (counted as "other"), not input wait: the batch was there. */
+static uint64_t ready_time(const pb_elem *batch, uint64_t prev_end_ns, uint64_t popped_ns) {
+  uint64_t t = batch->handoff_ns > prev_end_ns ? batch->handoff_ns : prev_end_ns;
+  return t < popped_ns ? t : popped_ns;
+}
+
+static void device_main(void *p) {
+  pb_device_thread *a = p;
+  pb_steps *s = a->steps;
+  pb_queue *q = pb_engine_output(s->engine);
+  uint64_t prev_end = s->start_ns;
+  pb_thread_precise_timers();
+  while (!is_done(s)) {
+    pb_elem batch;
+    if (pb_queue_pop_many(q, &batch, 1) <= 0) break; /* end of data or cancelled */
+    pb_step st = {.prev_end_ns = prev_end, .ready_ns = ready_time(&batch, prev_end, pb_now_ns())};
+    int rc = run_step(s, a->index, &batch, &st);
+    pb_buf_release(batch.buf);
+    if (rc || record(s, &st)) break;
+    prev_end = st.compute_end_ns;
+  }
+  uv_mutex_lock(&s->lock);
+  if (--s->active_devices == 0 && !s->done) {
+    s->end_of_data = true;
+    finish_locked(s);
+  }
+  uv_mutex_unlock(&s->lock);
+}
+
+int pb_steps_start(pb_steps *s, pb_err *err) {
+  s->start_ns = pb_now_ns();
+  if (s->warmup == 0) {
+    s->window_start_ns = s->start_ns;
+    pb_engine_open_window(s->engine, s->start_ns);
+  }
+  s->active_devices = s->device->count;
+  for (int i = 0; i < s->device->count; i++) {
+    s->threads[i].steps = s;
+    s->threads[i].index = i;
+    if (uv_thread_create(&s->threads[i].thread, device_main, &s->threads[i]) != 0) {
+      uv_mutex_lock(&s->lock);
+      s->active_devices -= s->device->count - i;
+      uv_mutex_unlock(&s->lock);
+      return pb_err_set(err, "cannot start the device thread"), -EAGAIN;
+    }
+    s->threads_started++;
+  }
+  return 0;
+}
+
+bool pb_steps_wait(pb_steps *s, int timeout_ms) {
+  uv_mutex_lock(&s->lock);
+  if (!s->done) uv_cond_timedwait(&s->changed, &s->lock, (uint64_t)timeout_ms * 1000000u);
+  bool done = s->done;
+  uv_mutex_unlock(&s->lock);
+  return done;
+}
+
+void pb_steps_stop(pb_steps *s) {
+  uv_mutex_lock(&s->lock);
+  finish_locked(s);
+  uv_mutex_unlock(&s->lock);
+}
+
+void pb_steps_join(pb_steps *s) {
+  for (int i = 0; i < s->threads_started; i++) uv_thread_join(&s->threads[i].thread);
+  s->threads_started = 0;
+}
+
+size_t pb_steps_count(pb_steps *s) {
+  uv_mutex_lock(&s->lock);
+  size_t n = s->n;
+  uv_mutex_unlock(&s->lock);
+  return n;
+}
+
+void pb_steps_close(pb_steps *s) {
+  uv_cond_destroy(&s->changed);
+  uv_mutex_destroy(&s->lock);
+  free(s->v);
+  s->v = NULL;
+}

@@ -1,0 +1,65 @@
+/* The training loop's side of the run: one thread per device takes a batch from the pipeline's last
+ * queue, makes sure it is on the device, runs the step, and records when each of those happened.
+ * It also decides when the measured window opens (after run.warmup_steps) and closes (run.steps or
+ * run.duration_s reached), and tells the engine so its counters clip to the same window. */
+#ifndef PB_STEPS_H
+#define PB_STEPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "device.h"
+#include "engine.h"
+
+typedef struct pb_step {
+  uint64_t prev_end_ns;    /* end of this device's previous step (or of the start): the step begins */
+  uint64_t ready_ns;       /* the batch became available to the device (handed into the last queue) */
+  uint64_t h2d_start_ns, h2d_end_ns;
+  uint64_t compute_start_ns, compute_end_ns;
+  uint64_t bytes;
+  uint32_t samples;
+  uint16_t device;
+  bool measured;
+} pb_step;
+
+typedef struct pb_steps pb_steps;
+typedef struct pb_device_thread {
+  pb_steps *steps;
+  int index;
+  uv_thread_t thread;
+} pb_device_thread;
+
+struct pb_steps {
+  uv_mutex_t lock;
+  uv_cond_t changed;
+  pb_step *v;
+  size_t n, cap;
+  int64_t warmup, target;  /* target: measured steps wanted (0 = until duration or end of data) */
+  uint64_t duration_ns;    /* 0 = none */
+  uint64_t start_ns;       /* when the run started */
+  uint64_t window_start_ns, window_end_ns;
+  uint64_t samples_consumed, measured_count;
+  int active_devices;
+  bool done;               /* the window closed, or every device ran out of data */
+  bool end_of_data;
+  pb_engine *engine;
+  pb_device *device;
+  int threads_started;
+  pb_device_thread threads[PB_MAX_DEVICES];
+};
+
+int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d);
+/* Starts one thread per device; the window opens at once when there are no warm-up steps. */
+int pb_steps_start(pb_steps *s, pb_err *err);
+/* Waits up to timeout_ms for `done`; returns true once done. */
+bool pb_steps_wait(pb_steps *s, int timeout_ms);
+/* Marks the run over (interrupt): closes the window at the last measured step. */
+void pb_steps_stop(pb_steps *s);
+void pb_steps_join(pb_steps *s);
+void pb_steps_close(pb_steps *s);
+/* Steps completed so far (for progress). */
+size_t pb_steps_count(pb_steps *s);
+
+#endif

@@ -1,0 +1,395 @@
+/* End-to-end: runs the built pipebench binary as a user would and checks exit codes, the one-line errors
+ * of CONTRACT §1 and the report.json of §3.  Configs are written into a temporary directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+extern char **environ;
+
+static char g_tmp[256];
+
+typedef struct result {
+  int status;          /* exit status, or 128 + signal */
+  char out[1 << 16];   /* stdout */
+  char err[1 << 14];   /* stderr */
+} result;
+
+static void read_file(const char *path, char *buf, size_t len) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+  buf[n] = '\0';
+  if (f) fclose(f);
+}
+
+/* Starts pipebench with argv (NULL-terminated, without the program name). */
+static pid_t spawn_pb(const char **args, const char *out_path, const char *err_path) {
+  const char *argv[64] = {PB_BIN};
+  int n = 1;
+  while (args[n - 1] && n < 63) argv[n] = args[n - 1], n++;
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  int rc = posix_spawn(&pid, PB_BIN, &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  assert_int_equal(rc, 0);
+  return pid;
+}
+
+static int wait_status(pid_t pid) {
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void collect(result *r, pid_t pid, const char *out_path, const char *err_path) {
+  r->status = wait_status(pid);
+  read_file(out_path, r->out, sizeof r->out);
+  read_file(err_path, r->err, sizeof r->err);
+}
+
+static result *run_pb(const char **args) {
+  static result r;
+  char out[300], err[300];
+  snprintf(out, sizeof out, "%s/stdout", g_tmp);
+  snprintf(err, sizeof err, "%s/stderr", g_tmp);
+  collect(&r, spawn_pb(args, out, err), out, err);
+  return &r;
+}
+
+static const char *write_config(const char *name, const char *json) {
+  static char path[4][300];
+  static int next;
+  char *p = path[next++ % 4];
+  snprintf(p, 300, "%s/%s.json", g_tmp, name);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs(json, f);
+  fclose(f);
+  return p;
+}
+
+static const char *out_dir(const char *name) {
+  static char dir[4][300];
+  static int next;
+  char *d = dir[next++ % 4];
+  snprintf(d, 300, "%s/out-%s", g_tmp, name);
+  return d;
+}
+
+static cJSON *load_report(const char *dir) {
+  static char text[1 << 20];
+  char path[400];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  read_file(path, text, sizeof text);
+  cJSON *j = cJSON_Parse(text);
+  assert_non_null(j);
+  return j;
+}
+
+static cJSON *at(cJSON *j, const char *dotted) {
+  char buf[200];
+  snprintf(buf, sizeof buf, "%s", dotted);
+  for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && j; k = strtok_r(NULL, ".", &save))
+    j = cJSON_GetObjectItemCaseSensitive(j, k);
+  return j;
+}
+
+static double num(cJSON *j, const char *dotted) {
+  cJSON *v = at(j, dotted);
+  if (!cJSON_IsNumber(v)) fail_msg("%s is not a number", dotted);
+  return v->valuedouble;
+}
+
+static void assert_accounting_balances(cJSON *rep) {
+  double read = num(rep, "accounting.samples_read"), consumed = num(rep, "accounting.samples_consumed");
+  double dropped = num(rep, "accounting.samples_dropped"), errors = num(rep, "accounting.errors");
+  double in_flight = num(rep, "accounting.samples_in_flight");
+  assert_true(read > 0);
+  assert_true(read == consumed + dropped + errors + in_flight);
+  assert_true(cJSON_IsTrue(at(rep, "accounting.balanced")));
+}
+
+/* One line on stderr, "pipebench: ...", containing `what`. */
+static void assert_one_error_line(const result *r, int status, const char *what) {
+  if (r->status != status) fail_msg("exit %d, expected %d; stderr: %s", r->status, status, r->err);
+  assert_int_equal(strncmp(r->err, "pipebench: ", 11), 0);
+  const char *nl = strchr(r->err, '\n');
+  assert_non_null(nl);
+  assert_int_equal(nl[1], '\0');
+  if (!strstr(r->err, what)) fail_msg("stderr lacks \"%s\": %s", what, r->err);
+}
+
+static const char *k_small =
+    "{\"name\":\"small\",\"dataset\":{\"format\":\"synthetic\",\"shape\":[32,32,3],\"num_samples\":1000},"
+    "\"stages\":[{\"name\":\"aug\",\"type\":\"map\",\"threads\":2,\"ops\":[{\"op\":\"spin\",\"us\":5}]},"
+    "{\"type\":\"batch\",\"size\":16},{\"type\":\"prefetch\",\"depth\":2},{\"type\":\"h2d\"}],"
+    "\"device\":{\"kind\":\"emulated\",\"step_ms\":2},\"run\":{\"steps\":20,\"warmup_steps\":2}}";
+
+/* ---------- CLI ---------- */
+
+static void test_version_and_help(void **state) {
+  const char *v[] = {"--version", NULL};
+  result *r = run_pb(v);
+  assert_int_equal(r->status, 0);
+  assert_non_null(strstr(r->out, "pipebench "));
+  const char *h[] = {"--help", NULL};
+  r = run_pb(h);
+  assert_int_equal(r->status, 0);
+  assert_non_null(strstr(r->out, "--config"));
+}
+
+static void test_usage_errors(void **state) {
+  const char *a[] = {"--bogus", NULL};
+  assert_one_error_line(run_pb(a), 2, "unknown option");
+  const char *b[] = {"frobnicate", NULL};
+  assert_one_error_line(run_pb(b), 2, "unknown command");
+  const char *c[] = {"run", NULL};
+  assert_one_error_line(run_pb(c), 2, "--config");
+  const char *d[] = {"--config", "/nonexistent/x.json", NULL};
+  assert_one_error_line(run_pb(d), 2, "/nonexistent/x.json");
+  const char *e[] = {"gen", "--config", "x.json", NULL};
+  assert_one_error_line(run_pb(e), 2, "not in this version");
+  const char *f[] = {"--config", write_config("small", k_small), "--data", "fake", NULL};
+  assert_one_error_line(run_pb(f), 2, "--data");
+}
+
+/* ---------- bad configs: exit 2, one line naming the JSON path ---------- */
+
+static void expect_config_error(const char *json, const char *path_and_what) {
+  const char *cfg = write_config("bad", json);
+  const char *args[] = {"--config", cfg, "--quiet", "--out", out_dir("bad"), NULL};
+  result *r = run_pb(args);
+  assert_one_error_line(r, 2, path_and_what);
+  assert_non_null(strstr(r->err, cfg)); /* names the file */
+}
+
+#define BASE_PRE "{\"dataset\":{\"format\":\"synthetic\",\"shape\":[8]},\"stages\":["
+static void test_bad_configs_exit_2(void **state) {
+  expect_config_error(BASE_PRE "{\"type\":\"map\",\"threads\":0,\"ops\":[]},{\"type\":\"batch\",\"size\":4}]}",
+                      "stages[0].threads");
+  expect_config_error(BASE_PRE "{\"type\":\"map\",\"threads\":100000,\"ops\":[]},{\"type\":\"batch\",\"size\":4}]}",
+                      "stages[0].threads");
+  expect_config_error(BASE_PRE "{\"type\":\"batch\",\"size\":0}]}", "stages[0].size");
+  expect_config_error(BASE_PRE "{\"type\":\"batch\",\"size\":4}],\"device\":{\"step_ms\":-1}}", "device.step_ms");
+  expect_config_error(BASE_PRE "{\"type\":\"batch\",\"size\":4,\"drop_remaindr\":true}]}", "did you mean");
+  expect_config_error(BASE_PRE "{\"type\":\"batch\",\"size\":\"big\"}]}", "stages[0].size");
+  expect_config_error(BASE_PRE "{\"type\":\"batch\",\"size\":4}", "invalid JSON");
+  expect_config_error(BASE_PRE "{\"type\":\"batch\",\"size\":4}],\"run\":{\"steps\":0}}", "run.steps");
+  expect_config_error(BASE_PRE "{\"type\":\"batch\",\"size\":4},{\"type\":\"prefetch\",\"depth\":0}]}",
+                      "stages[1].depth");
+}
+
+static void test_bad_set_exit_2(void **state) {
+  const char *args[] = {"--config", write_config("small", k_small), "--set", "stages.agu.threads=2", NULL};
+  assert_one_error_line(run_pb(args), 2, "did you mean \"aug\"");
+  const char *args2[] = {"--config", write_config("small", k_small), "--set", "stages.aug.threads=0", NULL};
+  assert_one_error_line(run_pb(args2), 2, "threads");
+}
+
+static void test_unimplemented_stage_is_refused(void **state) {
+  const char *args[] = {"--config", PB_SOURCE_DIR "/configs/resnet.json", "--quiet", NULL};
+  assert_one_error_line(run_pb(args), 2, "not implemented");
+}
+
+static void test_memory_limit_refused(void **state) {
+  const char *args[] = {"--config", write_config("small", k_small), "--set", "stages.batch.size=100000",
+                        "--set", "limits.max_memory_mb=10", NULL};
+  assert_one_error_line(run_pb(args), 2, "limits.max_memory_mb");
+  assert_non_null(strstr(run_pb(args)->err, "batch"));
+}
+
+static void test_gpu_required_without_gpu(void **state) {
+  const char *args[] = {"--config", write_config("small", k_small), "--device", "gpu", NULL};
+  assert_one_error_line(run_pb(args), 1, "gpu");
+}
+
+static void test_validate_prints_resolved_config(void **state) {
+  const char *args[] = {"validate", "--config", PB_SOURCE_DIR "/configs/resnet.json", "--set",
+                        "stages.decode.threads=3", NULL};
+  result *r = run_pb(args);
+  assert_int_equal(r->status, 0);
+  cJSON *cfg = cJSON_Parse(r->out);
+  assert_non_null(cfg);
+  cJSON *decode = cJSON_GetArrayItem(at(cfg, "stages"), 1);
+  assert_int_equal(num(decode, "threads"), 3);
+  assert_true(cJSON_IsNumber(at(cfg, "run.warmup_steps"))); /* defaults are filled in */
+  cJSON_Delete(cfg);
+}
+
+/* ---------- runs ---------- */
+
+static const char *k_contract_keys[] = {
+    "pipebench_version", "config", "data", "interrupted", "device.kind", "device.name", "device.count",
+    "device.timing_source", "throughput.samples_per_s", "throughput.batches_per_s", "throughput.bytes_per_s",
+    "steps.count", "steps.mean_ms", "steps.p50_ms", "steps.p90_ms", "steps.p99_ms",
+    "step_breakdown_ms.input_wait", "step_breakdown_ms.h2d", "step_breakdown_ms.compute",
+    "step_breakdown_ms.other", "device_idle_pct", "accelerator_utilization_pct", "input_bound_pct",
+    "classification", "stages", "critical_path", "bottleneck", "recommendations", "ranks",
+    "most_input_bound_rank", "accounting.files_read", "accounting.samples_read", "accounting.samples_decoded",
+    "accounting.samples_batched", "accounting.samples_consumed", "accounting.samples_dropped",
+    "accounting.errors", "accounting.first_errors"};
+
+static void test_resnet_synthetic_report(void **state) {
+  const char *dir = out_dir("resnet");
+  const char *args[] = {"--config", PB_SOURCE_DIR "/configs/resnet.json", "--data", "synthetic",
+                        "--set", "run.steps=6", "--set", "run.warmup_steps=2", "--set", "device.step_ms=5",
+                        "--set", "stages.batch.size=8", "--out", dir, NULL};
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  assert_non_null(strstr(r->out, "throughput")); /* the text summary */
+  cJSON *rep = load_report(dir);
+  for (size_t i = 0; i < sizeof k_contract_keys / sizeof *k_contract_keys; i++)
+    if (!at(rep, k_contract_keys[i])) fail_msg("report.json lacks %s", k_contract_keys[i]);
+  assert_string_equal(at(rep, "data")->valuestring, "synthetic");
+  assert_string_equal(at(rep, "device.kind")->valuestring, "emulated");
+  assert_int_equal(num(rep, "steps.count"), 6);
+  assert_true(cJSON_IsFalse(at(rep, "interrupted")));
+  cJSON *stages = at(rep, "stages");
+  assert_int_equal(cJSON_GetArraySize(stages), 8); /* source + the 7 configured */
+  cJSON *read = cJSON_GetArrayItem(stages, 1);
+  assert_true(cJSON_IsTrue(at(read, "skipped")));
+  assert_true(cJSON_IsNull(at(read, "calls")));
+  const char *stage_keys[] = {"name", "type", "threads", "calls", "total_ms", "self_ms", "mean_us", "p50_us",
+                              "p99_us", "wait_in_ms", "blocked_out_ms", "utilization", "capacity_per_s",
+                              "bytes_in", "bytes_out", "queue_mean_fill", "critical_path_ms",
+                              "critical_path_pct"};
+  cJSON *batch = cJSON_GetArrayItem(stages, 5);
+  assert_string_equal(at(batch, "name")->valuestring, "batch");
+  for (size_t i = 0; i < sizeof stage_keys / sizeof *stage_keys; i++)
+    if (!at(batch, stage_keys[i])) fail_msg("stage lacks %s", stage_keys[i]);
+  assert_true(num(batch, "calls") > 0);
+  assert_int_equal(num(batch, "bytes_in") / num(batch, "calls"), 224 * 224 * 3); /* a call per sample */
+  assert_accounting_balances(rep);
+  cJSON_Delete(rep);
+}
+
+/* Epochs over a finite in-memory dataset: every sample is consumed or dropped (the remainder). */
+static void test_epochs_account_for_every_sample(void **state) {
+  const char *dir = out_dir("epochs");
+  const char *args[] = {"--config", write_config("small", k_small), "--set", "run={\"epochs\":2,\"warmup_steps\":0}",
+                        "--set", "stages.batch.size=24", "--quiet", "--out", dir, NULL};
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  assert_int_equal(num(rep, "accounting.samples_read"), 2000);
+  assert_int_equal(num(rep, "accounting.samples_consumed"), 1992); /* 83 batches of 24 */
+  assert_int_equal(num(rep, "accounting.samples_dropped"), 8);
+  assert_int_equal(num(rep, "accounting.samples_in_flight"), 0);
+  assert_int_equal(num(rep, "steps.count"), 83);
+  assert_accounting_balances(rep);
+  cJSON_Delete(rep);
+}
+
+static void test_json_stdout_and_duration(void **state) {
+  const char *args[] = {"--config", write_config("small", k_small), "--set", "run={\"duration_s\":0.5}",
+                        "--json", "--out", out_dir("json"), NULL};
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = cJSON_Parse(r->out);
+  assert_non_null(rep);
+  assert_true(num(rep, "measured_s") >= 0.5);
+  assert_true(num(rep, "measured_s") < 1.0);
+  assert_accounting_balances(rep);
+  cJSON_Delete(rep);
+}
+
+/* A map stage that sleeps 2 ms per sample on one thread cannot feed a device wanting 16 samples per
+ * 2 ms: the run is input-bound and the map is named. */
+static void test_planted_map_bottleneck(void **state) {
+  const char *dir = out_dir("planted");
+  const char *args[] = {"--config", write_config("small", k_small), "--set", "stages.aug.threads=1",
+                        "--set", "stages.aug.ops=[{\"op\":\"sleep\",\"us\":2000}]", "--set", "run.steps=4",
+                        "--quiet", "--out", dir, NULL};
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  assert_string_equal(at(rep, "classification")->valuestring, "highly_input_bound");
+  assert_string_equal(at(rep, "bottleneck.stage")->valuestring, "aug");
+  assert_true(num(rep, "device_idle_pct") > 80);
+  cJSON_Delete(rep);
+}
+
+/* A slow device with a fast pipeline: not input-bound, the device is the bottleneck, idle is small. */
+static void test_device_bound(void **state) {
+  const char *dir = out_dir("devbound");
+  const char *args[] = {"--config", write_config("small", k_small), "--set", "device.step_ms=20",
+                        "--set", "run.steps=10", "--quiet", "--out", dir, NULL};
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  assert_string_equal(at(rep, "classification")->valuestring, "not_input_bound");
+  assert_string_equal(at(rep, "bottleneck.stage")->valuestring, "device");
+  assert_true(num(rep, "device_idle_pct") < 5);
+  assert_true(num(rep, "accelerator_utilization_pct") > 95);
+  cJSON_Delete(rep);
+}
+
+/* SIGINT: exit 130, the partial report is written, marked interrupted, and still balances. */
+static void test_sigint_writes_partial_report(void **state) {
+  const char *dir = out_dir("sigint");
+  const char *args[] = {"--config", write_config("small", k_small), "--set", "run.steps=100000",
+                        "--quiet", "--out", dir, NULL};
+  char out[300], err[300];
+  snprintf(out, sizeof out, "%s/sig.out", g_tmp);
+  snprintf(err, sizeof err, "%s/sig.err", g_tmp);
+  pid_t pid = spawn_pb(args, out, err);
+  usleep(1500 * 1000);
+  kill(pid, SIGINT);
+  static result r;
+  collect(&r, pid, out, err);
+  if (r.status != 130) fail_msg("exit %d: %s", r.status, r.err);
+  cJSON *rep = load_report(dir);
+  assert_true(cJSON_IsTrue(at(rep, "interrupted")));
+  assert_true(num(rep, "steps.count") > 0);
+  assert_accounting_balances(rep);
+  cJSON_Delete(rep);
+}
+
+static int make_tmp(void **state) {
+  snprintf(g_tmp, sizeof g_tmp, "/tmp/pipebench-e2e-XXXXXX");
+  return mkdtemp(g_tmp) ? 0 : -1;
+}
+
+static int remove_tmp(void **state) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_version_and_help),
+      cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_bad_configs_exit_2),
+      cmocka_unit_test(test_bad_set_exit_2),
+      cmocka_unit_test(test_unimplemented_stage_is_refused),
+      cmocka_unit_test(test_memory_limit_refused),
+      cmocka_unit_test(test_gpu_required_without_gpu),
+      cmocka_unit_test(test_validate_prints_resolved_config),
+      cmocka_unit_test(test_resnet_synthetic_report),
+      cmocka_unit_test(test_epochs_account_for_every_sample),
+      cmocka_unit_test(test_json_stdout_and_duration),
+      cmocka_unit_test(test_planted_map_bottleneck),
+      cmocka_unit_test(test_device_bound),
+      cmocka_unit_test(test_sigint_writes_partial_report),
+  };
+  return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
+}

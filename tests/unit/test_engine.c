@@ -1,0 +1,196 @@
+/* The engine with the emulated device, without the CLI: accounting balances in every way a run can end,
+ * warm-up is excluded, several threads per stage lose nothing, and the window clips the counters. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "device.h"
+#include "engine.h"
+#include "metrics.h"
+#include "steps.h"
+
+typedef struct mini_run {
+  pb_config cfg;
+  pb_engine engine;
+  pb_device device;
+  pb_steps steps;
+  pb_report report;
+} mini_run;
+
+/* Runs cfg_json to its end (or cancels it after cancel_after_ms when > 0) and computes the report. */
+static mini_run *run_config(const char *cfg_json, bool synthetic, int cancel_after_ms) {
+  mini_run *m = calloc(1, sizeof *m);
+  pb_err err;
+  if (pb_config_parse(&m->cfg, "test.json", cfg_json, NULL, 0, &err)) fail_msg("config: %s", err.msg);
+  if (pb_engine_plan(&m->engine, &m->cfg, synthetic, m->cfg.device.count, &err)) fail_msg("plan: %s", err.msg);
+  char notice[128];
+  assert_int_equal(pb_device_open(&m->device, &m->cfg, PB_DEVICE_EMULATED, notice, sizeof notice, &err), 0);
+  m->engine.device = &m->device;
+  assert_int_equal(pb_steps_init(&m->steps, &m->cfg, &m->engine, &m->device), 0);
+  assert_int_equal(pb_engine_start(&m->engine, &err), 0);
+  assert_int_equal(pb_steps_start(&m->steps, &err), 0);
+  int waited_ms = 0;
+  while (!pb_steps_wait(&m->steps, 10)) {
+    waited_ms += 10;
+    if (cancel_after_ms > 0 && waited_ms >= cancel_after_ms) {
+      pb_steps_stop(&m->steps);
+      break;
+    }
+  }
+  pb_engine_cancel(&m->engine);
+  pb_steps_join(&m->steps);
+  pb_engine_join(&m->engine);
+  pb_run_record rec = {.cfg = &m->cfg, .engine = &m->engine, .steps = &m->steps, .device = &m->device,
+                       .synthetic = synthetic, .queued_samples = pb_engine_drain(&m->engine)};
+  pb_metrics_compute(&m->report, &rec);
+  return m;
+}
+
+static void free_run(mini_run *m) {
+  pb_steps_close(&m->steps);
+  pb_engine_close(&m->engine);
+  pb_device_close(&m->device);
+  free(m);
+}
+
+static void assert_balanced(const pb_report *r) {
+  assert_true(r->samples_read > 0);
+  assert_int_equal(r->samples_read, r->samples_consumed + r->samples_dropped + r->errors + r->samples_in_flight);
+  assert_true(r->balanced);
+}
+
+#define CFG(stages, device, run)                                                                          \
+  "{\"dataset\":{\"format\":\"synthetic\",\"shape\":[64],\"num_samples\":1000},\"stages\":[" stages "]," \
+  "\"device\":{" device "},\"run\":{" run "}}"
+
+static void test_epochs_drop_remainder(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"map\",\"threads\":3,\"ops\":[]},{\"type\":\"batch\",\"size\":64}",
+                               "\"step_ms\":0", "\"epochs\":3,\"warmup_steps\":0"),
+                           false, 0);
+  assert_int_equal(m->report.samples_read, 3000);
+  assert_int_equal(m->report.samples_consumed, 2944); /* 46 full batches */
+  assert_int_equal(m->report.samples_dropped, 56);
+  assert_int_equal(m->report.samples_in_flight, 0);
+  assert_int_equal(m->report.step_count, 46);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
+static void test_epochs_keep_remainder(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"batch\",\"size\":64,\"drop_remainder\":false}", "\"step_ms\":0",
+                               "\"epochs\":1,\"warmup_steps\":0"),
+                           false, 0);
+  assert_int_equal(m->report.samples_consumed, 1000); /* 15 full batches + one of 40 */
+  assert_int_equal(m->report.step_count, 16);
+  assert_int_equal(m->report.samples_dropped, 0);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
+/* Several batch workers each hold a partial batch at the end: each remainder is dropped and counted. */
+static void test_parallel_batch_workers_lose_nothing(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"map\",\"threads\":2,\"ops\":[{\"op\":\"spin\",\"us\":1}]},"
+                               "{\"type\":\"batch\",\"threads\":3,\"size\":10},{\"type\":\"prefetch\"}",
+                               "\"step_ms\":0,\"count\":2", "\"epochs\":2,\"warmup_steps\":0"),
+                           false, 0);
+  assert_int_equal(m->report.samples_read, 2000);
+  assert_int_equal(m->report.samples_consumed % 10, 0);
+  assert_true(m->report.samples_dropped < 30);
+  assert_int_equal(m->report.samples_in_flight, 0);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
+/* An endless source stopped after the steps: what is left in the pipeline is counted in flight. */
+static void test_steps_stop_counts_in_flight(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"map\",\"ops\":[]},{\"type\":\"batch\",\"size\":8},"
+                               "{\"type\":\"prefetch\",\"depth\":4},{\"type\":\"h2d\"}",
+                               "\"step_ms\":1", "\"steps\":20,\"warmup_steps\":3"),
+                           false, 0);
+  assert_int_equal(m->report.step_count, 20); /* warm-up excluded */
+  assert_int_equal(m->report.samples_consumed, 23 * 8);
+  assert_true(m->report.samples_in_flight > 0);
+  assert_balanced(&m->report);
+  assert_true(m->report.measured_s > 0.015);
+  free_run(m);
+}
+
+/* Cancelled mid-run (as on SIGINT) with threads blocked everywhere: still balanced. */
+static void test_cancel_mid_run_balances(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"map\",\"threads\":4,\"ops\":[{\"op\":\"sleep\",\"us\":100}]},"
+                               "{\"type\":\"batch\",\"size\":16},{\"type\":\"prefetch\",\"depth\":2}",
+                               "\"step_ms\":5", "\"steps\":1000000,\"warmup_steps\":1"),
+                           false, 200);
+  assert_true(m->report.step_count > 0);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
+/* --data synthetic skips per-sample stages: the source emits the shape after the last one. */
+static void test_synthetic_mode_skips_per_sample_stages(void **state) {
+  const char *cfg = "{\"dataset\":{\"format\":\"synthetic\",\"shape\":[64]},\"stages\":["
+                    "{\"name\":\"slow\",\"type\":\"map\",\"ops\":[{\"op\":\"sleep\",\"us\":100000}]},"
+                    "{\"type\":\"batch\",\"size\":4}],\"run\":{\"steps\":5,\"warmup_steps\":0}}";
+  mini_run *m = run_config(cfg, true, 0);
+  assert_int_equal(m->engine.nstages, 2); /* source, batch */
+  assert_int_equal(m->report.nstages, 3); /* source, slow (skipped), batch */
+  assert_true(m->report.stages[1].skipped);
+  assert_int_equal(m->report.step_count, 5);
+  assert_true(m->report.measured_s < 0.5); /* the 100 ms map never ran */
+  free_run(m);
+}
+
+/* Stage counters cover only the measured window: the batch stage's calls match the measured steps
+ * within what can be in flight at the window's edges. */
+static void test_counters_clip_to_window(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"batch\",\"size\":4}", "\"step_ms\":2",
+                               "\"steps\":30,\"warmup_steps\":10"),
+                           false, 0);
+  const pb_stage_report *batch = &m->report.stages[1];
+  assert_string_equal(batch->name, "batch");
+  assert_true(batch->calls >= 4 * 25 && batch->calls <= 4 * 35); /* samples in, ~ 30 batches of 4 */
+  assert_true(batch->utilization >= 0 && batch->utilization <= 1);
+  free_run(m);
+}
+
+static void test_step_breakdown_parts(void **state) {
+  /* Waited 3 ms (2 ms for the pipeline, then 1 ms of copy), computed 5 ms, 0.5 ms of overhead. */
+  pb_step st = {.prev_end_ns = 0, .h2d_start_ns = 2000000, .h2d_end_ns = 3000000, .ready_ns = 3000000,
+                .compute_start_ns = 3500000, .compute_end_ns = 8500000};
+  pb_step_parts p = pb_step_breakdown(&st);
+  assert_int_equal(p.step_ns, 8500000);
+  assert_int_equal(p.input_wait_ns, 2000000);
+  assert_int_equal(p.h2d_ns, 1000000);
+  assert_int_equal(p.compute_ns, 5000000);
+  assert_int_equal(p.other_ns, 500000);
+  /* Synchronous copy after the batch arrived (no h2d stage): all of it is non-overlapped H2D. */
+  pb_step sync = {.prev_end_ns = 0, .ready_ns = 1000, .h2d_start_ns = 1000, .h2d_end_ns = 5000,
+                  .compute_start_ns = 5000, .compute_end_ns = 9000};
+  p = pb_step_breakdown(&sync);
+  assert_int_equal(p.input_wait_ns, 1000);
+  assert_int_equal(p.h2d_ns, 4000);
+  assert_int_equal(p.other_ns, 0);
+  assert_string_equal(pb_classify(20.0), "highly_input_bound");
+  assert_string_equal(pb_classify(5.0), "moderately_input_bound");
+  assert_string_equal(pb_classify(4.99), "not_input_bound");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_epochs_drop_remainder),
+      cmocka_unit_test(test_epochs_keep_remainder),
+      cmocka_unit_test(test_parallel_batch_workers_lose_nothing),
+      cmocka_unit_test(test_steps_stop_counts_in_flight),
+      cmocka_unit_test(test_cancel_mid_run_balances),
+      cmocka_unit_test(test_synthetic_mode_skips_per_sample_stages),
+      cmocka_unit_test(test_counters_clip_to_window),
+      cmocka_unit_test(test_step_breakdown_parts),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,141 @@
+/* pb_queue: order, chunked moves, blocking, end of data with several producers, cancellation. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "queue.h"
+
+static pb_elem sample(uint64_t id) { return (pb_elem){.id = id, .batch_id = PB_NO_BATCH, .nsamples = 1}; }
+
+static void test_fifo_and_wraparound(void **state) {
+  pb_queue q;
+  assert_int_equal(pb_queue_init(&q, 4, 1, 1), 0);
+  pb_elem out[4];
+  uint64_t next_in = 0, next_out = 0;
+  for (int round = 0; round < 10; round++) { /* 30 elements through 4 slots: the ring wraps */
+    pb_elem in[3] = {sample(next_in), sample(next_in + 1), sample(next_in + 2)};
+    next_in += 3;
+    assert_int_equal(pb_queue_push_many(&q, in, 3, NULL), 0);
+    int n = pb_queue_pop_many(&q, out, 4);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < n; i++) assert_int_equal(out[i].id, next_out++);
+  }
+  pb_queue_close(&q);
+}
+
+static void test_end_of_data_needs_every_producer(void **state) {
+  pb_queue q;
+  pb_queue_init(&q, 8, 2, 1);
+  pb_elem e = sample(7), out[8];
+  pb_queue_push_many(&q, &e, 1, NULL);
+  pb_queue_producer_done(&q);
+  assert_int_equal(pb_queue_pop_many(&q, out, 8), 1); /* one producer left: data still flows */
+  pb_queue_producer_done(&q);
+  assert_int_equal(pb_queue_pop_many(&q, out, 8), 0); /* now: end of data, without blocking */
+  pb_queue_close(&q);
+}
+
+static void test_fair_share_with_several_consumers(void **state) {
+  pb_queue q;
+  pb_queue_init(&q, 64, 1, 4);
+  pb_elem in[40], out[64];
+  for (int i = 0; i < 40; i++) in[i] = sample((uint64_t)i);
+  pb_queue_push_many(&q, in, 40, NULL);
+  assert_int_equal(pb_queue_pop_many(&q, out, 64), 10); /* 40 queued, 4 consumers: a quarter each */
+  assert_int_equal(pb_queue_pop_many(&q, out, 2), 2);   /* never more than asked */
+  pb_queue_close(&q);
+}
+
+typedef struct producer_arg {
+  pb_queue *q;
+  int count, chunk;
+  uint64_t base;
+} producer_arg;
+
+static void producer(void *p) {
+  producer_arg *a = p;
+  pb_elem buf[16];
+  for (int i = 0; i < a->count; i += a->chunk) {
+    int n = a->count - i < a->chunk ? a->count - i : a->chunk;
+    for (int k = 0; k < n; k++) buf[k] = sample(a->base + (uint64_t)(i + k));
+    pb_queue_push_many(a->q, buf, n, NULL);
+  }
+  pb_queue_producer_done(a->q);
+}
+
+/* Two producers through a tiny queue (blocking on full): every element arrives exactly once. */
+static void test_threads_deliver_everything_once(void **state) {
+  enum { PER = 20000 };
+  pb_queue q;
+  pb_queue_init(&q, 3, 2, 1);
+  producer_arg a = {&q, PER, 5, 0}, b = {&q, PER, 7, PER};
+  uv_thread_t ta, tb;
+  uv_thread_create(&ta, producer, &a);
+  uv_thread_create(&tb, producer, &b);
+  static uint8_t seen[2 * PER];
+  int total = 0, n;
+  pb_elem out[16];
+  while ((n = pb_queue_pop_many(&q, out, 16)) > 0) {
+    for (int i = 0; i < n; i++) {
+      assert_true(out[i].id < 2 * PER);
+      assert_int_equal(seen[out[i].id], 0);
+      seen[out[i].id] = 1;
+    }
+    total += n;
+  }
+  assert_int_equal(n, 0);
+  assert_int_equal(total, 2 * PER);
+  uv_thread_join(&ta);
+  uv_thread_join(&tb);
+  assert_true(pb_queue_mean_fill(&q) > 0.0 && pb_queue_mean_fill(&q) <= 1.0);
+  pb_queue_close(&q);
+}
+
+typedef struct blocked_arg {
+  pb_queue *q;
+  int rc;
+  bool push;
+} blocked_arg;
+
+static void blocked_worker(void *p) {
+  blocked_arg *a = p;
+  pb_elem e = sample(1), out[1];
+  a->rc = a->push ? pb_queue_push_many(a->q, &e, 1, NULL) : pb_queue_pop_many(a->q, out, 1);
+}
+
+/* Cancellation wakes a consumer waiting on empty and a producer waiting on full. */
+static void test_cancel_wakes_waiters(void **state) {
+  pb_queue empty, full;
+  pb_queue_init(&empty, 1, 1, 1);
+  pb_queue_init(&full, 1, 1, 1);
+  pb_elem e = sample(0);
+  pb_queue_push_many(&full, &e, 1, NULL);
+  blocked_arg pop = {&empty, 99, false}, push = {&full, 99, true};
+  uv_thread_t t1, t2;
+  uv_thread_create(&t1, blocked_worker, &pop);
+  uv_thread_create(&t2, blocked_worker, &push);
+  uv_sleep(50); /* let both block */
+  pb_queue_cancel(&empty);
+  pb_queue_cancel(&full);
+  uv_thread_join(&t1);
+  uv_thread_join(&t2);
+  assert_int_equal(pop.rc, -ECANCELED);
+  assert_int_equal(push.rc, -ECANCELED);
+  assert_int_equal(pb_queue_drain(&full), 1); /* what is left is counted, not lost */
+  pb_queue_close(&empty);
+  pb_queue_close(&full);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fifo_and_wraparound),
+      cmocka_unit_test(test_end_of_data_needs_every_producer),
+      cmocka_unit_test(test_fair_share_with_several_consumers),
+      cmocka_unit_test(test_threads_deliver_everything_once),
+      cmocka_unit_test(test_cancel_wakes_waiters),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

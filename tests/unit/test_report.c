@@ -1,0 +1,420 @@
+/* Unit tests for reports/json.c and reports/text.c, on a pb_report built by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* cmocka needs the four headers above first */
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+
+/* Stage 0: the in-memory source; 1: a skipped decode; 2: batch; 3: prefetch with NAN figures. */
+static void fill_stages(pb_report *r) {
+  r->nstages = 4;
+  pb_stage_report *s = &r->stages[0];
+  snprintf(s->name, sizeof s->name, "source");
+  s->type = "source";
+  s->threads = 1;
+  s->calls = 30720;
+  s->self_ms = 1.23456789;
+  s->total_ms = 2.5;
+  s->mean_us = 0.0501234;
+  s->p50_us = 0.05;
+  s->p99_us = 0.0912345;
+  s->wait_in_ms = 1.26543211;
+  s->blocked_out_ms = 20000.123456;
+  s->utilization = 0.000053456;
+  s->capacity_per_s = 21000000.04;
+  s->bytes_in = 0;
+  s->bytes_out = 30720ull * 150528;
+  s->queue_mean_fill = 0.87654321;
+  s->queue_capacity = 64;
+  s->critical_path_ms = NAN;
+  s->critical_path_pct = NAN;
+  s = &r->stages[1];
+  snprintf(s->name, sizeof s->name, "decode");
+  s->type = "decode";
+  s->threads = 2;
+  s->skipped = true;
+  s->calls = 99; /* must not leak into the report of a skipped stage */
+  s->self_ms = 1;
+  s = &r->stages[2];
+  snprintf(s->name, sizeof s->name, "batch");
+  s->type = "batch";
+  s->threads = 1;
+  s->calls = 100;
+  s = &r->stages[3];
+  snprintf(s->name, sizeof s->name, "prefetch");
+  s->type = "prefetch";
+  s->threads = 1;
+  s->mean_us = s->p50_us = s->p99_us = NAN;
+  s->critical_path_ms = s->critical_path_pct = NAN;
+}
+
+static void fill_accounting(pb_report *r) {
+  r->files_read = 30720;
+  r->samples_read = 30720;
+  r->samples_decoded = 0;
+  r->samples_batched = 30720;
+  r->samples_consumed = 25600;
+  r->samples_dropped = 0;
+  r->errors = 1;
+  r->samples_in_flight = 5119;
+  r->balanced = true;
+  r->nfirst_errors = 1;
+  snprintf(r->first_errors[0].file, sizeof r->first_errors[0].file, "data/x/0001.jpg");
+  snprintf(r->first_errors[0].message, sizeof r->first_errors[0].message, "not a JPEG file");
+}
+
+static pb_report *make_report(void) {
+  pb_report *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  r->version = "0.1.0";
+  r->config = cJSON_Parse("{\"name\":\"resnet50\",\"run\":{\"steps\":100}}");
+  assert_non_null(r->config);
+  snprintf(r->out_dir, sizeof r->out_dir, "pipebench-out/resnet50-20250101-000000");
+  snprintf(r->config_name, sizeof r->config_name, "resnet50");
+  r->synthetic = true;
+  r->device_kind = "emulated";
+  snprintf(r->device_name, sizeof r->device_name, "emulated H2D 25 GB/s");
+  r->device_count = 1;
+  r->timing_source = "emulated";
+  r->measured_s = 23.10449;
+  r->warmup_steps = 5;
+  r->samples_per_s = 1108.2461;
+  r->batches_per_s = 4.3291;
+  r->bytes_per_s = 166812345.678;
+  r->step_count = 100;
+  r->step_mean_ms = 230.90999999;
+  r->step_p50_ms = 230.1;
+  r->step_p90_ms = 232.4;
+  r->step_p99_ms = NAN;
+  r->input_wait_ms = 0.12;
+  r->h2d_ms = 1.54;
+  r->compute_ms = 224.01;
+  r->other_ms = 5.24;
+  r->device_idle_pct = 3.004999;
+  r->accelerator_utilization_pct = 96.995001;
+  r->input_bound_pct = 0.7249;
+  r->classification = "not_input_bound";
+  fill_stages(r);
+  snprintf(r->bottleneck_stage, sizeof r->bottleneck_stage, "device");
+  snprintf(r->bottleneck_reason, sizeof r->bottleneck_reason,
+           "the device computes 97.00 %% of the time; the input pipeline keeps up (capacity model only, "
+           "the critical path analysis is not available yet), so a faster pipeline would not help");
+  r->bottleneck_capacity_per_s = NAN;
+  r->bottleneck_required_per_s = 1142.857142;
+  fill_accounting(r);
+  r->cpu_s = 1.23449;
+  r->cpu_ns_per_sample = 40.18555;
+  return r;
+}
+
+static void free_report(pb_report *r) {
+  cJSON_Delete(r->config);
+  free(r);
+}
+
+/* "a.b.0.c": object keys, or array indexes where the node is an array. */
+static const cJSON *at(const cJSON *j, const char *path) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ".", &save); j && tok; tok = strtok_r(NULL, ".", &save))
+    j = cJSON_IsArray(j) ? cJSON_GetArrayItem(j, atoi(tok)) : cJSON_GetObjectItemCaseSensitive(j, tok);
+  return j;
+}
+
+static double num_at(const cJSON *j, const char *path) {
+  const cJSON *v = at(j, path);
+  if (!cJSON_IsNumber(v)) fail_msg("%s is not a number", path);
+  return v->valuedouble;
+}
+
+static void assert_null_at(const cJSON *j, const char *path) {
+  if (!cJSON_IsNull(at(j, path))) fail_msg("%s is not null", path);
+}
+
+/* Every key of CONTRACT §3 (plus the ones the brief adds), as dotted paths. */
+static const char *const contract_paths[] = {
+    "pipebench_version", "config", "data", "interrupted", "device.kind", "device.name", "device.count",
+    "device.timing_source", "measured_s", "warmup_steps", "throughput.samples_per_s",
+    "throughput.batches_per_s", "throughput.bytes_per_s", "steps.count", "steps.mean_ms", "steps.p50_ms",
+    "steps.p90_ms", "steps.p99_ms", "step_breakdown_ms.input_wait", "step_breakdown_ms.h2d",
+    "step_breakdown_ms.compute", "step_breakdown_ms.other", "device_idle_pct",
+    "accelerator_utilization_pct", "input_bound_pct", "classification", "stages.0.name", "stages.0.type",
+    "stages.0.threads", "stages.0.skipped", "stages.0.calls", "stages.0.total_ms", "stages.0.self_ms",
+    "stages.0.mean_us", "stages.0.p50_us", "stages.0.p99_us", "stages.0.wait_in_ms",
+    "stages.0.blocked_out_ms", "stages.0.utilization", "stages.0.capacity_per_s", "stages.0.bytes_in",
+    "stages.0.bytes_out", "stages.0.queue_mean_fill", "stages.0.queue_capacity",
+    "stages.0.critical_path_ms", "stages.0.critical_path_pct", "critical_path", "bottleneck.stage",
+    "bottleneck.reason", "bottleneck.capacity_per_s", "bottleneck.required_per_s", "recommendations",
+    "ranks", "most_input_bound_rank", "accounting.files_read", "accounting.samples_read",
+    "accounting.samples_decoded", "accounting.samples_batched", "accounting.samples_consumed",
+    "accounting.samples_dropped", "accounting.errors", "accounting.samples_in_flight",
+    "accounting.balanced", "accounting.first_errors.0.file", "accounting.first_errors.0.message",
+    "engine.cpu_s", "engine.cpu_ns_per_sample",
+};
+
+static void test_json_has_contract_keys(void **state) {
+  pb_report *r = make_report();
+  cJSON *j = pb_report_to_json(r);
+  assert_non_null(j);
+  for (size_t i = 0; i < sizeof contract_paths / sizeof contract_paths[0]; i++)
+    if (!at(j, contract_paths[i])) fail_msg("missing key %s", contract_paths[i]);
+  assert_int_equal(cJSON_GetArraySize(at(j, "stages")), 4);
+  cJSON_Delete(j);
+  free_report(r);
+}
+
+static void test_json_key_order(void **state) {
+  static const char *const top[] = {
+      "pipebench_version", "config", "data", "interrupted", "device", "measured_s", "warmup_steps",
+      "throughput", "steps", "step_breakdown_ms", "device_idle_pct", "accelerator_utilization_pct",
+      "input_bound_pct", "classification", "stages", "critical_path", "bottleneck", "recommendations",
+      "ranks", "most_input_bound_rank", "accounting", "engine"};
+  pb_report *r = make_report();
+  cJSON *j = pb_report_to_json(r);
+  const cJSON *c = j->child;
+  for (size_t i = 0; i < sizeof top / sizeof top[0]; i++, c = c->next) {
+    assert_non_null(c);
+    assert_string_equal(c->string, top[i]);
+  }
+  assert_null(c);
+  cJSON_Delete(j);
+  free_report(r);
+}
+
+static void test_json_values(void **state) {
+  pb_report *r = make_report();
+  cJSON *j = pb_report_to_json(r);
+  assert_string_equal(at(j, "pipebench_version")->valuestring, "0.1.0");
+  assert_string_equal(at(j, "data")->valuestring, "synthetic");
+  assert_true(cJSON_IsFalse(at(j, "interrupted")));
+  assert_string_equal(at(j, "device.name")->valuestring, "emulated H2D 25 GB/s");
+  assert_string_equal(at(j, "classification")->valuestring, "not_input_bound");
+  assert_true(num_at(j, "steps.count") == 100);
+  assert_true(num_at(j, "accounting.samples_in_flight") == 5119);
+  assert_true(num_at(j, "stages.0.bytes_out") == 30720.0 * 150528);
+  assert_true(num_at(j, "stages.0.queue_capacity") == 64);
+  assert_true(cJSON_IsTrue(at(j, "accounting.balanced")));
+  assert_string_equal(at(j, "accounting.first_errors.0.message")->valuestring, "not a JPEG file");
+  assert_int_equal(cJSON_GetArraySize(at(j, "accounting.first_errors")), 1);
+  /* the config is a deep copy: the report's own tree can be freed independently */
+  assert_true(at(j, "config") != r->config);
+  assert_true(num_at(j, "config.run.steps") == 100);
+  cJSON_Delete(j);
+  free_report(r);
+}
+
+static void test_json_rounding(void **state) {
+  pb_report *r = make_report();
+  cJSON *j = pb_report_to_json(r);
+  assert_true(num_at(j, "measured_s") == 23.104);
+  assert_true(num_at(j, "throughput.samples_per_s") == 1108.2);
+  assert_true(num_at(j, "throughput.batches_per_s") == 4.329);
+  assert_true(num_at(j, "throughput.bytes_per_s") == 166812345.7);
+  assert_true(num_at(j, "steps.mean_ms") == 230.91);
+  assert_true(num_at(j, "device_idle_pct") == 3.0);
+  assert_true(num_at(j, "accelerator_utilization_pct") == 97.0);
+  assert_true(num_at(j, "input_bound_pct") == 0.72);
+  assert_true(num_at(j, "stages.0.self_ms") == 1.235);
+  assert_true(num_at(j, "stages.0.wait_in_ms") == 1.265);
+  assert_true(num_at(j, "stages.0.mean_us") == 0.05);
+  assert_true(num_at(j, "stages.0.p99_us") == 0.091);
+  assert_true(num_at(j, "stages.0.blocked_out_ms") == 20000.123);
+  assert_true(num_at(j, "stages.0.utilization") == 0.0001);
+  assert_true(num_at(j, "stages.0.queue_mean_fill") == 0.8765);
+  assert_true(num_at(j, "stages.0.capacity_per_s") == 21000000.0);
+  assert_true(num_at(j, "bottleneck.required_per_s") == 1142.9);
+  assert_true(num_at(j, "engine.cpu_s") == 1.234);
+  /* and the printed text is short, not %.17g noise */
+  char *text = cJSON_PrintUnformatted(j);
+  assert_non_null(strstr(text, "\"mean_ms\":230.91,"));
+  assert_non_null(strstr(text, "\"samples_per_s\":1108.2,"));
+  cJSON_free(text);
+  cJSON_Delete(j);
+  free_report(r);
+}
+
+static void test_json_nan_is_null(void **state) {
+  pb_report *r = make_report();
+  cJSON *j = pb_report_to_json(r);
+  assert_null_at(j, "steps.p99_ms");
+  assert_null_at(j, "stages.0.critical_path_ms");
+  assert_null_at(j, "stages.0.critical_path_pct");
+  assert_null_at(j, "stages.3.mean_us");
+  assert_null_at(j, "bottleneck.capacity_per_s");
+  assert_null_at(j, "critical_path");
+  assert_null_at(j, "recommendations");
+  assert_null_at(j, "ranks");
+  assert_null_at(j, "most_input_bound_rank");
+  cJSON_Delete(j);
+  free_report(r);
+}
+
+static void test_json_skipped_stage(void **state) {
+  static const char *const measured[] = {
+      "calls",          "total_ms",    "self_ms",        "mean_us",  "p50_us",
+      "p99_us",         "wait_in_ms",  "blocked_out_ms", "utilization", "capacity_per_s",
+      "bytes_in",       "bytes_out",   "queue_mean_fill", "queue_capacity", "critical_path_ms",
+      "critical_path_pct"};
+  pb_report *r = make_report();
+  cJSON *j = pb_report_to_json(r);
+  const cJSON *s = at(j, "stages.1");
+  assert_string_equal(at(s, "name")->valuestring, "decode");
+  assert_string_equal(at(s, "type")->valuestring, "decode");
+  assert_true(num_at(s, "threads") == 2);
+  assert_true(cJSON_IsTrue(at(s, "skipped")));
+  for (size_t i = 0; i < sizeof measured / sizeof measured[0]; i++) assert_null_at(s, measured[i]);
+  assert_true(cJSON_IsFalse(at(j, "stages.0.skipped")));
+  cJSON_Delete(j);
+  free_report(r);
+}
+
+static void test_json_nulls_when_absent(void **state) {
+  pb_report *r = make_report();
+  cJSON_Delete(r->config);
+  r->config = NULL;
+  r->classification = NULL;
+  r->bottleneck_stage[0] = '\0';
+  r->nfirst_errors = 0;
+  r->synthetic = false;
+  r->interrupted = true;
+  cJSON *j = pb_report_to_json(r);
+  assert_null_at(j, "config");
+  assert_null_at(j, "classification");
+  assert_null_at(j, "bottleneck");
+  assert_string_equal(at(j, "data")->valuestring, "real");
+  assert_true(cJSON_IsTrue(at(j, "interrupted")));
+  assert_int_equal(cJSON_GetArraySize(at(j, "accounting.first_errors")), 0);
+  cJSON_Delete(j);
+  free_report(r);
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return buf;
+}
+
+static void test_write_json_round_trip(void **state) {
+  char dir[] = "/tmp/pb_test_report_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[256], tmp[300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  pb_report *r = make_report();
+  assert_int_equal(pb_report_write_json(r, path), 0);
+  assert_int_equal(access(tmp, F_OK), -1); /* renamed away */
+  const char *text = slurp(path);
+  size_t len = strlen(text);
+  assert_true(len > 2 && text[len - 1] == '\n' && text[len - 2] == '}');
+  assert_non_null(strchr(text, '\t')); /* pretty printed */
+  cJSON *back = cJSON_Parse(text);
+  assert_non_null(back);
+  cJSON *direct = pb_report_to_json(r);
+  assert_true(cJSON_Compare(back, direct, true));
+  cJSON_Delete(back);
+  cJSON_Delete(direct);
+  /* overwriting works; a missing directory is an errno */
+  assert_int_equal(pb_report_write_json(r, path), 0);
+  snprintf(path, sizeof path, "%s/no/such/dir/report.json", dir);
+  assert_int_equal(pb_report_write_json(r, path), -ENOENT);
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  unlink(path);
+  rmdir(dir);
+  free_report(r);
+}
+
+/* Runs the text printer into a memory buffer. */
+static char *print_text(const pb_report *r) {
+  static char buf[1 << 16];
+  FILE *f = fmemopen(buf, sizeof buf, "w");
+  assert_non_null(f);
+  pb_report_print_text(r, f);
+  fclose(f);
+  return buf;
+}
+
+static void assert_contains(const char *hay, const char *needle) {
+  if (!strstr(hay, needle)) fail_msg("text lacks \"%s\" in:\n%s", needle, hay);
+}
+
+static void assert_lines_under_100(const char *text) {
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    if (n >= 100) fail_msg("line of %zu columns: %.*s", n, (int)n, p);
+    p += n + (nl ? 1 : 0);
+  }
+}
+
+static void test_text_summary(void **state) {
+  pb_report *r = make_report();
+  const char *t = print_text(r);
+  assert_contains(t, "pipebench 0.1.0  resnet50  data=synthetic  device=emulated (emulated H2D 25 GB/s)\n");
+  assert_contains(t, "measured      100 steps in 23.104 s (5 warm-up steps excluded)\n");
+  assert_contains(t, "throughput    1108.2 samples/s   4.33 batches/s   166.8 MB/s\n");
+  assert_contains(t, "step time     mean 230.91 ms   p50 230.10   p90 232.40   p99 n/a\n");
+  assert_contains(t, "breakdown     input_wait 0.12 ms  h2d 1.54 ms  compute 224.01 ms  other 5.24 ms");
+  assert_contains(t, "device        idle 3.00 %   AU 97.00 %   input-bound 0.72 %  -> not_input_bound\n");
+  assert_contains(t, "bottleneck    device: the device computes");
+  assert_contains(t, "capacity n/a samples/s   required 1142.9 samples/s");
+  assert_contains(t, "stage        type     thr");
+  assert_contains(t, "decode       decode     2  skipped (synthetic data)\n");
+  assert_contains(t, "2.1e+07");
+  assert_contains(t, "accounting    read 30720 = consumed 25600 + dropped 0 + errors 1 + in flight 5119"
+                     "  (balanced)\n");
+  assert_contains(t, "first errors  data/x/0001.jpg: not a JPEG file\n");
+  assert_contains(t, "engine        cpu 1.234 s (40.2 ns per sample)\n");
+  assert_contains(t, "output        pipebench-out/resnet50-20250101-000000\n");
+  assert_null(strstr(t, "NOT BALANCED"));
+  assert_null(strstr(t, "INTERRUPTED"));
+  assert_lines_under_100(t);
+  free_report(r);
+}
+
+static void test_text_not_balanced_and_long_text(void **state) {
+  pb_report *r = make_report();
+  r->balanced = false;
+  r->samples_in_flight = 5000; /* 119 samples lost */
+  memset(r->device_name, 'x', sizeof r->device_name - 1);
+  memset(r->bottleneck_reason, 'y', 300); /* one unbreakable word, longer than a line */
+  r->interrupted = true;
+  snprintf(r->stages[0].name, sizeof r->stages[0].name, "a_stage_name_much_longer_than_the_column");
+  r->stages[0].calls = 12345678901ull;
+  const char *t = print_text(r);
+  assert_contains(t, "NOT BALANCED");
+  assert_contains(t, "= 119 ***");
+  assert_contains(t, "status        INTERRUPTED: partial report");
+  assert_contains(t, "a_stage_name source     1 1.235e+10 ");
+  assert_lines_under_100(t);
+  free_report(r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_json_has_contract_keys),
+      cmocka_unit_test(test_json_key_order),
+      cmocka_unit_test(test_json_values),
+      cmocka_unit_test(test_json_rounding),
+      cmocka_unit_test(test_json_nan_is_null),
+      cmocka_unit_test(test_json_skipped_stage),
+      cmocka_unit_test(test_json_nulls_when_absent),
+      cmocka_unit_test(test_write_json_round_trip),
+      cmocka_unit_test(test_text_summary),
+      cmocka_unit_test(test_text_not_balanced_and_long_text),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
