@@ -139,7 +139,21 @@ static int parse_args(cli *c, int argc, char **argv) {
   return 0;
 }
 
+/* On stderr, so stdout stays the resolved config: what each stage emits per sample. */
+static void print_shapes(const pb_config *cfg) {
+  fprintf(stderr, "pipebench: %s: valid; per-sample output of each stage:\n", cfg->file);
+  int b = pb_config_batch_index(cfg);
+  for (int i = 0; i < cfg->nstages; i++) {
+    char shape[96], batch[32] = "";
+    const pb_stage_cfg *s = &cfg->stages[i];
+    if (i >= b) snprintf(batch, sizeof batch, "%lld x ", (long long)cfg->stages[b].size);
+    fprintf(stderr, "  %-12s %-9s threads %-4d %s%s\n", s->name, pb_stage_type_name(s->type), s->threads,
+            batch, pb_shape_str(&s->out_shape, shape, sizeof shape));
+  }
+}
+
 static int cmd_validate(const pb_config *cfg) {
+  print_shapes(cfg);
   cJSON *json = pb_config_to_json(cfg);
   char *text = json ? cJSON_Print(json) : NULL;
   if (!text) return PB_EXIT_RUNTIME;

@@ -185,14 +185,25 @@ static int execute(run_ctx *c) {
   return rc ? PB_EXIT_RUNTIME : 0;
 }
 
-static int write_outputs(run_ctx *c, pb_report *r) {
-  const pb_run_opts *o = c->opts;
-  if (o->out_dir)
-    snprintf(c->out_dir, sizeof c->out_dir, "%s", o->out_dir);
+/* Made before the run, so that a bad --out fails in a second, not after a long run. */
+static int make_out_dir(run_ctx *c) {
+  if (c->opts->out_dir)
+    snprintf(c->out_dir, sizeof c->out_dir, "%s", c->opts->out_dir);
   else
     default_out_dir(c->cfg, c->out_dir, sizeof c->out_dir);
-  snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
   int rc = mkdir_p(c->out_dir);
+  if (rc) {
+    fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable path)\n",
+            c->out_dir, strerror(-rc));
+    return PB_EXIT_RUNTIME;
+  }
+  return 0;
+}
+
+static int write_outputs(run_ctx *c, pb_report *r) {
+  const pb_run_opts *o = c->opts;
+  snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
+  int rc = 0;
   char path[PB_PATH_LEN + 32];
   snprintf(path, sizeof path, "%s/report.json", c->out_dir);
   if (!rc && (o->formats & PB_FMT_JSON)) rc = pb_report_write_json(r, path);
@@ -243,6 +254,7 @@ int pb_run(const pb_config *cfg, const pb_run_opts *opts) {
   install_signals();
   double cpu0 = cpu_seconds();
   int rc = plan(c);
+  if (!rc) rc = make_out_dir(c);
   if (!rc) rc = open_device(c);
   if (!rc) rc = execute(c);
   if (!rc) rc = report(c, cpu0);

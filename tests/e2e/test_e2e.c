@@ -342,9 +342,9 @@ static void test_device_bound(void **state) {
   cJSON_Delete(rep);
 }
 
-/* SIGINT: exit 130, the partial report is written, marked interrupted, and still balances. */
-static void test_sigint_writes_partial_report(void **state) {
-  const char *dir = out_dir("sigint");
+/* SIGINT or SIGTERM: exit 130, the partial report is written, marked interrupted, and still balances. */
+static void interrupt_with(int sig) {
+  const char *dir = out_dir(sig == SIGINT ? "sigint" : "sigterm");
   const char *args[] = {"--config", write_config("small", k_small), "--set", "run.steps=100000",
                         "--quiet", "--out", dir, NULL};
   char out[300], err[300];
@@ -352,7 +352,7 @@ static void test_sigint_writes_partial_report(void **state) {
   snprintf(err, sizeof err, "%s/sig.err", g_tmp);
   pid_t pid = spawn_pb(args, out, err);
   usleep(1500 * 1000);
-  kill(pid, SIGINT);
+  kill(pid, sig);
   static result r;
   collect(&r, pid, out, err);
   if (r.status != 130) fail_msg("exit %d: %s", r.status, r.err);
@@ -361,6 +361,15 @@ static void test_sigint_writes_partial_report(void **state) {
   assert_true(num(rep, "steps.count") > 0);
   assert_accounting_balances(rep);
   cJSON_Delete(rep);
+}
+
+static void test_sigint_writes_partial_report(void **state) { interrupt_with(SIGINT); }
+static void test_sigterm_writes_partial_report(void **state) { interrupt_with(SIGTERM); }
+
+/* An output directory that cannot be made fails at once with exit 1, before running. */
+static void test_bad_out_dir(void **state) {
+  const char *args[] = {"--config", write_config("small", k_small), "--out", "/proc/no/such", NULL};
+  assert_one_error_line(run_pb(args), 1, "/proc/no/such");
 }
 
 static int make_tmp(void **state) {
@@ -390,6 +399,8 @@ int main(void) {
       cmocka_unit_test(test_planted_map_bottleneck),
       cmocka_unit_test(test_device_bound),
       cmocka_unit_test(test_sigint_writes_partial_report),
+      cmocka_unit_test(test_sigterm_writes_partial_report),
+      cmocka_unit_test(test_bad_out_dir),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }
