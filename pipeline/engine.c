@@ -31,6 +31,38 @@ void pb_worker_abandon(pb_worker *w, pb_elem *e) {
   e->buf = NULL;
 }
 
+void pb_worker_error(pb_worker *w, pb_elem *el, const char *file, const char *message, bool fatal) {
+  pb_engine *e = w->stage->engine;
+  const pb_run_cfg *run = &e->cfg->run;
+  w->ctr.samples_error_total += el->nsamples;
+  pb_buf_release(el->buf);
+  el->buf = NULL;
+  uv_mutex_lock(&e->errors_lock);
+  e->errors_total += el->nsamples;
+  if (e->nfirst_errors < PB_FIRST_ERRORS) {
+    pb_error_record *r = &e->first_errors[e->nfirst_errors++];
+    snprintf(r->file, sizeof r->file, "%s", file ? file : "");
+    snprintf(r->message, sizeof r->message, "%s", message);
+  }
+  bool stop = fatal || run->on_error_fail || (run->max_errors && e->errors_total > (uint64_t)run->max_errors);
+  if (stop && !atomic_load(&e->failed)) {
+    snprintf(e->failure, sizeof e->failure, "%s%s%s", file ? file : "", file ? ": " : "", message);
+    atomic_store(&e->failed, true);
+  }
+  uv_mutex_unlock(&e->errors_lock);
+}
+
+bool pb_engine_failed(pb_engine *e) { return atomic_load(&e->failed); }
+
+/* Time blocked on the output (a full queue, an empty pool): counted as blocked-out within the window,
+ * and remembered so the call it happened in does not count it as service time. */
+static void note_blocked(pb_worker *w, uint64_t t0, uint64_t t1) {
+  uint64_t clipped = pb_engine_clip(w->stage->engine, t0, t1);
+  w->ctr.blocked_out_ns += clipped;
+  w->blocked_in_call_ns += t1 - t0;
+  w->blocked_in_call_clipped_ns += clipped;
+}
+
 /* Pushes the buffered outputs; what a cancelled push leaves behind is counted in flight. */
 static int flush_out(pb_worker *w) {
   if (w->nout == 0) return 0;
@@ -40,9 +72,7 @@ static int flush_out(pb_worker *w) {
   if (w->stage->out == pb_engine_output(e)) /* the device's input: it tells input wait from overhead */
     for (int i = 0; i < w->nout; i++) w->out[i].handoff_ns = t0;
   int rc = pb_queue_push_many(w->stage->out, w->out, w->nout, &pushed);
-  uint64_t blocked = pb_engine_clip(e, t0, pb_now_ns());
-  w->ctr.blocked_out_ns += blocked;
-  w->blocked_in_call_ns += blocked;
+  note_blocked(w, t0, pb_now_ns());
   for (int i = pushed; i < w->nout; i++) pb_worker_abandon(w, &w->out[i]);
   w->nout = 0;
   if (rc < 0) w->cancelled = true;
@@ -68,24 +98,26 @@ pb_buf *pb_worker_get_buf(pb_worker *w, pb_pool *pool) {
   if (flush_out(w) < 0) return NULL;
   uint64_t t0 = pb_now_ns();
   b = pb_pool_get(pool);
-  uint64_t blocked = pb_engine_clip(w->stage->engine, t0, pb_now_ns());
-  w->ctr.blocked_out_ns += blocked;
-  w->blocked_in_call_ns += blocked;
+  note_blocked(w, t0, pb_now_ns());
   return b;
 }
 
 /* ---------- worker loops ---------- */
 
-/* One call's bookkeeping: service time excludes time spent blocked on the output. */
-static void count_call(pb_worker *w, const pb_elem *in, uint64_t t0, uint64_t t1) {
+static void start_call(pb_worker *w) { w->blocked_in_call_ns = w->blocked_in_call_clipped_ns = 0; }
+
+/* One call's bookkeeping.  Service time excludes time blocked on the output; busy time is the part of
+ * the service inside the measured window; the call (and its histogram entry) counts when it ends in
+ * the window. */
+static void count_call(pb_worker *w, uint64_t samples, uint64_t bytes, uint64_t t0, uint64_t t1) {
   pb_engine *e = w->stage->engine;
   uint64_t service = t1 - t0 - PB_MIN(w->blocked_in_call_ns, t1 - t0);
-  w->blocked_in_call_ns = 0;
+  uint64_t in_window = pb_engine_clip(e, t0, t1);
+  w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
   if (!pb_engine_in_window(e, t1)) return;
-  w->ctr.busy_ns += service;
   w->ctr.calls++;
-  w->ctr.samples_in += in->nsamples;
-  w->ctr.bytes_in += in->bytes;
+  w->ctr.samples_in += samples;
+  w->ctr.bytes_in += bytes;
   pb_hist_add(&w->hist, service);
 }
 
@@ -98,17 +130,21 @@ static int process_chunk(pb_worker *w, int n) {
   const pb_stage_ops *ops = w->stage->ops;
   uint64_t t0 = pb_now_ns();
   for (int i = 0; i < n; i++) {
-    pb_elem in = w->in[i];
+    uint64_t samples = w->in[i].nsamples, bytes = w->in[i].bytes;
+    start_call(w);
     int rc = ops->process(w, &w->in[i]);
     uint64_t t1 = pb_now_ns();
-    count_call(w, &in, t0, t1);
+    count_call(w, samples, bytes, t0, t1);
     if (rc < 0 || w->cancelled) {
       abandon_inputs(w, i + 1, n);
       return -ECANCELED;
     }
-    if (w->nout && t1 - w->out_first_ns >= PB_FLUSH_AFTER_NS && flush_out(w) < 0) {
-      abandon_inputs(w, i + 1, n);
-      return -ECANCELED;
+    if (w->nout && t1 - w->out_first_ns >= PB_FLUSH_AFTER_NS) {
+      if (flush_out(w) < 0) {
+        abandon_inputs(w, i + 1, n);
+        return -ECANCELED;
+      }
+      t1 = pb_now_ns(); /* the next call starts after the hand-off */
     }
     t0 = t1;
   }
@@ -119,7 +155,9 @@ static void run_transform(pb_worker *w) {
   pb_stage *s = w->stage;
   for (;;) {
     uint64_t t0 = pb_now_ns();
-    int n = pb_queue_pop_many(s->in, w->in, PB_CHUNK);
+    /* Batches move one at a time: a worker never hoards batches (and pooled buffers) it is not
+     * working on, so the batch pool's size is exact. */
+    int n = pb_queue_pop_many(s->in, w->in, s->batched ? 1 : PB_CHUNK);
     w->ctr.wait_in_ns += pb_engine_clip(s->engine, t0, pb_now_ns());
     if (n < 0 || (n > 0 && process_chunk(w, n) < 0)) return; /* cancelled */
     if (n == 0) {                                             /* end of data */
@@ -130,29 +168,29 @@ static void run_transform(pb_worker *w) {
   }
 }
 
+static void count_source_call(pb_worker *w, int n, uint64_t t0, uint64_t t1) {
+  pb_engine *e = w->stage->engine;
+  uint64_t service = t1 - t0 - PB_MIN(w->blocked_in_call_ns, t1 - t0);
+  uint64_t in_window = pb_engine_clip(e, t0, t1);
+  w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
+  if (!pb_engine_in_window(e, t1)) return;
+  /* A source makes several elements in one call; each is charged an equal share. */
+  w->ctr.calls += (uint64_t)n;
+  for (int i = 0; i < n; i++) pb_hist_add(&w->hist, service / (uint64_t)n);
+}
+
 static void run_source(pb_worker *w) {
   pb_stage *s = w->stage;
   while (!w->cancelled) {
+    start_call(w);
     uint64_t t0 = pb_now_ns();
-    int n = s->ops->produce(w, w->out, PB_CHUNK);
+    int n = s->ops->produce(w, PB_CHUNK);
     uint64_t t1 = pb_now_ns();
-    if (n <= 0) return;
-    w->nout = n;
-    w->out_first_ns = t0;
-    if (pb_engine_in_window(s->engine, t1)) {
-      /* A source makes a chunk in one call; each element is charged an equal share. */
-      uint64_t per = (t1 - t0) / (uint64_t)n;
-      w->ctr.busy_ns += t1 - t0;
-      w->ctr.calls += (uint64_t)n;
-      for (int i = 0; i < n; i++) {
-        pb_hist_add(&w->hist, per);
-        w->ctr.samples_out += w->out[i].nsamples;
-        w->ctr.bytes_out += w->out[i].bytes;
-      }
-    }
-    for (int i = 0; i < n; i++) w->ctr.samples_out_total += w->out[i].nsamples;
+    if (n <= 0) break;
+    count_source_call(w, n, t0, t1);
     flush_out(w);
   }
+  if (!w->cancelled) flush_out(w);
 }
 
 static void worker_main(void *arg) {
@@ -221,6 +259,7 @@ int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consu
   e->consumers = consumers;
   atomic_store(&e->window_start_ns, UINT64_MAX);
   atomic_store(&e->window_end_ns, UINT64_MAX);
+  uv_mutex_init(&e->errors_lock);
   int b = pb_config_batch_index(cfg);
   if (!synthetic && cfg->dataset.format != PB_FMT_SYNTHETIC) return check_implemented(cfg, 0, err);
   pb_shape shape = source_shape(cfg, synthetic);
@@ -231,6 +270,12 @@ int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consu
                       "cannot be generated (expected dataset.generate.image or a map op with a size)",
                       cfg->file, b - 1, pb_shape_str(&shape, buf, sizeof buf));
   }
+  bool sized = cfg->dataset.format == PB_FMT_SYNTHETIC ? cfg->dataset.num_samples > 0 : cfg->dataset.generate.present;
+  if (cfg->run.stop == PB_STOP_EPOCHS && !sized)
+    return pb_err_set(err,
+                      "%s: run.epochs: the epoch size of synthetic data is unknown (expected "
+                      "dataset.generate with num_files and samples_per_file, or run.steps)",
+                      cfg->file);
   add_stage(e, &pb_stage_source_ops, NULL, false);
   e->stages[0].sample_shape = shape;
   for (int i = synthetic ? b : 0; i < cfg->nstages; i++) {
@@ -276,6 +321,7 @@ static int init_stage(pb_engine *e, int i, pb_err *err) {
   pb_stage *s = &e->stages[i];
   int rc = pb_queue_init(&e->queues[i], pb_stage_out_capacity(s), s->threads, pb_engine_next_consumers(e, i));
   if (rc) return pb_err_set(err, "cannot allocate the queue after stage %s", s->name), -ENOMEM;
+  pb_queue_set_window(&e->queues[i], &e->window_start_ns, &e->window_end_ns);
   s->out = &e->queues[i];
   s->in = i > 0 ? &e->queues[i - 1] : NULL;
   s->workers = calloc((size_t)s->threads, sizeof *s->workers);
@@ -297,12 +343,13 @@ int pb_engine_start(pb_engine *e, pb_err *err) {
     pb_stage *s = &e->stages[i];
     for (int k = 0; k < s->threads; k++) {
       if (uv_thread_create(&s->workers[k].thread, worker_main, &s->workers[k]) != 0) {
-        pb_engine_cancel(e);
-        return pb_err_set(err, "cannot start a thread for stage %s", s->name), -EAGAIN;
+        pb_engine_cancel(e); /* the threads already running stop; join waits for exactly those */
+        return pb_err_set(err, "cannot start a thread for stage %s (expected the system to allow %d more)",
+                          s->name, s->threads - k), -EAGAIN;
       }
+      s->threads_started++;
     }
   }
-  e->started = true;
   return 0;
 }
 
@@ -317,10 +364,11 @@ void pb_engine_cancel(pb_engine *e) {
 }
 
 void pb_engine_join(pb_engine *e) {
-  if (!e->started) return;
-  for (int i = 0; i < e->nstages; i++)
-    for (int k = 0; k < e->stages[i].threads; k++) uv_thread_join(&e->stages[i].workers[k].thread);
-  e->started = false;
+  for (int i = 0; i < e->nstages; i++) {
+    pb_stage *s = &e->stages[i];
+    for (int k = 0; k < s->threads_started; k++) uv_thread_join(&s->workers[k].thread);
+    s->threads_started = 0;
+  }
 }
 
 uint64_t pb_engine_drain(pb_engine *e) {
@@ -339,6 +387,7 @@ void pb_engine_close(pb_engine *e) {
     s->workers = NULL;
     pb_queue_close(&e->queues[i]);
   }
+  uv_mutex_destroy(&e->errors_lock);
 }
 
 void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist) {
@@ -357,6 +406,7 @@ void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist) {
     ctr->samples_out_total += c->samples_out_total;
     ctr->samples_dropped_total += c->samples_dropped_total;
     ctr->samples_in_flight += c->samples_in_flight;
+    ctr->samples_error_total += c->samples_error_total;
     pb_hist_merge(hist, &s->workers[k].hist);
   }
 }

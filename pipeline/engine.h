@@ -37,8 +37,9 @@ typedef struct pb_stage_ops {
   /* Bytes of buffers this stage will allocate (planned before anything is allocated, for limits). */
   uint64_t (*memory_bytes)(const pb_stage *s);
   int (*init)(pb_stage *s, pb_err *err);
-  /* Sources only: fill up to max new elements; returns the count, 0 at end of data. */
-  int (*produce)(pb_worker *w, pb_elem *out, int max);
+  /* Sources only: makes up to max new elements and hands them on with pb_emit; returns how many,
+   * 0 at end of data, or -ECANCELED. */
+  int (*produce)(pb_worker *w, int max);
   /* Takes ownership of *in: emits it (or what it becomes) with pb_emit, or merges and releases it.
    * Returns 0, or -ECANCELED after giving anything it could not finish to pb_worker_abandon. */
   int (*process)(pb_worker *w, pb_elem *in);
@@ -57,8 +58,14 @@ typedef struct pb_counters {
   uint64_t calls, samples_in, samples_out;
   uint64_t busy_ns, wait_in_ns, blocked_out_ns;
   uint64_t bytes_in, bytes_out;
-  uint64_t samples_out_total, samples_dropped_total, samples_in_flight;
+  uint64_t samples_out_total, samples_dropped_total, samples_in_flight, samples_error_total;
 } pb_counters;
+
+#define PB_FIRST_ERRORS 10
+typedef struct pb_error_record {
+  char file[256];
+  char message[256];
+} pb_error_record;
 
 struct pb_worker {
   pb_stage *stage;
@@ -71,7 +78,8 @@ struct pb_worker {
   pb_elem in[PB_CHUNK], out[PB_CHUNK];
   int nout;
   uint64_t out_first_ns;        /* when the oldest unsent output was emitted */
-  uint64_t blocked_in_call_ns;  /* blocked time inside the current process() call, excluded from busy */
+  uint64_t blocked_in_call_ns;  /* blocked time inside the current call, excluded from service time */
+  uint64_t blocked_in_call_clipped_ns; /* the part of it inside the measured window */
   bool cancelled;
 };
 
@@ -88,6 +96,7 @@ struct pb_stage {
   pb_engine *engine;
   void *state;                  /* the stage's shared state */
   pb_worker *workers;
+  int threads_started;          /* workers whose thread runs (what join must wait for) */
 };
 
 struct pb_engine {
@@ -101,7 +110,13 @@ struct pb_engine {
   _Atomic uint64_t window_start_ns, window_end_ns; /* UINT64_MAX = not yet */
   _Atomic bool cancelled;
   _Atomic uint64_t next_sample_id, next_batch_id;
-  bool started;
+  /* Errors on data (run.on_error): the first ones kept for the report; `failed` stops the run. */
+  uv_mutex_t errors_lock;
+  uint64_t errors_total;
+  int nfirst_errors;
+  pb_error_record first_errors[PB_FIRST_ERRORS];
+  _Atomic bool failed;
+  char failure[600];
 };
 
 /* Lays out the stages for cfg (synthetic: source + batch and after), checks every stage is implemented
@@ -134,6 +149,11 @@ void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist);
 /* Hands one output element on (buffered; pushed in chunks).  -ECANCELED when the run was cancelled
  * (the element is then counted in flight and released). */
 int pb_emit(pb_worker *w, const pb_elem *e);
+/* A sample (or batch) failed in this stage: counted as errors, its buffer released, the first few kept
+ * with file and message.  The run stops (exit 1) when run.on_error is "fail", when run.max_errors is
+ * exceeded, or when `fatal` (a device failure). */
+void pb_worker_error(pb_worker *w, pb_elem *e, const char *file, const char *message, bool fatal);
+bool pb_engine_failed(pb_engine *e);
 /* Counts a sample-carrying element as in flight and releases its buffer. */
 void pb_worker_abandon(pb_worker *w, pb_elem *e);
 /* pb_pool_get with its wait counted as blocked-out time. */

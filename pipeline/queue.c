@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common.h"
 #include "pool.h"
 
 int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers) {
@@ -23,6 +24,25 @@ void pb_queue_close(pb_queue *q) {
   uv_mutex_destroy(&q->lock);
   free(q->ring);
   q->ring = NULL;
+}
+
+void pb_queue_set_window(pb_queue *q, const _Atomic uint64_t *start_ns, const _Atomic uint64_t *end_ns) {
+  q->window_start_ns = start_ns;
+  q->window_end_ns = end_ns;
+}
+
+static uint64_t window_overlap(const pb_queue *q, uint64_t t0, uint64_t t1) {
+  uint64_t ws = q->window_start_ns ? atomic_load_explicit(q->window_start_ns, memory_order_relaxed) : 0;
+  uint64_t we = q->window_end_ns ? atomic_load_explicit(q->window_end_ns, memory_order_relaxed) : UINT64_MAX;
+  uint64_t lo = t0 > ws ? t0 : ws, hi = t1 < we ? t1 : we;
+  return hi > lo ? hi - lo : 0;
+}
+
+/* Under the lock, before the count changes: the time since the last change at the old count. */
+static void integrate_fill(pb_queue *q) {
+  uint64_t now = pb_now_ns();
+  if (q->last_change_ns) q->fill_ns += (uint64_t)q->count * window_overlap(q, q->last_change_ns, now);
+  q->last_change_ns = now;
 }
 
 /* Wakes up to n waiters: signal when few are needed, broadcast when all are. */
@@ -46,11 +66,10 @@ int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed) {
     }
     if (q->cancelled) break;
     int room = q->capacity - q->count, k = PB_QMIN(room, n - done);
+    integrate_fill(q);
     for (int i = 0; i < k; i++) q->ring[(q->head + q->count + i) % q->capacity] = elems[done + i];
     q->count += k;
     done += k;
-    q->fill_sum += (uint64_t)q->count;
-    q->fill_samples++;
     wake(&q->not_empty, q->waiting_consumers, k);
   }
   int rc = q->cancelled && done < n ? -ECANCELED : 0;
@@ -78,6 +97,7 @@ int pb_queue_pop_many(pb_queue *q, pb_elem *out, int max) {
     k = -ECANCELED;
   } else {
     k = take_count(q, max); /* 0 here means empty with no producer left: end of data */
+    if (k) integrate_fill(q);
     for (int i = 0; i < k; i++) out[i] = q->ring[(q->head + i) % q->capacity];
     q->head = (q->head + k) % q->capacity;
     q->count -= k;
@@ -104,6 +124,7 @@ void pb_queue_cancel(pb_queue *q) {
 uint64_t pb_queue_drain(pb_queue *q) {
   uint64_t samples = 0;
   uv_mutex_lock(&q->lock);
+  integrate_fill(q);
   for (int i = 0; i < q->count; i++) {
     pb_elem *e = &q->ring[(q->head + i) % q->capacity];
     samples += e->nsamples;
@@ -114,9 +135,11 @@ uint64_t pb_queue_drain(pb_queue *q) {
   return samples;
 }
 
-double pb_queue_mean_fill(pb_queue *q) {
+double pb_queue_mean_fill(pb_queue *q, uint64_t window_ns) {
+  if (!window_ns) return 0.0;
   uv_mutex_lock(&q->lock);
-  double fill = q->fill_samples ? (double)q->fill_sum / ((double)q->fill_samples * q->capacity) : 0.0;
+  integrate_fill(q); /* the stretch since the last change, up to the window's end */
+  double fill = (double)q->fill_ns / ((double)window_ns * q->capacity);
   uv_mutex_unlock(&q->lock);
   return fill;
 }

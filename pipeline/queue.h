@@ -7,6 +7,7 @@
 #ifndef PB_QUEUE_H
 #define PB_QUEUE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -24,8 +25,10 @@ typedef struct pb_queue {
   int consumers;             /* consumer threads, to share a backlog fairly in pop_many */
   int waiting_consumers, waiting_producers;
   bool cancelled;
-  /* Occupancy, sampled at every push: mean fill = fill_sum / (fill_samples * capacity). */
-  uint64_t fill_sum, fill_samples;
+  /* Occupancy integrated over time (element-nanoseconds) inside the measured window, updated at every
+   * push and pop: mean fill = fill_ns / (capacity x window length). */
+  const _Atomic uint64_t *window_start_ns, *window_end_ns; /* NULL: the whole run */
+  uint64_t last_change_ns, fill_ns;
 } pb_queue;
 
 int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers);
@@ -43,6 +46,9 @@ void pb_queue_producer_done(pb_queue *q);
 void pb_queue_cancel(pb_queue *q);
 /* Removes what is left (after the run); returns the samples they held and releases pooled buffers. */
 uint64_t pb_queue_drain(pb_queue *q);
-double pb_queue_mean_fill(pb_queue *q); /* 0..1 */
+/* Integrate occupancy only inside [*start, *end) (the engine's measured window). */
+void pb_queue_set_window(pb_queue *q, const _Atomic uint64_t *start_ns, const _Atomic uint64_t *end_ns);
+/* Time-weighted mean occupancy over a window of window_ns, 0..1. */
+double pb_queue_mean_fill(pb_queue *q, uint64_t window_ns);
 
 #endif

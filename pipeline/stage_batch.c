@@ -8,19 +8,26 @@
 
 #include "engine.h"
 
+typedef struct batch_worker batch_worker;
+
 typedef struct batch_state {
   pb_pool pool;
   size_t batch_bytes;
   bool pool_ready;
+  /* End of data: the workers' partial batches are merged here so that, as with one thread, at most one
+   * remainder is dropped or handed on short. */
+  uv_mutex_t merge_lock;
+  batch_worker *leftover;       /* a partial batch waiting for more samples */
+  int workers_flushed;
 } batch_state;
 
-typedef struct batch_worker {
+struct batch_worker {
   pb_buf *cur;
   size_t used_bytes;
   uint32_t count;
   uint64_t first_id;
   uint32_t epoch;
-} batch_worker;
+};
 
 /* Buffers that can be out at once: one partial per batch worker, plus every queue slot and every
  * thread (holding one) downstream, plus one per device. */
@@ -46,6 +53,7 @@ static int batch_init(pb_stage *s, pb_err *err) {
   /* 4096-byte alignment: what O_DIRECT and pinned-memory registration want later. */
   if (pb_pool_init(&st->pool, pool_buffers(s), st->batch_bytes, 4096) != 0) goto oom;
   st->pool_ready = true;
+  uv_mutex_init(&st->merge_lock);
   for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];
   s->state = st;
   return 0;
@@ -95,9 +103,21 @@ static int batch_process(pb_worker *w, pb_elem *in) {
   return b->count == (uint32_t)w->stage->cfg->size ? emit_batch(w, b) : 0;
 }
 
-static int batch_flush(pb_worker *w) {
-  batch_worker *b = w->state;
-  if (!b->cur) return 0;
+/* Moves samples from the end of `from` into `to` until `to` is full or `from` is empty.  Samples are
+ * fixed-size in this version, so a sample is used_bytes / count bytes. */
+static void move_samples(batch_worker *to, batch_worker *from, uint32_t size) {
+  size_t sample_bytes = from->used_bytes / from->count;
+  while (from->count && to->count < size) {
+    from->count--;
+    from->used_bytes -= sample_bytes;
+    memcpy((char *)to->cur->data + to->used_bytes, (char *)from->cur->data + from->used_bytes, sample_bytes);
+    to->used_bytes += sample_bytes;
+    to->count++;
+  }
+}
+
+/* The last flush decides the final remainder: hand it on short, or drop it (counted). */
+static int finish_remainder(pb_worker *w, batch_worker *b) {
   if (!w->stage->cfg->drop_remainder) return emit_batch(w, b);
   w->ctr.samples_dropped_total += b->count;
   pb_buf_release(b->cur);
@@ -106,13 +126,52 @@ static int batch_flush(pb_worker *w) {
   return 0;
 }
 
-static uint64_t batch_abandon(pb_worker *w) {
+/* Under merge_lock: folds this worker's partial batch into the shared leftover; full batches go on. */
+static int merge_partial(pb_worker *w, batch_state *st, batch_worker *b) {
+  uint32_t size = (uint32_t)w->stage->cfg->size;
+  if (b->cur && st->leftover && st->leftover->cur) {
+    move_samples(st->leftover, b, size);
+    if (st->leftover->count == size && emit_batch(w, st->leftover) < 0) return -ECANCELED;
+    if (b->count == 0) {
+      pb_buf_release(b->cur);
+      b->cur = NULL;
+    }
+  }
+  if (b->cur && (!st->leftover || !st->leftover->cur)) st->leftover = b; /* adopt what remains */
+  return 0;
+}
+
+static int batch_flush(pb_worker *w) {
+  batch_state *st = w->stage->state;
   batch_worker *b = w->state;
-  if (!b || !b->cur) return 0;
-  uint64_t held = b->count;
+  uv_mutex_lock(&st->merge_lock);
+  int rc = merge_partial(w, st, b);
+  bool last = ++st->workers_flushed == w->stage->threads;
+  if (!rc && last && st->leftover && st->leftover->cur) rc = finish_remainder(w, st->leftover);
+  uv_mutex_unlock(&st->merge_lock);
+  return rc;
+}
+
+static uint64_t release_partial(batch_worker *b) {
+  uint64_t held = b->cur ? b->count : 0;
   pb_buf_release(b->cur);
   b->cur = NULL;
   b->count = 0;
+  return held;
+}
+
+static uint64_t batch_abandon(pb_worker *w) {
+  batch_state *st = w->stage->state;
+  batch_worker *b = w->state;
+  if (!b) return 0;
+  /* The shared leftover (maybe another worker's, adopted at its flush) is ended by whoever is
+   * cancelled first: a worker that was cancelled never flushed, so the remainder would never come. */
+  uv_mutex_lock(&st->merge_lock);
+  uint64_t held = 0;
+  if (st->leftover && st->leftover != b) held += release_partial(st->leftover);
+  st->leftover = NULL;
+  held += release_partial(b);
+  uv_mutex_unlock(&st->merge_lock);
   return held;
 }
 
@@ -124,7 +183,10 @@ static void batch_cancel(pb_stage *s) {
 static void batch_close(pb_stage *s) {
   batch_state *st = s->state;
   if (!st) return;
-  if (st->pool_ready) pb_pool_close(&st->pool);
+  if (st->pool_ready) {
+    pb_pool_close(&st->pool);
+    uv_mutex_destroy(&st->merge_lock);
+  }
   free(s->workers ? s->workers[0].state : NULL);
   free(st);
   s->state = NULL;

@@ -57,7 +57,7 @@ static int source_init(pb_stage *s, pb_err *err) {
   return 0;
 }
 
-static int source_produce(pb_worker *w, pb_elem *out, int max) {
+static int source_produce(pb_worker *w, int max) {
   pb_stage *s = w->stage;
   source_state *st = s->state;
   uint64_t first = atomic_fetch_add(&s->engine->next_sample_id, (uint64_t)max);
@@ -68,8 +68,9 @@ static int source_produce(pb_worker *w, pb_elem *out, int max) {
   }
   for (int i = 0; i < n; i++) {
     uint64_t id = first + (uint64_t)i;
-    out[i] = (pb_elem){.id = id, .batch_id = PB_NO_BATCH, .data = st->sample, .bytes = st->sample_bytes,
-                       .nsamples = 1, .epoch = st->epoch_samples ? (uint32_t)(id / st->epoch_samples) : 0};
+    pb_elem e = {.id = id, .batch_id = PB_NO_BATCH, .data = st->sample, .bytes = st->sample_bytes,
+                 .nsamples = 1, .epoch = st->epoch_samples ? (uint32_t)(id / st->epoch_samples) : 0};
+    if (pb_emit(w, &e) < 0) return -ECANCELED; /* the rest were never made: nothing to count */
   }
   return n;
 }

@@ -106,7 +106,7 @@ static void fill_stage(pb_stage_report *sr, const pb_stage *s, double wall_s) {
   sr->capacity_per_s = c.busy_ns ? s->threads * (double)samples / ((double)c.busy_ns / 1e9) : NAN;
   sr->bytes_in = c.bytes_in;
   sr->bytes_out = c.bytes_out;
-  sr->queue_mean_fill = pb_queue_mean_fill(s->out);
+  sr->queue_mean_fill = pb_queue_mean_fill(s->out, (uint64_t)(wall_s * 1e9));
   sr->queue_capacity = s->out->capacity;
   sr->critical_path_ms = sr->critical_path_pct = NAN;
   free(h);
@@ -173,12 +173,24 @@ static void fill_accounting(pb_report *r, const pb_run_record *rec) {
     pb_stage_totals(&e->stages[i], &c, h);
     free(h);
     in_flight += c.samples_in_flight;
+    r->errors += c.samples_error_total;
     r->samples_dropped += c.samples_dropped_total;
     if (e->stages[i].is_source) r->samples_read = c.samples_out_total;
     if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_BATCH) r->samples_batched = c.samples_out_total;
     if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_DECODE) r->samples_decoded = c.samples_out_total;
   }
   r->samples_consumed = rec->steps->samples_consumed;
+  for (int i = 0; i < e->nfirst_errors && r->nfirst_errors < PB_MAX_FIRST_ERRORS; i++) {
+    pb_first_error *fe = &r->first_errors[r->nfirst_errors++];
+    snprintf(fe->file, sizeof fe->file, "%s", e->first_errors[i].file);
+    snprintf(fe->message, sizeof fe->message, "%s", e->first_errors[i].message);
+  }
+  r->errors += rec->steps->samples_failed;
+  if (rec->steps->failed && r->nfirst_errors < PB_MAX_FIRST_ERRORS) {
+    pb_first_error *fe = &r->first_errors[r->nfirst_errors++];
+    snprintf(fe->file, sizeof fe->file, "%s", "(device)");
+    snprintf(fe->message, sizeof fe->message, "%s", rec->steps->failure);
+  }
   r->samples_in_flight = in_flight;
   r->balanced = r->samples_read == r->samples_consumed + r->samples_dropped + r->errors + in_flight;
 }
@@ -195,7 +207,9 @@ void pb_metrics_compute(pb_report *r, const pb_run_record *rec) {
   r->timing_source = rec->device->timing_source;
   r->warmup_steps = rec->cfg->run.warmup_steps;
   bool measured = s->measured_count > 0;
-  r->measured_s = measured ? (double)(s->window_end_ns - s->window_start_ns) / 1e9 : 0;
+  r->measured_s = measured && s->window_end_ns > s->window_start_ns
+                     ? (double)(s->window_end_ns - s->window_start_ns) / 1e9
+                     : 0;
   step_sums t;
   sum_steps(s, &t);
   fill_steps(r, rec, &t);

@@ -67,17 +67,34 @@ static int mkdir_p(const char *path) {
   return 0;
 }
 
-/* pipebench-out/<name>-<UTC yyyymmdd-HHMMSS>, with -2, -3.. when that exists (two runs in one second). */
-static void default_out_dir(const pb_config *cfg, char *out, size_t len) {
+/* pipebench-out/<name>-<UTC yyyymmdd-HHMMSS>, made here; -2, -3.. when a run in the same second already
+ * took the name (mkdir fails with EEXIST, so two runs can never share a directory). */
+static int make_default_out_dir(const pb_config *cfg, char *out, size_t len) {
   char stamp[32];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  snprintf(out, len, "pipebench-out/%s-%s", cfg->name, stamp);
+  int rc = mkdir_p("pipebench-out");
+  for (int k = 1; !rc && k < 1000; k++) {
+    if (k == 1)
+      snprintf(out, len, "pipebench-out/%s-%s", cfg->name, stamp);
+    else
+      snprintf(out, len, "pipebench-out/%s-%s-%d", cfg->name, stamp, k);
+    if (mkdir(out, 0777) == 0) return 0;
+    if (errno != EEXIST) rc = -errno;
+  }
+  return rc ? rc : -EEXIST;
+}
+
+/* --out DIR: made if missing; it must end up a directory we can write in. */
+static int make_given_out_dir(const char *dir) {
+  int rc = mkdir_p(dir);
   struct stat st;
-  for (int k = 2; stat(out, &st) == 0 && k < 1000; k++)
-    snprintf(out, len, "pipebench-out/%s-%s-%d", cfg->name, stamp, k);
+  if (!rc && stat(dir, &st) != 0) rc = -errno;
+  if (!rc && !S_ISDIR(st.st_mode)) rc = -ENOTDIR;
+  if (!rc && access(dir, W_OK) != 0) rc = -errno;
+  return rc;
 }
 
 /* ---------- the run ---------- */
@@ -150,6 +167,10 @@ static void wait_for_end(run_ctx *c) {
   bool progress = !c->opts->quiet && !c->opts->no_progress && isatty(STDERR_FILENO);
   uint64_t t0 = pb_now_ns(), last = t0;
   while (!pb_steps_wait(&c->steps, 50)) {
+    if (pb_engine_failed(&c->engine)) { /* run.on_error fail, max_errors, or a device failure */
+      pb_steps_stop(&c->steps);
+      break;
+    }
     if (g_signalled) {
       c->interrupted = true;
       pb_steps_stop(&c->steps);
@@ -187,13 +208,15 @@ static int execute(run_ctx *c) {
 
 /* Made before the run, so that a bad --out fails in a second, not after a long run. */
 static int make_out_dir(run_ctx *c) {
-  if (c->opts->out_dir)
+  int rc;
+  if (c->opts->out_dir) {
     snprintf(c->out_dir, sizeof c->out_dir, "%s", c->opts->out_dir);
-  else
-    default_out_dir(c->cfg, c->out_dir, sizeof c->out_dir);
-  int rc = mkdir_p(c->out_dir);
+    rc = make_given_out_dir(c->out_dir);
+  } else {
+    rc = make_default_out_dir(c->cfg, c->out_dir, sizeof c->out_dir);
+  }
   if (rc) {
-    fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable path)\n",
+    fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory)\n",
             c->out_dir, strerror(-rc));
     return PB_EXIT_RUNTIME;
   }
@@ -258,6 +281,14 @@ int pb_run(const pb_config *cfg, const pb_run_opts *opts) {
   if (!rc) rc = open_device(c);
   if (!rc) rc = execute(c);
   if (!rc) rc = report(c, cpu0);
+  if (!rc && pb_engine_failed(&c->engine)) {
+    fprintf(stderr, "pipebench: %s (the report was written)\n", c->engine.failure);
+    rc = PB_EXIT_RUNTIME;
+  }
+  if (!rc && c->steps_ready && c->steps.failed) {
+    fprintf(stderr, "pipebench: %s: %s (the report was written)\n", cfg->file, c->steps.failure);
+    rc = PB_EXIT_RUNTIME;
+  }
   if (!rc && c->interrupted) rc = PB_EXIT_INTERRUPTED;
   if (c->steps_ready) pb_steps_close(&c->steps);
   pb_engine_close(&c->engine);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d) {
@@ -11,7 +12,9 @@ int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d)
   s->warmup = cfg->run.warmup_steps;
   if (cfg->run.stop == PB_STOP_STEPS) s->target = cfg->run.steps;
   if (cfg->run.stop == PB_STOP_DURATION) s->duration_ns = (uint64_t)(cfg->run.duration_s * 1e9);
+  /* Room for the whole run when it is small; longer runs grow the array per step. */
   s->cap = s->target ? (size_t)(s->warmup + s->target) + (size_t)d->count : 1024;
+  if (s->cap > 65536) s->cap = 65536;
   s->v = malloc(s->cap * sizeof *s->v);
   if (!s->v) return -ENOMEM;
   uv_mutex_init(&s->lock);
@@ -19,29 +22,48 @@ int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d)
   return 0;
 }
 
-/* Under the lock: the run is over; the engine's window closes where the last measured step ended. */
+/* Under the lock: the run is over; the engine's window closes where the measured window ended (the
+ * last measured step, or the interrupt). */
 static void finish_locked(pb_steps *s) {
   if (s->done) return;
   s->done = true;
-  pb_engine_close_window(s->engine, s->measured_count ? s->window_end_ns : s->window_start_ns);
+  if (s->window_open) pb_engine_close_window(s->engine, s->window_end_ns);
   uv_cond_broadcast(&s->changed);
 }
 
-/* Under the lock: does step record `st` (completion number idx) open or close the window? */
+/* A measured step whose device was already busy (or waiting) when the window opened starts at the
+ * window: the time before belongs to warm-up. */
+static void clamp_to_window(pb_step *st, uint64_t start_ns) {
+  if (st->prev_end_ns < start_ns) st->prev_end_ns = start_ns;
+  if (st->ready_ns < start_ns) st->ready_ns = start_ns;
+  if (st->compute_start_ns < start_ns) st->compute_start_ns = start_ns;
+}
+
+/* Under the lock: the first run.warmup_steps completed steps are warm-up; the window opens when the
+ * last of them has ended (device threads may record out of order, hence the maximum). */
+static void count_warmup(pb_steps *s, const pb_step *st, size_t idx) {
+  if (st->compute_end_ns > s->warmup_end_ns) s->warmup_end_ns = st->compute_end_ns;
+  if ((int64_t)idx + 1 < s->warmup) return;
+  s->window_open = true;
+  s->window_start_ns = s->window_end_ns = s->warmup_end_ns;
+  pb_engine_open_window(s->engine, s->window_start_ns);
+}
+
+/* Under the lock: classify step record `st` (completion number idx) and move the window. */
 static void advance_window(pb_steps *s, pb_step *st, size_t idx) {
-  if (s->done || (int64_t)idx < s->warmup) {
-    st->measured = false;
-    if ((int64_t)idx == s->warmup - 1 && !s->done) {
-      s->window_start_ns = st->compute_end_ns;
-      pb_engine_open_window(s->engine, s->window_start_ns);
-    }
+  st->measured = false;
+  if (s->done) return;
+  if (!s->window_open) {
+    count_warmup(s, st, idx);
     return;
   }
+  if (st->compute_end_ns <= s->window_start_ns) return; /* ended before the window: recorded late */
+  clamp_to_window(st, s->window_start_ns);
   st->measured = true;
   s->measured_count++;
-  s->window_end_ns = st->compute_end_ns;
+  if (st->compute_end_ns > s->window_end_ns) s->window_end_ns = st->compute_end_ns;
   bool reached = s->target && (int64_t)s->measured_count == s->target;
-  if (s->duration_ns && st->compute_end_ns - s->window_start_ns >= s->duration_ns) reached = true;
+  if (s->duration_ns && s->window_end_ns - s->window_start_ns >= s->duration_ns) reached = true;
   if (reached) finish_locked(s);
 }
 
@@ -85,6 +107,18 @@ static int run_step(pb_steps *s, int index, pb_elem *batch, pb_step *st) {
   return pb_device_step(s->device, index, batch, &st->compute_start_ns, &st->compute_end_ns);
 }
 
+/* A device call failed: the batch's samples are errors (not lost), and the run stops with exit 1. */
+static void fail(pb_steps *s, const pb_elem *batch, int rc) {
+  uv_mutex_lock(&s->lock);
+  s->samples_failed += batch->nsamples;
+  if (!s->failed) {
+    s->failed = true;
+    snprintf(s->failure, sizeof s->failure, "device: a step failed: %s", strerror(-rc));
+  }
+  finish_locked(s);
+  uv_mutex_unlock(&s->lock);
+}
+
 /* When the batch became available to the device: its hand-off into the last queue, clamped to
  * [previous step's end, pop].  Time after that until the pop is the device side's own overhead
  * (counted as "other"), not input wait: the batch was there. */
@@ -105,7 +139,11 @@ static void device_main(void *p) {
     pb_step st = {.prev_end_ns = prev_end, .ready_ns = ready_time(&batch, prev_end, pb_now_ns())};
     int rc = run_step(s, a->index, &batch, &st);
     pb_buf_release(batch.buf);
-    if (rc || record(s, &st)) break;
+    if (rc) {
+      fail(s, &batch, rc);
+      break;
+    }
+    if (record(s, &st)) break;
     prev_end = st.compute_end_ns;
   }
   uv_mutex_lock(&s->lock);
@@ -119,7 +157,8 @@ static void device_main(void *p) {
 int pb_steps_start(pb_steps *s, pb_err *err) {
   s->start_ns = pb_now_ns();
   if (s->warmup == 0) {
-    s->window_start_ns = s->start_ns;
+    s->window_open = true;
+    s->window_start_ns = s->window_end_ns = s->start_ns;
     pb_engine_open_window(s->engine, s->start_ns);
   }
   s->active_devices = s->device->count;
@@ -147,6 +186,8 @@ bool pb_steps_wait(pb_steps *s, int timeout_ms) {
 
 void pb_steps_stop(pb_steps *s) {
   uv_mutex_lock(&s->lock);
+  /* An interrupted run's window ends now: the stage counters ran until now too. */
+  if (s->window_open && !s->done) s->window_end_ns = pb_now_ns();
   finish_locked(s);
   uv_mutex_unlock(&s->lock);
 }

@@ -39,11 +39,16 @@ struct pb_steps {
   int64_t warmup, target;  /* target: measured steps wanted (0 = until duration or end of data) */
   uint64_t duration_ns;    /* 0 = none */
   uint64_t start_ns;       /* when the run started */
+  bool window_open;
+  uint64_t warmup_end_ns;  /* latest end among the warm-up steps */
   uint64_t window_start_ns, window_end_ns;
   uint64_t samples_consumed, measured_count;
   int active_devices;
   bool done;               /* the window closed, or every device ran out of data */
   bool end_of_data;
+  bool failed;             /* a device call failed: exit 1 */
+  uint64_t samples_failed; /* samples of batches whose device call failed (accounting: errors) */
+  char failure[256];
   pb_engine *engine;
   pb_device *device;
   int threads_started;

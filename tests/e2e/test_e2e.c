@@ -370,6 +370,17 @@ static void test_sigterm_writes_partial_report(void **state) { interrupt_with(SI
 static void test_bad_out_dir(void **state) {
   const char *args[] = {"--config", write_config("small", k_small), "--out", "/proc/no/such", NULL};
   assert_one_error_line(run_pb(args), 1, "/proc/no/such");
+  const char *file_args[] = {"--config", write_config("small", k_small), "--out", PB_SOURCE_DIR "/README.md", NULL};
+  assert_one_error_line(run_pb(file_args), 1, "Not a directory");
+}
+
+/* Epochs over synthetic data need an epoch size; without one the run would never end. */
+static void test_epochs_without_size_refused(void **state) {
+  const char *cfg = write_config("raw", "{\"dataset\":{\"format\":\"raw\",\"record_bytes\":64},\"stages\":["
+                                        "{\"type\":\"read\"},{\"type\":\"batch\",\"size\":4}],"
+                                        "\"run\":{\"epochs\":1}}");
+  const char *args[] = {"--config", cfg, "--data", "synthetic", NULL};
+  assert_one_error_line(run_pb(args), 2, "run.epochs");
 }
 
 static int make_tmp(void **state) {
@@ -401,6 +412,7 @@ int main(void) {
       cmocka_unit_test(test_sigint_writes_partial_report),
       cmocka_unit_test(test_sigterm_writes_partial_report),
       cmocka_unit_test(test_bad_out_dir),
+      cmocka_unit_test(test_epochs_without_size_refused),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }

@@ -82,6 +82,18 @@ static void test_epochs_drop_remainder(void **state) {
   free_run(m);
 }
 
+/* Three batch workers, no drop: one short batch at the end, not one per worker. */
+static void test_parallel_batch_keep_one_remainder(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"map\",\"threads\":2,\"ops\":[]},"
+                               "{\"type\":\"batch\",\"threads\":3,\"size\":64,\"drop_remainder\":false}",
+                               "\"step_ms\":0", "\"epochs\":1,\"warmup_steps\":0"),
+                           false, 0);
+  assert_int_equal(m->report.samples_consumed, 1000);
+  assert_int_equal(m->report.step_count, 16); /* 15 x 64 + 40 */
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
 static void test_epochs_keep_remainder(void **state) {
   mini_run *m = run_config(CFG("{\"type\":\"batch\",\"size\":64,\"drop_remainder\":false}", "\"step_ms\":0",
                                "\"epochs\":1,\"warmup_steps\":0"),
@@ -93,15 +105,16 @@ static void test_epochs_keep_remainder(void **state) {
   free_run(m);
 }
 
-/* Several batch workers each hold a partial batch at the end: each remainder is dropped and counted. */
+/* Several batch workers each hold a partial batch at the end: they are merged, so exactly one
+ * remainder (2000 mod 7 = 5 samples) is dropped, as with one thread. */
 static void test_parallel_batch_workers_lose_nothing(void **state) {
   mini_run *m = run_config(CFG("{\"type\":\"map\",\"threads\":2,\"ops\":[{\"op\":\"spin\",\"us\":1}]},"
-                               "{\"type\":\"batch\",\"threads\":3,\"size\":10},{\"type\":\"prefetch\"}",
+                               "{\"type\":\"batch\",\"threads\":3,\"size\":7},{\"type\":\"prefetch\"}",
                                "\"step_ms\":0,\"count\":2", "\"epochs\":2,\"warmup_steps\":0"),
                            false, 0);
   assert_int_equal(m->report.samples_read, 2000);
-  assert_int_equal(m->report.samples_consumed % 10, 0);
-  assert_true(m->report.samples_dropped < 30);
+  assert_int_equal(m->report.samples_consumed, 1995);
+  assert_int_equal(m->report.samples_dropped, 5);
   assert_int_equal(m->report.samples_in_flight, 0);
   assert_balanced(&m->report);
   free_run(m);
@@ -159,6 +172,24 @@ static void test_counters_clip_to_window(void **state) {
   free_run(m);
 }
 
+/* Several devices record steps out of order: the window must still open after the warm-up, never run
+ * backwards, and hold each device's measured steps (their sum fits in devices x window). */
+static void test_multi_device_window(void **state) {
+  for (int round = 0; round < 8; round++) {
+    mini_run *m = run_config(CFG("{\"type\":\"batch\",\"size\":2}", "\"step_ms\":1,\"count\":8",
+                                 "\"duration_s\":0.2,\"warmup_steps\":3"),
+                             false, 0);
+    const pb_report *r = &m->report;
+    assert_true(r->measured_s >= 0.2 && r->measured_s < 0.5);
+    assert_true(r->step_count > 100);
+    double sum_ms = r->step_mean_ms * (double)r->step_count;
+    assert_true(sum_ms <= 8 * r->measured_s * 1000 * 1.001);
+    assert_true(r->accelerator_utilization_pct > 0 && r->accelerator_utilization_pct <= 100);
+    assert_balanced(r);
+    free_run(m);
+  }
+}
+
 static void test_step_breakdown_parts(void **state) {
   /* Waited 3 ms (2 ms for the pipeline, then 1 ms of copy), computed 5 ms, 0.5 ms of overhead. */
   pb_step st = {.prev_end_ns = 0, .h2d_start_ns = 2000000, .h2d_end_ns = 3000000, .ready_ns = 3000000,
@@ -186,10 +217,12 @@ int main(void) {
       cmocka_unit_test(test_epochs_drop_remainder),
       cmocka_unit_test(test_epochs_keep_remainder),
       cmocka_unit_test(test_parallel_batch_workers_lose_nothing),
+      cmocka_unit_test(test_parallel_batch_keep_one_remainder),
       cmocka_unit_test(test_steps_stop_counts_in_flight),
       cmocka_unit_test(test_cancel_mid_run_balances),
       cmocka_unit_test(test_synthetic_mode_skips_per_sample_stages),
       cmocka_unit_test(test_counters_clip_to_window),
+      cmocka_unit_test(test_multi_device_window),
       cmocka_unit_test(test_step_breakdown_parts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,6 +71,7 @@ static void test_threads_deliver_everything_once(void **state) {
   enum { PER = 20000 };
   pb_queue q;
   pb_queue_init(&q, 3, 2, 1);
+  uint64_t t0 = uv_hrtime();
   producer_arg a = {&q, PER, 5, 0}, b = {&q, PER, 7, PER};
   uv_thread_t ta, tb;
   uv_thread_create(&ta, producer, &a);
@@ -90,7 +91,8 @@ static void test_threads_deliver_everything_once(void **state) {
   assert_int_equal(total, 2 * PER);
   uv_thread_join(&ta);
   uv_thread_join(&tb);
-  assert_true(pb_queue_mean_fill(&q) > 0.0 && pb_queue_mean_fill(&q) <= 1.0);
+  double fill = pb_queue_mean_fill(&q, uv_hrtime() - t0); /* time-weighted over the whole test */
+  assert_true(fill > 0.0 && fill <= 1.0);
   pb_queue_close(&q);
 }
 
@@ -107,6 +109,25 @@ static void blocked_worker(void *p) {
 }
 
 /* Cancellation wakes a consumer waiting on empty and a producer waiting on full. */
+/* Time-weighted occupancy: full for the whole window reads 1, empty reads 0, and only the window counts. */
+static void test_mean_fill_is_time_weighted(void **state) {
+  pb_queue q;
+  pb_queue_init(&q, 2, 1, 1);
+  _Atomic uint64_t ws = UINT64_MAX, we = UINT64_MAX;
+  pb_queue_set_window(&q, &ws, &we);
+  pb_elem two[2] = {sample(0), sample(1)}, out[2];
+  pb_queue_push_many(&q, two, 2, NULL);
+  uv_sleep(20); /* full, but before the window: not counted */
+  atomic_store(&ws, uv_hrtime());
+  uv_sleep(50); /* full inside the window */
+  pb_queue_pop_many(&q, out, 2);
+  uv_sleep(50); /* empty inside the window */
+  atomic_store(&we, uv_hrtime());
+  double fill = pb_queue_mean_fill(&q, atomic_load(&we) - atomic_load(&ws));
+  assert_true(fill > 0.4 && fill < 0.6);
+  pb_queue_close(&q);
+}
+
 static void test_cancel_wakes_waiters(void **state) {
   pb_queue empty, full;
   pb_queue_init(&empty, 1, 1, 1);
@@ -135,6 +156,7 @@ int main(void) {
       cmocka_unit_test(test_end_of_data_needs_every_producer),
       cmocka_unit_test(test_fair_share_with_several_consumers),
       cmocka_unit_test(test_threads_deliver_everything_once),
+      cmocka_unit_test(test_mean_fill_is_time_weighted),
       cmocka_unit_test(test_cancel_wakes_waiters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
