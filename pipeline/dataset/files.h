@@ -1,0 +1,51 @@
+/* The dataset's file list (CONTRACT §2 dataset.path), with per-epoch shuffling and sharding across ranks.
+ *
+ * dataset.path is one of:
+ *   - a directory: walked recursively; hidden entries (names starting with '.') skipped; symlinks to files
+ *     followed, symlinks to directories not (no cycles); files sorted by full path (strcmp, locale-free);
+ *   - a glob (when the path does not exist as written and holds one of * ? [ {): glob(3) with GLOB_BRACE;
+ *     matched directories are walked as above; the result sorted by full path;
+ *   - @FILE: one path per line, in the order listed; blank lines and lines starting with '#' skipped,
+ *     surrounding white space trimmed; relative paths are relative to FILE's directory; a listed directory
+ *     is walked as above.
+ * A relative dataset.path is relative to the current directory; the listed paths keep that form. */
+#ifndef PB_FILES_H
+#define PB_FILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+typedef struct pb_file {
+  char *path;
+  uint64_t bytes;  /* size when listed (stat) */
+  size_t index;    /* position in the listing's own order; lets shuffles start from it every epoch */
+} pb_file;
+
+typedef struct pb_file_list {
+  pb_file *files;
+  size_t count;
+  size_t cap;           /* allocated slots (internal) */
+  uint64_t total_bytes; /* sum of files[].bytes */
+} pb_file_list;
+
+/* Lists `path`.  0 with at least one file, or a negative errno with err set: -ENOENT for a missing path or
+ * when nothing matched, -errno for an unreadable directory or list file, -EINVAL for a bad list entry.
+ * *out is empty (and needs no free) on failure. */
+int pb_files_list(const char *path, pb_file_list *out, pb_err *err);
+
+void pb_file_list_free(pb_file_list *l);
+
+/* Deep copy, e.g. to shard a freshly shuffled copy of the full list each epoch.  0 or -ENOMEM. */
+int pb_file_list_clone(const pb_file_list *src, pb_file_list *dst);
+
+/* Puts the files in the order of a permutation that depends only on (seed, epoch), not on the list's current
+ * order: the same seed and epoch give the same order on every rank and every run. */
+void pb_file_list_shuffle(pb_file_list *l, uint64_t seed, uint32_t epoch);
+
+/* Keeps files rank, rank + world_size, rank + 2 world_size, ... of the current order.  A world_size below 1
+ * or a rank outside [0, world_size) leaves the list unchanged (the config validates them). */
+void pb_file_list_shard(pb_file_list *l, int rank, int world_size);
+
+#endif
