@@ -1,0 +1,50 @@
+/* Shared by the ops' .c files only: element access by dtype and the window/plane walk. */
+#ifndef PB_OPS_INTERNAL_H
+#define PB_OPS_INTERNAL_H
+
+#include <string.h>
+
+#include "ops.h"
+
+static inline size_t pb_ops_elem_bytes(pb_dtype t) {
+  return t == PB_DTYPE_UINT8 ? 1 : t == PB_DTYPE_FLOAT16 ? 2 : 4;
+}
+
+/* Element k of a uint8/float16/float32 array as a float (the slow paths only). */
+static inline float pb_ops_load(const void *p, size_t k, pb_dtype t) {
+  if (t == PB_DTYPE_UINT8) return ((const uint8_t *)p)[k];
+  if (t == PB_DTYPE_FLOAT16) return pb_half_to_float(((const uint16_t *)p)[k]);
+  return ((const float *)p)[k];
+}
+
+/* Store v as element k: uint8 rounds to nearest and saturates, float16 rounds to nearest even. */
+static inline void pb_ops_store(void *p, size_t k, pb_dtype t, float v) {
+  if (t == PB_DTYPE_UINT8) {
+    float r = v > 0.0f ? (v < 255.0f ? v : 255.0f) : 0.0f; /* NaN -> 0: casting NaN is undefined */
+    ((uint8_t *)p)[k] = (uint8_t)(r + 0.5f);
+  } else if (t == PB_DTYPE_FLOAT16) {
+    ((uint16_t *)p)[k] = pb_float_to_half(v);
+  } else {
+    ((float *)p)[k] = v;
+  }
+}
+
+static inline bool pb_ops_image_ok(const pb_image *im) {
+  return im && im->data && im->height > 0 && im->width > 0 && im->channels > 0 &&
+         (unsigned)im->dtype <= PB_DTYPE_FLOAT32;
+}
+
+/* One interleaved plane to resample: all channels of an HWC image, or one channel of a CHW image.
+ * Strides are in elements. */
+typedef struct pb_plane {
+  char *base;            /* first element of the window */
+  ptrdiff_t row_stride;  /* elements between rows */
+  int height, width, nch; /* window size; channels interleaved per pixel */
+} pb_plane;
+
+pb_plane pb_ops_window_plane(const pb_image *im, int p, int top, int left, int h, int w);
+/* 0 when the window lies inside `in` and both images have data; -EINVAL otherwise. */
+int pb_ops_check_window(const pb_image *in, int top, int left, int h, int w, const pb_image *out);
+void pb_ops_inherit(const pb_image *in, pb_image *out);
+
+#endif

@@ -1,0 +1,126 @@
+/* normalize: (x - mean[c]) / std[c] to float32 or float16, or a uint8 pass-through.
+ *
+ * The arithmetic is torchvision's: float32 subtract, float32 divide (tensor.sub_(mean).div_(std)), then
+ * for float16 one rounding of that float32 result (.half()).  A uint8 input has only 256 values per
+ * channel, so they are computed once per call into a table and the pixel loop is a lookup; that is
+ * both exact and faster than the arithmetic. */
+#include <errno.h>
+
+#include "ops_internal.h"
+
+#define LUT_CHANNELS PB_MAX_CHANNELS
+
+typedef struct norm_params {
+  int nch;                     /* channels */
+  float mean[LUT_CHANNELS], std[LUT_CHANNELS];
+  const double *mean_all, *std_all; /* the caller's arrays, for images with more channels than fit */
+  int nmean, nstd;
+} norm_params;
+
+static float norm_mean(const norm_params *np, int c) {
+  return c < LUT_CHANNELS ? np->mean[c] : (float)np->mean_all[np->nmean == 1 ? 0 : c];
+}
+
+static float norm_std(const norm_params *np, int c) {
+  return c < LUT_CHANNELS ? np->std[c] : (float)np->std_all[np->nstd == 1 ? 0 : c];
+}
+
+static float norm_value(const norm_params *np, int c, float x) { return (x - norm_mean(np, c)) / norm_std(np, c); }
+
+/* Element i of an image with `nch` channels, in this layout, is in channel: */
+static int channel_of(size_t i, const pb_image *im, size_t hw) {
+  return (int)(im->chw ? i / hw : i % (size_t)im->channels);
+}
+
+/* uint8 in: per-channel tables, then a lookup per element. */
+static void norm_u8_f32(const uint8_t *src, float *dst, const pb_image *in, const norm_params *np) {
+  float lut[LUT_CHANNELS][256];
+  for (int c = 0; c < np->nch; c++)
+    for (int v = 0; v < 256; v++) lut[c][v] = norm_value(np, c, (float)v);
+  size_t hw = (size_t)in->height * (size_t)in->width, n = hw * (size_t)np->nch;
+  if (np->nch == 3 && !in->chw) {
+    for (size_t i = 0; i < n; i += 3) {
+      dst[i] = lut[0][src[i]];
+      dst[i + 1] = lut[1][src[i + 1]];
+      dst[i + 2] = lut[2][src[i + 2]];
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; i++) dst[i] = lut[channel_of(i, in, hw)][src[i]];
+}
+
+static void norm_u8_f16(const uint8_t *src, uint16_t *dst, const pb_image *in, const norm_params *np) {
+  uint16_t lut[LUT_CHANNELS][256];
+  for (int c = 0; c < np->nch; c++)
+    for (int v = 0; v < 256; v++) lut[c][v] = pb_float_to_half(norm_value(np, c, (float)v));
+  size_t hw = (size_t)in->height * (size_t)in->width, n = hw * (size_t)np->nch;
+  if (np->nch == 3 && !in->chw) {
+    for (size_t i = 0; i < n; i += 3) {
+      dst[i] = lut[0][src[i]];
+      dst[i + 1] = lut[1][src[i + 1]];
+      dst[i + 2] = lut[2][src[i + 2]];
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; i++) dst[i] = lut[channel_of(i, in, hw)][src[i]];
+}
+
+/* Float input, or more channels than the tables hold: the arithmetic per element, front to back (which
+ * is what makes a same-size or narrowing conversion safe in place). */
+static void norm_generic(const pb_image *in, void *dst, pb_dtype out_t, const norm_params *np) {
+  size_t hw = (size_t)in->height * (size_t)in->width, n = hw * (size_t)np->nch;
+  for (size_t i = 0; i < n; i++)
+    pb_ops_store(dst, i, out_t, norm_value(np, channel_of(i, in, hw), pb_ops_load(in->data, i, in->dtype)));
+}
+
+/* out_dtype uint8: no normalization; a uint8 image is copied, a float one rounded and saturated. */
+static void pass_u8(const pb_image *in, void *dst) {
+  size_t n = pb_image_bytes(in) / pb_ops_elem_bytes(in->dtype);
+  if (in->dtype == PB_DTYPE_UINT8) {
+    if (dst != in->data) memcpy(dst, in->data, n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) pb_ops_store(dst, i, PB_DTYPE_UINT8, pb_ops_load(in->data, i, in->dtype));
+}
+
+static int norm_params_init(norm_params *np, const pb_image *in, const double *mean, int nmean, const double *std,
+                            int nstd) {
+  int C = in->channels;
+  if (!mean || !std || (nmean != 1 && nmean != C) || (nstd != 1 && nstd != C)) return -EINVAL;
+  *np = (norm_params){.nch = C, .mean_all = mean, .std_all = std, .nmean = nmean, .nstd = nstd};
+  for (int c = 0; c < C; c++) {
+    double s = std[nstd == 1 ? 0 : c];
+    if (!(s != 0.0)) return -EINVAL; /* also refuses NaN */
+    if (c < LUT_CHANNELS) {
+      np->mean[c] = (float)mean[nmean == 1 ? 0 : c];
+      np->std[c] = (float)s;
+    }
+  }
+  return 0;
+}
+
+size_t pb_normalize_out_bytes(const pb_image *in, pb_dtype out_dtype) {
+  pb_image o = *in;
+  o.dtype = out_dtype;
+  return pb_image_bytes(&o);
+}
+
+int pb_normalize(const pb_image *in, pb_image *out, const double *mean, int nmean, const double *std, int nstd,
+                 pb_dtype out_dtype) {
+  norm_params np;
+  if (!pb_ops_image_ok(in) || !out || !out->data || (unsigned)out_dtype > PB_DTYPE_FLOAT32) return -EINVAL;
+  if (out->data == in->data && pb_ops_elem_bytes(out_dtype) > pb_ops_elem_bytes(in->dtype)) return -EINVAL;
+  int rc = out_dtype == PB_DTYPE_UINT8 ? 0 : norm_params_init(&np, in, mean, nmean, std, nstd);
+  if (rc) return rc;
+  *out = (pb_image){out->data, in->height, in->width, in->channels, out_dtype, in->chw};
+  bool lut = in->dtype == PB_DTYPE_UINT8 && in->channels <= LUT_CHANNELS;
+  if (out_dtype == PB_DTYPE_UINT8)
+    pass_u8(in, out->data);
+  else if (lut && out_dtype == PB_DTYPE_FLOAT32)
+    norm_u8_f32(in->data, out->data, in, &np);
+  else if (lut)
+    norm_u8_f16(in->data, out->data, in, &np);
+  else
+    norm_generic(in, out->data, out_dtype, &np);
+  return 0;
+}
