@@ -10,6 +10,7 @@
 struct pb_buf;
 
 #define PB_NO_BATCH UINT64_MAX
+#define PB_NO_FILE UINT32_MAX
 
 typedef struct pb_elem {
   uint64_t id;               /* sample id given at the source; for a batch, its first member's id */
@@ -19,6 +20,11 @@ typedef struct pb_elem {
   struct pb_buf *buf;        /* the pooled buffer owning `data`, or NULL when the payload is shared */
   uint32_t nsamples;         /* 1 for a sample, the member count for a batch */
   uint32_t epoch;
+  uint32_t file_index;       /* the sample's file in the run's file list (PB_NO_FILE: in-memory) */
+  uint16_t height, width;    /* a decoded image's size (0 for other payloads) */
+  uint8_t channels;
+  uint8_t dtype;             /* pb_dtype of an image payload */
+  uint8_t chw;               /* image layout: 0 HWC, 1 CHW */
   uint64_t h2d_start_ns;     /* set by the h2d stage: when this batch's copy ran; 0 = not copied yet */
   uint64_t h2d_end_ns;
   uint64_t handoff_ns;       /* when the last stage handed this batch to the device (0 before) */

@@ -54,6 +54,10 @@ void pb_worker_error(pb_worker *w, pb_elem *el, const char *file, const char *me
 
 bool pb_engine_failed(pb_engine *e) { return atomic_load(&e->failed); }
 
+const char *pb_engine_file_path(const pb_engine *e, uint32_t index) {
+  return e->have_files && index < e->files.count ? e->files.files[index].path : NULL;
+}
+
 /* Time blocked on the output (a full queue, an empty pool): counted as blocked-out within the window,
  * and remembered so the call it happened in does not count it as service time. */
 static void note_blocked(pb_worker *w, uint64_t t0, uint64_t t1) {
@@ -87,7 +91,7 @@ int pb_emit(pb_worker *w, const pb_elem *e) {
     w->ctr.samples_out += e->nsamples;
     w->ctr.bytes_out += e->bytes;
   }
-  return w->nout == PB_CHUNK ? flush_out(w) : 0;
+  return w->nout >= w->stage->out_chunk ? flush_out(w) : 0;
 }
 
 pb_buf *pb_worker_get_buf(pb_worker *w, pb_pool *pool) {
@@ -155,9 +159,9 @@ static void run_transform(pb_worker *w) {
   pb_stage *s = w->stage;
   for (;;) {
     uint64_t t0 = pb_now_ns();
-    /* Batches move one at a time: a worker never hoards batches (and pooled buffers) it is not
-     * working on, so the batch pool's size is exact. */
-    int n = pb_queue_pop_many(s->in, w->in, s->batched ? 1 : PB_CHUNK);
+    /* Chunks follow the payload size (engine_plan.c); batches move one at a time, so a worker never
+     * hoards buffers it is not working on. */
+    int n = pb_queue_pop_many(s->in, w->in, s->chunk);
     w->ctr.wait_in_ns += pb_engine_clip(s->engine, t0, pb_now_ns());
     if (n < 0 || (n > 0 && process_chunk(w, n) < 0)) return; /* cancelled */
     if (n == 0) {                                             /* end of data */
@@ -184,7 +188,7 @@ static void run_source(pb_worker *w) {
   while (!w->cancelled) {
     start_call(w);
     uint64_t t0 = pb_now_ns();
-    int n = s->ops->produce(w, PB_CHUNK);
+    int n = s->ops->produce(w, s->out_chunk);
     uint64_t t1 = pb_now_ns();
     if (n <= 0) break;
     count_source_call(w, n, t0, t1);
@@ -207,115 +211,7 @@ static void worker_main(void *arg) {
   pb_queue_producer_done(s->out);
 }
 
-/* ---------- planning ---------- */
-
-static int refuse_unimplemented(const pb_config *cfg, int i, pb_err *err) {
-  const pb_stage_cfg *sc = &cfg->stages[i];
-  return pb_err_set(err,
-                    "%s: stages[%d].type: stage \"%s\" of type %s is not implemented in this version "
-                    "(expected only in-memory sources with map spin/sleep, batch, prefetch and h2d; "
-                    "try --data synthetic)",
-                    cfg->file, i, sc->name, pb_stage_type_name(sc->type));
-}
-
-static int refuse_op(const pb_config *cfg, int i, int j, pb_err *err) {
-  return pb_err_set(err,
-                    "%s: stages[%d].ops[%d].op: map op %s is not implemented in this version "
-                    "(expected spin or sleep; try --data synthetic, which skips per-sample stages)",
-                    cfg->file, i, j, pb_op_name(cfg->stages[i].ops[j].kind));
-}
-
-/* Is stage i of cfg runnable by this build?  Map stages only with the emulation ops so far. */
-static int check_implemented(const pb_config *cfg, int i, pb_err *err) {
-  const pb_stage_cfg *sc = &cfg->stages[i];
-  if (!pb_stage_ops_for(sc->type)) return refuse_unimplemented(cfg, i, err);
-  for (int j = 0; sc->type == PB_STAGE_MAP && j < sc->nops; j++) {
-    pb_op_kind k = sc->ops[j].kind;
-    if (k != PB_OP_SPIN && k != PB_OP_SLEEP) return refuse_op(cfg, i, j, err);
-  }
-  return 0;
-}
-
-static void add_stage(pb_engine *e, const pb_stage_ops *ops, const pb_stage_cfg *sc, bool batched) {
-  pb_stage *s = &e->stages[e->nstages];
-  *s = (pb_stage){.ops = ops, .cfg = sc, .index = e->nstages, .engine = e, .batched = batched};
-  s->is_source = sc == NULL;
-  s->threads = sc ? (sc->type == PB_STAGE_H2D ? sc->streams : sc->threads) : 1;
-  snprintf(s->name, sizeof s->name, "%s", sc ? sc->name : "source");
-  e->nstages++;
-}
-
-/* The sample the source must emit: the shape after the last per-sample stage that will be skipped. */
-static pb_shape source_shape(const pb_config *cfg, bool synthetic) {
-  int b = pb_config_batch_index(cfg);
-  if (synthetic && b > 0) return cfg->stages[b - 1].out_shape;
-  return cfg->dataset.sample;
-}
-
-int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consumers, pb_err *err) {
-  memset(e, 0, sizeof *e);
-  e->cfg = cfg;
-  e->synthetic = synthetic;
-  e->consumers = consumers;
-  atomic_store(&e->window_start_ns, UINT64_MAX);
-  atomic_store(&e->window_end_ns, UINT64_MAX);
-  uv_mutex_init(&e->errors_lock);
-  int b = pb_config_batch_index(cfg);
-  if (!synthetic && cfg->dataset.format != PB_FMT_SYNTHETIC) return check_implemented(cfg, 0, err);
-  pb_shape shape = source_shape(cfg, synthetic);
-  if (!shape.known) {
-    char buf[64];
-    return pb_err_set(err,
-                      "%s: stages[%d]: the sample shape after this stage is %s, so synthetic data "
-                      "cannot be generated (expected dataset.generate.image or a map op with a size)",
-                      cfg->file, b - 1, pb_shape_str(&shape, buf, sizeof buf));
-  }
-  bool sized = cfg->dataset.format == PB_FMT_SYNTHETIC ? cfg->dataset.num_samples > 0 : cfg->dataset.generate.present;
-  if (cfg->run.stop == PB_STOP_EPOCHS && !sized)
-    return pb_err_set(err,
-                      "%s: run.epochs: the epoch size of synthetic data is unknown (expected "
-                      "dataset.generate with num_files and samples_per_file, or run.steps)",
-                      cfg->file);
-  add_stage(e, &pb_stage_source_ops, NULL, false);
-  e->stages[0].sample_shape = shape;
-  for (int i = synthetic ? b : 0; i < cfg->nstages; i++) {
-    int rc = check_implemented(cfg, i, err);
-    if (rc) return rc;
-    add_stage(e, pb_stage_ops_for(cfg->stages[i].type), &cfg->stages[i], i >= b);
-    e->stages[e->nstages - 1].sample_shape = shape; /* emulation ops keep the shape */
-  }
-  return 0;
-}
-
-uint64_t pb_engine_memory_bytes(const pb_engine *e, char *who, size_t who_len) {
-  uint64_t total = 0;
-  size_t used = 0;
-  if (who_len) who[0] = '\0';
-  for (int i = 0; i < e->nstages; i++) {
-    const pb_stage *s = &e->stages[i];
-    uint64_t bytes = s->ops->memory_bytes ? s->ops->memory_bytes(s) : 0;
-    total += bytes;
-    if (bytes >= 1000000 && used < who_len) {
-      used += (size_t)snprintf(who + used, who_len - used, "%s%s %.0f MB", used ? ", " : "", s->name,
-                               (double)bytes / 1e6);
-    }
-  }
-  return total;
-}
-
 /* ---------- start / stop ---------- */
-
-/* The output queue of stage i: samples before batch, batches after; prefetch's holds `depth`. */
-int pb_stage_out_capacity(const pb_stage *s) {
-  if (!s->batched) return PB_SAMPLE_QUEUE_CAPACITY;
-  if (s->cfg->type == PB_STAGE_PREFETCH) return (int)s->cfg->depth;
-  if (s->cfg->type == PB_STAGE_H2D) return s->cfg->streams;
-  return 1;
-}
-
-int pb_engine_next_consumers(const pb_engine *e, int i) {
-  return i + 1 < e->nstages ? e->stages[i + 1].threads : e->consumers;
-}
 
 static int init_stage(pb_engine *e, int i, pb_err *err) {
   pb_stage *s = &e->stages[i];
@@ -387,6 +283,8 @@ void pb_engine_close(pb_engine *e) {
     s->workers = NULL;
     pb_queue_close(&e->queues[i]);
   }
+  if (e->have_files) pb_file_list_free(&e->files);
+  e->have_files = false;
   uv_mutex_destroy(&e->errors_lock);
 }
 
@@ -407,6 +305,7 @@ void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist) {
     ctr->samples_dropped_total += c->samples_dropped_total;
     ctr->samples_in_flight += c->samples_in_flight;
     ctr->samples_error_total += c->samples_error_total;
+    ctr->files_read_total += c->files_read_total;
     pb_hist_merge(hist, &s->workers[k].hist);
   }
 }

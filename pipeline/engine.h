@@ -19,6 +19,7 @@
 #include "common.h"
 #include "config.h"
 #include "elem.h"
+#include "files.h"
 #include "pool.h"
 #include "queue.h"
 #include "stats.h"
@@ -59,6 +60,7 @@ typedef struct pb_counters {
   uint64_t busy_ns, wait_in_ns, blocked_out_ns;
   uint64_t bytes_in, bytes_out;
   uint64_t samples_out_total, samples_dropped_total, samples_in_flight, samples_error_total;
+  uint64_t files_read_total;
 } pb_counters;
 
 #define PB_FIRST_ERRORS 10
@@ -96,13 +98,18 @@ struct pb_stage {
   pb_engine *engine;
   void *state;                  /* the stage's shared state */
   pb_worker *workers;
-  int threads_started;          /* workers whose thread runs (what join must wait for) */
+  int threads_started;
+  uint64_t sample_bytes;        /* planned payload bytes of one element leaving this stage (estimate) */
+  int chunk;                    /* elements a worker takes from its input queue at once */
+  int out_chunk;                /* outputs a worker gathers before handing them on */          /* workers whose thread runs (what join must wait for) */
 };
 
 struct pb_engine {
   const pb_config *cfg;
   bool synthetic;               /* --data synthetic: per-sample stages replaced by the source */
   struct pb_device *device;
+  pb_file_list files;           /* real data: the dataset's files (stage 0 reads them) */
+  bool have_files;
   int nstages;
   pb_stage stages[PB_MAX_STAGES + 1];
   pb_queue queues[PB_MAX_STAGES + 1]; /* queues[i] is stage i's output; the last feeds the device */
@@ -122,6 +129,8 @@ struct pb_engine {
 /* Lays out the stages for cfg (synthetic: source + batch and after), checks every stage is implemented
  * and that planned memory fits limits.max_memory_mb.  Allocates nothing big.  -EINVAL with err set. */
 int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consumers, pb_err *err);
+/* Does this build run every stage cfg needs (synthetic: batch and after)?  -EINVAL with err set. */
+int pb_engine_check(const pb_config *cfg, bool synthetic, pb_err *err);
 /* Planned buffer bytes, and a "stage N MB, ..." description of the largest users. */
 uint64_t pb_engine_memory_bytes(const pb_engine *e, char *who, size_t who_len);
 /* Allocates queues, pools and per-stage state; then starts every worker thread. */
@@ -139,6 +148,9 @@ void pb_engine_close(pb_engine *e);
 /* Capacity, in elements, of the queue after stage s: samples before batch; after it one batch, except
  * prefetch (`depth`) and h2d (`streams`). */
 int pb_stage_out_capacity(const pb_stage *s);
+/* Buffers a stage's pool needs: its own workers' outputs, its queue, and every place downstream
+ * where they can sit until a stage releases them (a shuffle buffer included). */
+int pb_stage_pool_buffers(const pb_stage *s);
 /* Threads that read stage i's output queue (the next stage's, or the devices'). */
 int pb_engine_next_consumers(const pb_engine *e, int i);
 
@@ -154,6 +166,8 @@ int pb_emit(pb_worker *w, const pb_elem *e);
  * exceeded, or when `fatal` (a device failure). */
 void pb_worker_error(pb_worker *w, pb_elem *e, const char *file, const char *message, bool fatal);
 bool pb_engine_failed(pb_engine *e);
+/* The path of file `index` of the run's file list, or NULL (in-memory data). */
+const char *pb_engine_file_path(const pb_engine *e, uint32_t index);
 /* Counts a sample-carrying element as in flight and releases its buffer. */
 void pb_worker_abandon(pb_worker *w, pb_elem *e);
 /* pb_pool_get with its wait counted as blocked-out time. */

@@ -15,13 +15,10 @@ int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align) {
   }
   p->count = count;
   p->buf_bytes = buf_bytes;
+  p->align = align;
   for (int i = 0; i < count; i++) {
-    /* Round up: aligned_alloc wants a multiple of the alignment. */
-    size_t bytes = (buf_bytes + align - 1) / align * align;
-    p->bufs[i] = (pb_buf){.pool = p, .capacity_bytes = buf_bytes};
-    p->bufs[i].data = aligned_alloc(align, bytes ? bytes : align);
-    if (!p->bufs[i].data) {
-      p->count = i;
+    p->bufs[i] = (pb_buf){.pool = p};
+    if (buf_bytes && pb_buf_reserve(&p->bufs[i], buf_bytes)) {
       pb_pool_close(p);
       return -ENOMEM;
     }
@@ -38,6 +35,18 @@ void pb_pool_close(pb_pool *p) {
   p->bufs = NULL;
   uv_cond_destroy(&p->available);
   uv_mutex_destroy(&p->lock);
+}
+
+int pb_buf_reserve(pb_buf *b, size_t bytes) {
+  if (b->capacity_bytes >= bytes && b->data) return 0;
+  size_t align = b->pool->align;
+  size_t rounded = (bytes + align - 1) / align * align; /* aligned_alloc wants a multiple */
+  void *data = aligned_alloc(align, rounded ? rounded : align);
+  if (!data) return -ENOMEM;
+  free(b->data);
+  b->data = data;
+  b->capacity_bytes = bytes;
+  return 0;
 }
 
 static pb_buf *take_locked(pb_pool *p) {

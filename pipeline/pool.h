@@ -25,10 +25,15 @@ struct pb_pool {
   pb_buf *free_list;
   bool cancelled;
   size_t buf_bytes;
+  size_t align;
 };
 
-/* count buffers of buf_bytes each, aligned to `align` (a power of two >= sizeof(void*)). */
+/* count buffers of buf_bytes each, aligned to `align` (a power of two >= sizeof(void*)).  buf_bytes 0
+ * makes growable buffers allocated on first use (pb_buf_reserve): for payloads whose size varies, the
+ * buffers grow to the largest payload during warm-up and are reused from then on. */
 int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align);
+/* Makes b hold at least `bytes` (its contents are not kept).  0 or -ENOMEM. */
+int pb_buf_reserve(pb_buf *b, size_t bytes);
 void pb_pool_close(pb_pool *p);
 /* A free buffer, waiting for one if needed; NULL once the pool is cancelled. */
 pb_buf *pb_pool_get(pb_pool *p);

@@ -39,9 +39,7 @@ static int pool_buffers(const pb_stage *s) {
   return n + e->consumers;
 }
 
-static size_t batch_bytes(const pb_stage *s) {
-  return (size_t)s->cfg->size * pb_shape_bytes(&s->sample_shape);
-}
+static size_t batch_bytes(const pb_stage *s) { return (size_t)s->sample_bytes; }
 
 static uint64_t batch_memory(const pb_stage *s) { return (uint64_t)pool_buffers(s) * batch_bytes(s); }
 
@@ -71,7 +69,8 @@ static int emit_batch(pb_worker *w, batch_worker *b) {
                    .bytes = b->used_bytes,
                    .buf = b->cur,
                    .nsamples = b->count,
-                   .epoch = b->epoch};
+                   .epoch = b->epoch,
+                   .file_index = PB_NO_FILE};
   b->cur = NULL;
   b->count = 0;
   b->used_bytes = 0;
@@ -83,7 +82,7 @@ static int batch_process(pb_worker *w, pb_elem *in) {
   batch_worker *b = w->state;
   /* Samples are fixed-size in this version; should one not fit, hand on the batch early rather than
    * lose it. */
-  if (b->cur && b->used_bytes + in->bytes > st->batch_bytes && emit_batch(w, b) < 0) {
+  if (b->cur && b->used_bytes + in->bytes > b->cur->capacity_bytes && emit_batch(w, b) < 0) {
     pb_worker_abandon(w, in);
     return -ECANCELED;
   }
@@ -93,10 +92,16 @@ static int batch_process(pb_worker *w, pb_elem *in) {
       pb_worker_abandon(w, in);
       return -ECANCELED;
     }
+    /* Planned size, or (shape unknown until the first sample) room for `size` samples like this one. */
+    size_t need = PB_MAX(st->batch_bytes, (size_t)w->stage->cfg->size * in->bytes);
+    if (pb_buf_reserve(b->cur, need)) {
+      pb_worker_error(w, in, NULL, "out of memory for a batch buffer", true);
+      return 0;
+    }
     b->first_id = in->id;
     b->epoch = in->epoch;
   }
-  memcpy((char *)b->cur->data + b->used_bytes, in->data, PB_MIN(in->bytes, st->batch_bytes - b->used_bytes));
+  memcpy((char *)b->cur->data + b->used_bytes, in->data, PB_MIN(in->bytes, b->cur->capacity_bytes - b->used_bytes));
   b->used_bytes += in->bytes;
   b->count++;
   pb_buf_release(in->buf);

@@ -1,28 +1,261 @@
-/* `map`: applies its ops to each sample in order.  This version runs the emulation ops: `spin` burns
- * CPU for `us` microseconds (a CPU-bound transformation), `sleep` waits without CPU (I/O-like).  An
- * empty ops list is a no-op map, which is how the engine's own per-hop cost is measured. */
-#include "engine.h"
+/* `map`: applies its ops to each sample in order (CONTRACT §2).
+ *
+ * Image ops (ops/ops.h) run on the decoded image: random_resized_crop, resize, center_crop, flip,
+ * normalize, to_chw.  Ops that make a new image write into one of two per-worker scratch buffers, the
+ * last of them straight into a buffer from this stage's pool (so the result is not copied again);
+ * flip works in place.  `spin` burns CPU for `us` microseconds and `sleep` waits without CPU: the
+ * emulation ops.  A map of emulation ops only (or none) hands the sample's own buffer on. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-static void apply_op(const pb_op_cfg *op) {
+#include "engine.h"
+#include "ops.h"
+
+typedef struct map_state {
+  pb_pool pool;
+  bool pool_ready;
+  int last_new_image; /* index of the last op that makes a new image, -1 when none */
+} map_state;
+
+typedef struct map_worker {
+  void *scratch[2];
+  size_t scratch_bytes[2];
+  void *resample;
+  size_t resample_bytes;
+} map_worker;
+
+static bool makes_new_image(const pb_op_cfg *op) {
   switch (op->kind) {
-    case PB_OP_SPIN:
-      pb_spin_until_ns(pb_now_ns() + (uint64_t)op->us * 1000u);
-      break;
-    case PB_OP_SLEEP:
-      pb_sleep_until_ns(pb_now_ns() + (uint64_t)op->us * 1000u);
-      break;
-    default: /* refused at plan time (engine.c check_implemented) */
-      break;
+    case PB_OP_RANDOM_RESIZED_CROP:
+    case PB_OP_RESIZE:
+    case PB_OP_CENTER_CROP:
+    case PB_OP_TO_CHW:
+      return true;
+    case PB_OP_NORMALIZE:
+      return op->dtype != PB_DTYPE_UINT8 && !op->on_device;
+    default:
+      return false;
   }
+}
+
+static int last_new_image(const pb_stage_cfg *sc) {
+  int last = -1;
+  for (int i = 0; i < sc->nops; i++)
+    if (makes_new_image(&sc->ops[i])) last = i;
+  return last;
+}
+
+static uint64_t map_memory(const pb_stage *s) {
+  return last_new_image(s->cfg) < 0 ? 0 : (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes;
+}
+
+static int map_init(pb_stage *s, pb_err *err) {
+  map_state *st = calloc(1, sizeof *st);
+  map_worker *ws = calloc((size_t)s->threads, sizeof *ws);
+  if (!st || !ws) {
+    free(st);
+    free(ws);
+    return pb_err_set(err, "out of memory for stage %s", s->name), -ENOMEM;
+  }
+  st->last_new_image = last_new_image(s->cfg);
+  if (st->last_new_image >= 0) {
+    if (pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
+      free(st);
+      free(ws);
+      return pb_err_set(err, "out of memory for stage %s's buffers", s->name), -ENOMEM;
+    }
+    st->pool_ready = true;
+  }
+  for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];
+  s->state = st;
+  return 0;
+}
+
+/* Grows *buf to at least bytes (steady state: never, once the largest image has been seen). */
+static void *grow(void **buf, size_t *have, size_t bytes) {
+  if (*have >= bytes) return *buf;
+  void *p = realloc(*buf, bytes);
+  if (!p) return NULL;
+  *buf = p;
+  *have = bytes;
+  return p;
+}
+
+static pb_image view_of(const pb_elem *e) {
+  return (pb_image){.data = e->data, .height = e->height, .width = e->width, .channels = e->channels,
+                    .dtype = (pb_dtype)e->dtype, .chw = e->chw};
+}
+
+/* The output image of `op` on `in` (dims, dtype, layout), without data. */
+static pb_image out_dims(const pb_op_cfg *op, const pb_image *in) {
+  pb_image out = *in;
+  out.data = NULL;
+  if (op->kind == PB_OP_RANDOM_RESIZED_CROP || op->kind == PB_OP_CENTER_CROP)
+    out.height = out.width = (int)op->size;
+  else if (op->kind == PB_OP_RESIZE)
+    pb_resize_shorter_dims(in->height, in->width, (int)op->size, &out.height, &out.width);
+  else if (op->kind == PB_OP_NORMALIZE && !op->on_device && op->dtype != PB_DTYPE_UINT8)
+    out.dtype = op->dtype;
+  else if (op->kind == PB_OP_TO_CHW)
+    out.chw = true;
+  return out;
+}
+
+typedef struct map_ctx {
+  pb_worker *w;
+  pb_elem *in;
+  pb_buf *out_buf; /* the pooled result, once the last new-image op has run */
+  pb_image cur;
+  int next_scratch;
+} map_ctx;
+
+/* Where op k writes: the pooled output for the last new-image op, else the other scratch buffer. */
+static void *destination(map_ctx *c, int k, size_t bytes) {
+  map_state *st = c->w->stage->state;
+  map_worker *mw = c->w->state;
+  if (k == st->last_new_image) {
+    c->out_buf = pb_worker_get_buf(c->w, &st->pool);
+    if (!c->out_buf || pb_buf_reserve(c->out_buf, bytes)) return NULL;
+    return c->out_buf->data;
+  }
+  int i = c->next_scratch;
+  c->next_scratch ^= 1;
+  return grow(&mw->scratch[i], &mw->scratch_bytes[i], bytes);
+}
+
+static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
+  map_worker *mw = c->w->state;
+  pb_image out = out_dims(op, &c->cur);
+  if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return c->w->cancelled ? -ECANCELED : -ENOMEM;
+  size_t need = pb_crop_resize_scratch_bytes(&c->cur, c->cur.height, c->cur.width, out.height, out.width,
+                                             PB_RESAMPLE_BILINEAR);
+  void *rs = grow(&mw->resample, &mw->resample_bytes, need ? need : 1);
+  if (!rs) return -ENOMEM;
+  int rc = 0;
+  switch (op->kind) {
+    case PB_OP_RANDOM_RESIZED_CROP:
+      rc = pb_random_resized_crop(&c->cur, &c->w->rng, op->scale, op->ratio, &out, PB_RESAMPLE_BILINEAR, rs, NULL);
+      break;
+    case PB_OP_RESIZE: rc = pb_resize(&c->cur, &out, PB_RESAMPLE_BILINEAR, rs); break;
+    case PB_OP_CENTER_CROP: rc = pb_center_crop(&c->cur, &out); break;
+    case PB_OP_NORMALIZE:
+      rc = pb_normalize(&c->cur, &out, op->mean, op->nmean, op->std, op->nstd, op->dtype);
+      break;
+    case PB_OP_TO_CHW: rc = pb_to_chw(&c->cur, &out); break;
+    default: break;
+  }
+  c->cur = out;
+  return rc < 0 ? rc : 0;
+}
+
+/* Flip mirrors in place, but never a payload shared by many samples (the in-memory source's). */
+static int run_flip(map_ctx *c, const pb_op_cfg *op, int k) {
+  if (!pb_flip_draw(&c->w->rng, op->p)) return 0;
+  if (c->cur.data == c->in->data && !c->in->buf) {
+    map_worker *mw = c->w->state;
+    void *copy = grow(&mw->scratch[c->next_scratch], &mw->scratch_bytes[c->next_scratch], pb_image_bytes(&c->cur));
+    if (!copy) return -ENOMEM;
+    c->next_scratch ^= 1;
+    pb_image out = c->cur;
+    out.data = copy;
+    pb_hflip(&c->cur, &out);
+    c->cur = out;
+    return 0;
+  }
+  return pb_hflip(&c->cur, &c->cur) < 0 ? -EINVAL : 0;
+}
+
+static int run_op(map_ctx *c, const pb_op_cfg *op, int k) {
+  switch (op->kind) {
+    case PB_OP_SPIN: pb_spin_until_ns(pb_now_ns() + (uint64_t)op->us * 1000u); return 0;
+    case PB_OP_SLEEP: pb_sleep_until_ns(pb_now_ns() + (uint64_t)op->us * 1000u); return 0;
+    case PB_OP_FLIP: return run_flip(c, op, k);
+    default:
+      if (!makes_new_image(op)) return 0; /* normalize to uint8, or on_device: nothing on the host */
+      return run_new_image_op(c, op, k);
+  }
+}
+
+static bool needs_image(const pb_stage_cfg *sc) {
+  for (int i = 0; i < sc->nops; i++)
+    if (sc->ops[i].kind != PB_OP_SPIN && sc->ops[i].kind != PB_OP_SLEEP) return true;
+  return false;
+}
+
+/* The map's result becomes the element handed on: the pooled output, or the input's own buffer. */
+static int hand_on(map_ctx *c) {
+  pb_elem out = *c->in;
+  if (c->cur.data != c->in->data && !c->out_buf) { /* ended in scratch (a flip of a shared payload) */
+    map_state *st = c->w->stage->state;
+    if (!st->pool_ready) return -EINVAL;
+  }
+  if (c->out_buf) {
+    pb_buf_release(c->in->buf);
+    out.buf = c->out_buf;
+  }
+  out.data = c->cur.data;
+  out.bytes = pb_image_bytes(&c->cur);
+  out.height = (uint16_t)c->cur.height;
+  out.width = (uint16_t)c->cur.width;
+  out.channels = (uint8_t)c->cur.channels;
+  out.dtype = (uint8_t)c->cur.dtype;
+  out.chw = c->cur.chw;
+  return pb_emit(c->w, &out);
+}
+
+static int map_fail(pb_worker *w, pb_elem *in, map_ctx *c, const char *what) {
+  if (c->out_buf) pb_buf_release(c->out_buf);
+  if (w->cancelled) {
+    pb_worker_abandon(w, in);
+    return -ECANCELED;
+  }
+  char msg[160];
+  snprintf(msg, sizeof msg, "stage %s: %s", w->stage->name, what);
+  pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index), msg, false);
+  return 0;
 }
 
 static int map_process(pb_worker *w, pb_elem *in) {
   const pb_stage_cfg *sc = w->stage->cfg;
-  for (int i = 0; i < sc->nops; i++) apply_op(&sc->ops[i]);
-  return pb_emit(w, in);
+  map_ctx c = {.w = w, .in = in, .cur = view_of(in)};
+  if (needs_image(sc) && in->height == 0)
+    return map_fail(w, in, &c, "image ops need a decoded image (expected a decode stage before this map)");
+  for (int k = 0; k < sc->nops; k++) {
+    int rc = run_op(&c, &sc->ops[k], k);
+    if (rc == -ECANCELED) return map_fail(w, in, &c, "cancelled");
+    if (rc < 0) return map_fail(w, in, &c, rc == -ENOMEM ? "out of memory" : "an op failed on this image");
+  }
+  return hand_on(&c);
+}
+
+static void map_cancel(pb_stage *s) {
+  map_state *st = s->state;
+  if (st->pool_ready) pb_pool_cancel(&st->pool);
+}
+
+static void map_close(pb_stage *s) {
+  map_state *st = s->state;
+  if (!st) return;
+  for (int k = 0; k < s->threads; k++) {
+    map_worker *mw = s->workers[k].state;
+    if (!mw) continue;
+    free(mw->scratch[0]);
+    free(mw->scratch[1]);
+    free(mw->resample);
+  }
+  free(s->workers ? s->workers[0].state : NULL);
+  if (st->pool_ready) pb_pool_close(&st->pool);
+  free(st);
+  s->state = NULL;
 }
 
 const pb_stage_ops pb_stage_map_ops = {
     .type = "map",
+    .memory_bytes = map_memory,
+    .init = map_init,
     .process = map_process,
+    .cancel = map_cancel,
+    .close = map_close,
 };

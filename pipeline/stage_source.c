@@ -69,7 +69,8 @@ static int source_produce(pb_worker *w, int max) {
   for (int i = 0; i < n; i++) {
     uint64_t id = first + (uint64_t)i;
     pb_elem e = {.id = id, .batch_id = PB_NO_BATCH, .data = st->sample, .bytes = st->sample_bytes,
-                 .nsamples = 1, .epoch = st->epoch_samples ? (uint32_t)(id / st->epoch_samples) : 0};
+                 .nsamples = 1, .epoch = st->epoch_samples ? (uint32_t)(id / st->epoch_samples) : 0,
+                 .file_index = PB_NO_FILE};
     if (pb_emit(w, &e) < 0) return -ECANCELED; /* the rest were never made: nothing to count */
   }
   return n;

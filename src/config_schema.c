@@ -104,7 +104,7 @@ static const pb_key rrc_keys[] = {
     ROW(pb_op_cfg, ratio, "ratio", PB_KT_RANGE, .min = 0, .max = 100, .flags = PB_KF_MIN_EXCL, .nmin = 2,
         .nmax = 2, .cap = 2, .def = "[0.75, 1.3333333333333333]", .help = "Range of the crop's aspect ratio."),
 };
-static const pb_key resize_keys[] = {OP_KEY, SIZE_KEY("the image resized to size x size.")};
+static const pb_key resize_keys[] = {OP_KEY, SIZE_KEY("the image resized so that its shorter side is size (torchvision Resize(int)).")};
 static const pb_key center_crop_keys[] = {OP_KEY, SIZE_KEY("the central size x size square.")};
 static const pb_key flip_keys[] = {
     OP_KEY,

@@ -115,14 +115,34 @@ static int check_normalize_channels(pb_cfg_ctx *c, const char *path, const pb_op
                      op->nmean, (long long)ch, pb_shape_str(in, shape, sizeof shape));
 }
 
+/* Output [h, w] of a shorter-side resize; unknown (-1) when the input size is. */
+static void resize_shorter(int64_t h, int64_t w, int64_t size, int64_t out[2]) {
+  if (h <= 0 || w <= 0) {
+    out[0] = out[1] = -1;
+  } else if (h <= w) {
+    out[0] = size;
+    out[1] = size * w / h;
+  } else {
+    out[0] = size * h / w;
+    out[1] = size;
+  }
+}
+
 static int apply_op(pb_cfg_ctx *c, const char *path, const pb_op_cfg *op, pb_shape *cur) {
   int rc = 0;
   switch (op->kind) {
   case PB_OP_RANDOM_RESIZED_CROP:
-  case PB_OP_RESIZE:
   case PB_OP_CENTER_CROP: {
     rc = need_image(c, path, op, cur, false);
     int64_t dims[3] = {op->size, op->size, cur->dims[2]};
+    if (!rc) set_shape(cur, 3, dims, cur->dtype);
+    break;
+  }
+  case PB_OP_RESIZE: { /* torchvision's Resize(int): the shorter side becomes size */
+    rc = need_image(c, path, op, cur, false);
+    int64_t dims[3];
+    resize_shorter(cur->dims[0], cur->dims[1], op->size, dims);
+    dims[2] = cur->dims[2];
     if (!rc) set_shape(cur, 3, dims, cur->dtype);
     break;
   }

@@ -7,6 +7,8 @@
 
 #include "common.h"
 #include "config.h"
+#include "engine.h"
+#include "gen.h"
 #include "run.h"
 
 #define MAX_SETS 256
@@ -15,7 +17,8 @@ static const char *const k_usage =
     "usage:\n"
     "  pipebench [run] --config FILE [OPTIONS]     run the pipeline and write the report\n"
     "  pipebench validate --config FILE [--set ..] check a config, print the resolved config\n"
-    "  pipebench gen|ab|tune|sweep|analyze|calibrate   (planned; not in this version)\n"
+    "  pipebench gen --config FILE [--force]       write the dataset of the config's dataset.generate\n"
+    "  pipebench ab|tune|sweep|analyze|calibrate   (planned; not in this version)\n"
     "  pipebench --help | --version\n"
     "\n"
     "options:\n"
@@ -38,6 +41,7 @@ typedef struct cli {
   int nsets;
   char seed_set[64];
   bool device_given;
+  bool force;
   pb_run_opts run;
 } cli;
 
@@ -116,6 +120,7 @@ static int parse_flag(cli *c, const char *a) {
   else if (strcmp(a, "--quiet") == 0) c->run.quiet = true;
   else if (strcmp(a, "--no-progress") == 0) c->run.no_progress = true;
   else if (strcmp(a, "--no-trace") == 0) c->run.no_trace = true;
+  else if (strcmp(a, "--force") == 0 && strcmp(c->command, "gen") == 0) c->force = true;
   else return usage_error("unknown option \"%s\" (expected an option that pipebench --help lists)", a);
   return 0;
 }
@@ -163,6 +168,24 @@ static int cmd_validate(const pb_config *cfg) {
   return PB_EXIT_OK;
 }
 
+/* A preset's first run generates its small default dataset (and says so). */
+static int cmd_run(cli *c, pb_config *cfg) {
+  if (!c->device_given) c->run.device = cfg->device.kind;
+  pb_err err;
+  if (pb_engine_check(cfg, c->run.synthetic, &err)) { /* before generating data it could not use */
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  if (!c->run.synthetic && pb_gen_missing(cfg)) {
+    fprintf(stderr, "pipebench: %s holds no data yet; generating it first (%lld files, `pipebench gen`)\n",
+            cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
+    pb_gen_opts g = {.quiet = c->run.quiet};
+    int rc = pb_gen(cfg, &g);
+    if (rc) return rc;
+  }
+  return pb_run(cfg, &c->run);
+}
+
 static int dispatch(cli *c) {
   if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
   pb_config *cfg = calloc(1, sizeof *cfg);
@@ -174,9 +197,11 @@ static int dispatch(cli *c) {
     rc = PB_EXIT_USAGE;
   } else if (strcmp(c->command, "validate") == 0) {
     rc = cmd_validate(cfg);
+  } else if (strcmp(c->command, "gen") == 0) {
+    pb_gen_opts g = {.force = c->force, .quiet = c->run.quiet};
+    rc = pb_gen(cfg, &g);
   } else {
-    if (!c->device_given) c->run.device = cfg->device.kind;
-    rc = pb_run(cfg, &c->run);
+    rc = cmd_run(c, cfg);
   }
   free(cfg);
   return rc;
@@ -190,8 +215,8 @@ int main(int argc, char **argv) {
   cli c = {0};
   int rc = parse_args(&c, argc, argv);
   if (rc) return rc;
-  if (strcmp(c.command, "run") && strcmp(c.command, "validate")) {
-    fprintf(stderr, "pipebench: %s: not in this version (expected run or validate)\n", c.command);
+  if (strcmp(c.command, "run") && strcmp(c.command, "validate") && strcmp(c.command, "gen")) {
+    fprintf(stderr, "pipebench: %s: not in this version (expected run, validate or gen)\n", c.command);
     return PB_EXIT_USAGE;
   }
   return dispatch(&c);

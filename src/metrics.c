@@ -123,8 +123,9 @@ static void fill_skipped(pb_stage_report *sr, const pb_stage_cfg *sc) {
 /* Report rows: the source, then the config's stages in order (those synthetic mode skipped, marked). */
 static void fill_stages(pb_report *r, const pb_run_record *rec) {
   const pb_engine *e = rec->engine;
-  int next = 1; /* engine stage 0 is the source */
-  fill_stage(&r->stages[r->nstages++], &e->stages[0], r->measured_s);
+  int next = 0;
+  if (!e->stages[0].cfg) /* the in-memory source: a row of its own */
+    fill_stage(&r->stages[r->nstages++], &e->stages[next++], r->measured_s);
   for (int i = 0; i < rec->cfg->nstages; i++) {
     const pb_stage_cfg *sc = &rec->cfg->stages[i];
     if (next < e->nstages && e->stages[next].cfg == sc)
@@ -175,7 +176,10 @@ static void fill_accounting(pb_report *r, const pb_run_record *rec) {
     in_flight += c.samples_in_flight;
     r->errors += c.samples_error_total;
     r->samples_dropped += c.samples_dropped_total;
-    if (e->stages[i].is_source) r->samples_read = c.samples_out_total;
+    if (e->stages[i].is_source) {
+      r->samples_read = c.samples_out_total;
+      r->files_read = c.files_read_total;
+    }
     if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_BATCH) r->samples_batched = c.samples_out_total;
     if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_DECODE) r->samples_decoded = c.samples_out_total;
   }

@@ -165,7 +165,7 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(c), 2, "--config");
   const char *d[] = {"--config", "/nonexistent/x.json", NULL};
   assert_one_error_line(run_pb(d), 2, "/nonexistent/x.json");
-  const char *e[] = {"gen", "--config", "x.json", NULL};
+  const char *e[] = {"ab", "--config", "x.json", NULL};
   assert_one_error_line(run_pb(e), 2, "not in this version");
   const char *f[] = {"--config", write_config("small", k_small), "--data", "fake", NULL};
   assert_one_error_line(run_pb(f), 2, "--data");
@@ -205,7 +205,8 @@ static void test_bad_set_exit_2(void **state) {
 }
 
 static void test_unimplemented_stage_is_refused(void **state) {
-  const char *args[] = {"--config", PB_SOURCE_DIR "/configs/resnet.json", "--quiet", NULL};
+  const char *cfg = write_config("cache", BASE_PRE "{\"type\":\"cache\"},{\"type\":\"batch\",\"size\":4}]}");
+  const char *args[] = {"--config", cfg, "--quiet", NULL};
   assert_one_error_line(run_pb(args), 2, "not implemented");
 }
 

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""JPEG decode rate, side by side with libjpeg-turbo's own tjbench (issue 3's decode performance target).
+
+It writes --images synthetic 500x375 q90 JPEGs (pipebench's generator, pipeline/dataset/synth_image.c) into a
+temporary directory, then measures single-threaded decode rates in images/s at the same DCT scaling:
+
+  tjbench         `tjbench FILE -benchtime T -warmup W -nowrite -rgb [-scale 1/N]` (decompress-only mode: the
+                  input is a JPEG) on --tjbench-images of the files; the rate is their combined images/s
+                  (count / total seconds per image), from tjbench's "Frame rate: ... fps" lines.
+  decoder core    pb_jpeg_decode (pipeline/dataset/jpeg.c) in a tight loop over all the files, one thread, one
+                  reused decoder: the ceiling for the decode stage, without the pipeline around it.
+  pipebench       the real decode stage (read + decode, threads 1): NOT WIRED YET - see pipebench_rate().
+
+The generator and the decoder-core loop are compiled from the sources into the temporary directory with
+--cc (default cc -O2), so this runs without a build of pipebench.
+
+    bench/decode.py [--images 64] [--scale 1|1/2|1/4|1/8] [--benchtime 5] [--tjbench-images 3]
+                    [--seed 42] [--keep DIR] [--json]
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HELPER_C = r"""
+/* bench/decode.py's helper: `gen DIR N W H Q SEED` writes DIR/img_NNNNN.jpg; `decode DIR N DENOM SECONDS`
+ * decodes them round-robin with one pb_jpeg_decoder for at least SECONDS and prints images/s. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "jpeg.h"
+#include "synth_image.h"
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void path(char *out, const char *dir, int i) { sprintf(out, "%s/img_%05d.jpg", dir, i); }
+
+static int gen(const char *dir, int n, int w, int h, int q, unsigned long long seed) {
+  pb_jpeg_encoder *enc;
+  pb_err err;
+  if (pb_jpeg_encoder_init(&enc, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
+  double t0 = now_s();
+  for (int i = 0; i < n; i++) {
+    uint8_t *jpeg;
+    size_t bytes;
+    if (pb_synth_jpeg_with(enc, w, h, q, seed, (uint64_t)i, &jpeg, &bytes, &err))
+      return fprintf(stderr, "%s\n", err.msg), 1;
+    char p[4096];
+    path(p, dir, i);
+    FILE *f = fopen(p, "wb");
+    if (!f || fwrite(jpeg, 1, bytes, f) != bytes || fclose(f)) return perror(p), 1;
+    free(jpeg);
+  }
+  printf("gen_ms_per_image %.3f\n", (now_s() - t0) * 1e3 / n);
+  pb_jpeg_encoder_free(enc);
+  return 0;
+}
+
+static int decode(const char *dir, int n, int denom, double seconds) {
+  uint8_t **data = calloc((size_t)n, sizeof *data);
+  size_t *bytes = calloc((size_t)n, sizeof *bytes), cap = 0;
+  for (int i = 0; i < n; i++) {
+    char p[4096];
+    path(p, dir, i);
+    FILE *f = fopen(p, "rb");
+    if (!f) return perror(p), 1;
+    fseek(f, 0, SEEK_END);
+    bytes[i] = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    data[i] = malloc(bytes[i]);
+    if (fread(data[i], 1, bytes[i], f) != bytes[i]) return perror(p), 1;
+    fclose(f);
+  }
+  pb_jpeg_decoder *dec;
+  pb_err err;
+  if (pb_jpeg_decoder_init(&dec, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
+  int w, h;
+  if (pb_jpeg_header(dec, data[0], bytes[0], &w, &h, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
+  cap = pb_jpeg_decoded_bytes(w, h, denom);
+  uint8_t *out = malloc(cap);
+  long count = 0;
+  for (int warm = 0; warm < n; warm++) pb_jpeg_decode(dec, data[warm], bytes[warm], denom, 0, out, cap, &w, &h, &err);
+  double t0 = now_s(), t;
+  do {
+    for (int k = 0; k < 16; k++, count++) {
+      int i = (int)(count % n);
+      if (pb_jpeg_decode(dec, data[i], bytes[i], denom, 0, out, cap, &w, &h, &err))
+        return fprintf(stderr, "%s\n", err.msg), 1;
+    }
+    t = now_s() - t0;
+  } while (t < seconds);
+  printf("images_per_s %.3f\n", count / t);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 8 && !strcmp(argv[1], "gen"))
+    return gen(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), strtoull(argv[7], 0, 10));
+  if (argc == 6 && !strcmp(argv[1], "decode")) return decode(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[5]));
+  fprintf(stderr, "usage: helper gen DIR N W H Q SEED | decode DIR N DENOM SECONDS\n");
+  return 2;
+}
+"""
+
+WIDTH, HEIGHT, QUALITY = 500, 375, 90
+
+
+def build_helper(cc, workdir):
+    src = os.path.join(workdir, "helper.c")
+    exe = os.path.join(workdir, "helper")
+    with open(src, "w") as f:
+        f.write(HELPER_C)
+    sources = [os.path.join(ROOT, p) for p in
+               ("pipeline/dataset/synth_image.c", "pipeline/dataset/jpeg.c", "src/common.c")]
+    cmd = cc.split() + ["-std=gnu11", "-I", os.path.join(ROOT, "src"), "-I", os.path.join(ROOT, "pipeline/dataset"),
+                        src] + sources + ["-o", exe, "-lturbojpeg", "-luv", "-lm"]
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def run_helper(exe, *args):
+    out = subprocess.run([exe] + [str(a) for a in args], capture_output=True, text=True, check=True).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
+
+
+def generate(exe, img_dir, count, seed):
+    stats = run_helper(exe, "gen", img_dir, count, WIDTH, HEIGHT, QUALITY, seed)
+    sizes = [os.path.getsize(os.path.join(img_dir, f)) for f in sorted(os.listdir(img_dir))]
+    return {"count": count, "min_bytes": min(sizes), "mean_bytes": sum(sizes) / len(sizes), "max_bytes": max(sizes),
+            "gen_ms_per_image": stats["gen_ms_per_image"]}
+
+
+def tjbench_fps(path, scale, benchtime, warmup):
+    cmd = ["tjbench", path, "-benchtime", str(benchtime), "-warmup", str(warmup), "-nowrite", "-rgb"]
+    if scale != 1:
+        cmd += ["-scale", f"1/{scale}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    rates = re.findall(r"Decompress\s+-->\s+Frame rate:\s+([0-9.]+)\s+fps", out)
+    if len(rates) != 1:
+        sys.exit(f"decode.py: could not read tjbench's frame rate from:\n{out}")
+    return float(rates[0])
+
+
+def tjbench_rate(files, scale, benchtime, warmup):
+    """Combined images/s over the files: each tjbench run times one image decoded again and again."""
+    fps = [tjbench_fps(f, scale, benchtime, warmup) for f in files]
+    return len(fps) / sum(1 / r for r in fps), fps
+
+
+def pipebench_rate(img_dir, scale, args):
+    """pipebench's own decode stage, single-threaded, on the same files and scaling: TO BE WIRED.
+
+    When `pipebench` reads JPEG datasets, run it here with a config whose stages are
+        read (threads 1) -> decode (threads 1, "scale": "1/N" or "1") -> batch -> prefetch
+    and dataset {"path": img_dir, "format": "jpeg"}, an emulated device with step_ms 0 (so decode is the
+    bottleneck), `--json --no-trace --no-progress`, enough steps for several seconds; return
+    report["throughput"]["samples_per_s"] (check report["bottleneck"]["stage"] == "decode").
+    Issue 3's target: at least 95% of tjbench_rate()."""
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--images", type=int, default=64, help="images to generate (default 64)")
+    ap.add_argument("--scale", default="1", choices=["1", "1/2", "1/4", "1/8"], help="DCT scaling (default 1)")
+    ap.add_argument("--benchtime", type=float, default=5.0, help="seconds per measurement (default 5)")
+    ap.add_argument("--warmup", type=float, default=1.0, help="tjbench warm-up seconds (default 1)")
+    ap.add_argument("--tjbench-images", type=int, default=3, help="files tjbench is run on (default 3)")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--cc", default="cc -O2", help="compiler for the helper (default 'cc -O2')")
+    ap.add_argument("--keep", metavar="DIR", help="write the images to DIR and keep them")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+    if not shutil.which("tjbench"):
+        sys.exit("decode.py: tjbench not found (expected it on PATH: Debian's libjpeg-turbo-progs)")
+    scale = 1 if args.scale == "1" else int(args.scale.split("/")[1])
+
+    work = tempfile.mkdtemp(prefix="pb-decode-bench-")
+    try:
+        img_dir = args.keep or os.path.join(work, "images")
+        os.makedirs(img_dir, exist_ok=True)
+        exe = build_helper(args.cc, work)
+        data = generate(exe, img_dir, args.images, args.seed)
+        files = [os.path.join(img_dir, f"img_{i:05d}.jpg") for i in range(min(args.tjbench_images, args.images))]
+        tj, tj_each = tjbench_rate(files, scale, args.benchtime, args.warmup)
+        core = run_helper(exe, "decode", img_dir, args.images, scale, args.benchtime)["images_per_s"]
+        # ---- pipebench's decode stage: wire it in pipebench_rate() ----
+        pb = pipebench_rate(img_dir, scale, args)
+    finally:
+        shutil.rmtree(work)
+
+    result = {"machine": platform.processor() or platform.machine(), "image": f"{WIDTH}x{HEIGHT} q{QUALITY}",
+              "scale": args.scale, "dataset": data, "tjbench_images_per_s": tj, "tjbench_each": tj_each,
+              "decoder_core_images_per_s": core, "pipebench_images_per_s": pb}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    kb = lambda b: f"{b / 1024:.1f} KiB"
+    print(f"dataset: {data['count']} x {WIDTH}x{HEIGHT} q{QUALITY}: {kb(data['min_bytes'])} min, "
+          f"{kb(data['mean_bytes'])} mean, {kb(data['max_bytes'])} max; generated in "
+          f"{data['gen_ms_per_image']:.2f} ms/image (incl. encoding)")
+    print(f"scale {args.scale}, one thread, images/s:")
+    row = lambda label, rest: print(f"  {label:<28}{rest}")
+    row(f"tjbench ({len(tj_each)} files)", f"{tj:9.1f}   each: " + " ".join(f"{r:.1f}" for r in tj_each))
+    row("pb_jpeg_decode core loop", f"{core:9.1f}   {100 * core / tj:.1f}% of tjbench")
+    if pb is None:
+        row("pipebench decode stage", "(not wired yet: see pipebench_rate() in bench/decode.py)")
+    else:
+        row("pipebench decode stage", f"{pb:9.1f}   {100 * pb / tj:.1f}% of tjbench (target >= 95%)")
+
+
+if __name__ == "__main__":
+    main()

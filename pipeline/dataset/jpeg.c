@@ -1,0 +1,209 @@
+/* TurboJPEG wrappers: the decode stage's per-thread decoder and the dataset generator's encoder. */
+#include "jpeg.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+struct pb_jpeg_decoder {
+  tjhandle tj;
+};
+
+struct pb_jpeg_encoder {
+  tjhandle tj;
+  unsigned char *buf;    /* TurboJPEG's output buffer (tjAlloc'ed), kept between calls */
+  unsigned long buf_cap; /* its size in bytes */
+};
+
+/* JPEG's own limit on a side (libjpeg's JPEG_MAX_DIMENSION). */
+enum { PB_JPEG_MAX_SIDE = 65500 };
+
+static int valid_denom(int scale_denom) {
+  return scale_denom == 1 || scale_denom == 2 || scale_denom == 4 || scale_denom == 8;
+}
+
+/* TurboJPEG 2.1's tjDecompressHeader3 returns from an error without aborting libjpeg's decompressor, and the
+ * next call then resumes the broken header's parsing state on the new file (a good image failed with "Bogus
+ * DAC index" after a truncated one).  The 2.1 API has no reset, so a failed handle is replaced; failures are
+ * rare and a new handle costs microseconds.  A NULL handle (if even that failed) is retried on the next use. */
+static int fresh_handle(pb_jpeg_decoder *dec, pb_err *err) {
+  if (dec->tj) tjDestroy(dec->tj);
+  dec->tj = tjInitDecompress();
+  if (dec->tj) return 0;
+  pb_err_set(err, "jpeg decoder: tjInitDecompress failed: %s (expected a TurboJPEG handle)", tjGetErrorStr2(NULL));
+  return -ENOMEM;
+}
+
+/* One line from TurboJPEG's last error, then a fresh handle.  A warning (TJERR_WARNING: e.g. a truncated file
+ * that still decoded partly, with grey rows at the bottom) is named as such and is still an error: a damaged
+ * image must be counted, not passed on as a sample. */
+static int tj_error(pb_jpeg_decoder *dec, const char *what, pb_err *err) {
+  const char *kind = tjGetErrorCode(dec->tj) == TJERR_WARNING ? "corrupt or truncated data" : "bad JPEG";
+  pb_err_set(err, "%s: %s: %s (expected a complete, valid JPEG image)", what, kind, tjGetErrorStr2(dec->tj));
+  pb_err discard;
+  fresh_handle(dec, &discard);
+  return -EBADMSG;
+}
+
+int pb_jpeg_decoder_init(pb_jpeg_decoder **dec, pb_err *err) {
+  *dec = calloc(1, sizeof **dec);
+  if (!*dec) return pb_err_set(err, "jpeg decoder: out of memory (expected a few bytes free)"), -ENOMEM;
+  int rc = fresh_handle(*dec, err);
+  if (rc < 0) {
+    free(*dec);
+    *dec = NULL;
+  }
+  return rc;
+}
+
+void pb_jpeg_decoder_free(pb_jpeg_decoder *dec) {
+  if (!dec) return;
+  if (dec->tj) tjDestroy(dec->tj);
+  free(dec);
+}
+
+/* Cheap checks that TurboJPEG would report less clearly.  (Sizes pass as unsigned long, which on the LP64 and
+ * ILP32 targets we build for is as wide as size_t.) */
+static int check_input(const uint8_t *data, size_t bytes, pb_err *err) {
+  if (!data || bytes == 0) return pb_err_set(err, "empty file (expected a JPEG image)"), -EBADMSG;
+  if (bytes < 2 || data[0] != 0xFF || data[1] != 0xD8)
+    return pb_err_set(err, "not a JPEG: no SOI marker at byte 0 (expected a file starting FF D8)"), -EBADMSG;
+  return 0;
+}
+
+static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height,
+                          pb_err *err) {
+  int rc = check_input(data, bytes, err);
+  if (rc < 0) return rc;
+  if (!dec->tj && (rc = fresh_handle(dec, err)) < 0) return rc;
+  int subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(dec->tj, data, (unsigned long)bytes, width, height, &subsamp, &colorspace) != 0)
+    return tj_error(dec, "reading the JPEG header", err);
+  /* libjpeg cannot convert CMYK/YCCK to RGB; say so here rather than after a failed decode. */
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
+    return pb_err_set(err, "CMYK JPEG (expected a YCbCr, RGB or grayscale JPEG)"), -EBADMSG;
+  if (*width <= 0 || *height <= 0) { /* e.g. a file that ends after its SOI: libjpeg saw a fake EOI */
+    pb_err_set(err, "JPEG header gives a %dx%d image (expected a complete header with a positive size)", *width,
+               *height);
+    pb_err discard;
+    fresh_handle(dec, &discard); /* whatever state that left, the next file does not inherit it */
+    return -EBADMSG;
+  }
+  return 0;
+}
+
+int pb_jpeg_header(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height,
+                   pb_err *err) {
+  return header_checked(dec, data, bytes, width, height, err);
+}
+
+int pb_jpeg_scaled_dim(int dim, int scale_denom) {
+  if (!valid_denom(scale_denom) || dim <= 0) return 0;
+  tjscalingfactor sf = {1, scale_denom};
+  return TJSCALED(dim, sf);
+}
+
+size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom) {
+  return (size_t)pb_jpeg_scaled_dim(width, scale_denom) * (size_t)pb_jpeg_scaled_dim(height, scale_denom) * 3u;
+}
+
+static int check_max_pixels(int width, int height, int64_t max_pixels, pb_err *err) {
+  int64_t pixels = (int64_t)width * height;
+  if (max_pixels <= 0 || pixels <= max_pixels) return 0;
+  pb_err_set(err,
+             "image is %dx%d = %lld pixels, over max_pixels %lld (expected at most %lld pixels; raise the "
+             "decode stage's max_pixels to accept it)",
+             width, height, (long long)pixels, (long long)max_pixels, (long long)max_pixels);
+  return -EFBIG;
+}
+
+int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int scale_denom, int64_t max_pixels,
+                   uint8_t *out, size_t out_capacity_bytes, int *out_width, int *out_height, pb_err *err) {
+  if (!valid_denom(scale_denom))
+    return pb_err_set(err, "scale 1/%d (expected 1, 1/2, 1/4 or 1/8)", scale_denom);
+  int width = 0, height = 0;
+  int rc = header_checked(dec, data, bytes, &width, &height, err);
+  if (rc < 0) return rc;
+  rc = check_max_pixels(width, height, max_pixels, err);
+  if (rc < 0) return rc;
+  int sw = pb_jpeg_scaled_dim(width, scale_denom), sh = pb_jpeg_scaled_dim(height, scale_denom);
+  size_t need = (size_t)sw * (size_t)sh * 3u;
+  if (!out || out_capacity_bytes < need)
+    return pb_err_set(err, "output buffer of %zu bytes for a %dx%d RGB image (expected at least %zu bytes)",
+                      out_capacity_bytes, sw, sh, need),
+           -ENOBUFS;
+  /* Asking for exactly the scaled size makes TurboJPEG pick the 1/scale_denom DCT scaling.  STOPONWARNING
+   * stops at the first corrupt-data warning instead of decoding the rest of a file we will reject anyway. */
+  if (tjDecompress2(dec->tj, data, (unsigned long)bytes, out, sw, sw * 3, sh, TJPF_RGB, TJFLAG_STOPONWARNING) != 0)
+    return tj_error(dec, "decoding", err);
+  *out_width = sw;
+  *out_height = sh;
+  return 0;
+}
+
+int pb_jpeg_auto_scale(int width, int height, int min_side) {
+  if (min_side <= 0) return 1;
+  for (int denom = 8; denom > 1; denom /= 2) {
+    int side = PB_MIN(pb_jpeg_scaled_dim(width, denom), pb_jpeg_scaled_dim(height, denom));
+    if (side >= min_side) return denom;
+  }
+  return 1;
+}
+
+int pb_jpeg_encoder_init(pb_jpeg_encoder **enc, pb_err *err) {
+  *enc = calloc(1, sizeof **enc);
+  if (!*enc) return pb_err_set(err, "jpeg encoder: out of memory (expected a few bytes free)"), -ENOMEM;
+  (*enc)->tj = tjInitCompress();
+  if (!(*enc)->tj) {
+    pb_err_set(err, "jpeg encoder: tjInitCompress failed: %s (expected a TurboJPEG handle)",
+               tjGetErrorStr2(NULL));
+    free(*enc);
+    *enc = NULL;
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void pb_jpeg_encoder_free(pb_jpeg_encoder *enc) {
+  if (!enc) return;
+  tjFree(enc->buf);
+  tjDestroy(enc->tj);
+  free(enc);
+}
+
+/* tjBufSize is the worst case for any content, so with a buffer that large TurboJPEG never reallocates
+ * (TJFLAG_NOREALLOC) and the buffer can be reused for every image of that size or smaller. */
+static int reserve_output(pb_jpeg_encoder *enc, int width, int height, pb_err *err) {
+  unsigned long need = tjBufSize(width, height, TJSAMP_420);
+  if (need == (unsigned long)-1 || need > (unsigned long)INT_MAX) /* tjAlloc takes an int */
+    return pb_err_set(err, "jpeg encoder: %dx%d is too large (expected a smaller image)", width, height);
+  if (need <= enc->buf_cap) return 0;
+  tjFree(enc->buf);
+  enc->buf = tjAlloc((int)need);
+  enc->buf_cap = enc->buf ? need : 0;
+  if (!enc->buf) return pb_err_set(err, "jpeg encoder: out of memory (expected %lu bytes free)", need), -ENOMEM;
+  return 0;
+}
+
+int pb_jpeg_encode_rgb(pb_jpeg_encoder *enc, const uint8_t *rgb, int width, int height, int quality,
+                       uint8_t **jpeg, size_t *jpeg_bytes, pb_err *err) {
+  if (width <= 0 || height <= 0 || width > PB_JPEG_MAX_SIDE || height > PB_JPEG_MAX_SIDE)
+    return pb_err_set(err, "jpeg encoder: image is %dx%d (expected sides of 1 to %d pixels)", width, height,
+                      PB_JPEG_MAX_SIDE);
+  if (quality < 1 || quality > 100)
+    return pb_err_set(err, "jpeg encoder: quality %d (expected 1 to 100)", quality);
+  int rc = reserve_output(enc, width, height, err);
+  if (rc < 0) return rc;
+  unsigned long size = enc->buf_cap;
+  if (tjCompress2(enc->tj, rgb, width, width * 3, height, TJPF_RGB, &enc->buf, &size, TJSAMP_420, quality,
+                  TJFLAG_NOREALLOC | TJFLAG_ACCURATEDCT) != 0)
+    return pb_err_set(err, "jpeg encoder: tjCompress2 failed: %s (expected to encode a %dx%d image)",
+                      tjGetErrorStr2(enc->tj), width, height);
+  *jpeg = malloc(size);
+  if (!*jpeg) return pb_err_set(err, "jpeg encoder: out of memory (expected %lu bytes free)", size), -ENOMEM;
+  memcpy(*jpeg, enc->buf, size);
+  *jpeg_bytes = size;
+  return 0;
+}

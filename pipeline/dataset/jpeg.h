@@ -1,0 +1,67 @@
+/* JPEG encode and decode through libjpeg-turbo's TurboJPEG API (the 2.1 API: tjInit*, tjCompress2,
+ * tjDecompressHeader3, tjDecompress2).
+ *
+ * The decoder is the core of the `decode` stage: one pb_jpeg_decoder per worker thread (a TurboJPEG handle is
+ * not thread-safe, and creating one per image would cost more than decoding a small image), packed RGB out,
+ * DCT scaling by 1/1, 1/2, 1/4 or 1/8, and a `max_pixels` guard checked from the header before any pixel is
+ * decoded.  The encoder is what `pipebench gen` uses to write synthetic JPEGs (see synth_image.h).
+ *
+ * Error messages name what is wrong but not the file (these functions only see bytes): a caller that knows the
+ * file writes "<file>: <msg>".  Return codes: 0; -EINVAL for a bad argument; -EBADMSG for corrupt, truncated
+ * or unsupported image data (TurboJPEG warnings included: a partially decoded image is an error, never a
+ * silent sample); -EFBIG for an image above max_pixels; -ENOBUFS for an output buffer that is too small;
+ * -ENOMEM when TurboJPEG or malloc cannot allocate. */
+#ifndef PB_JPEG_H
+#define PB_JPEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+typedef struct pb_jpeg_decoder pb_jpeg_decoder;
+typedef struct pb_jpeg_encoder pb_jpeg_encoder;
+
+/* ---- decoding ---- */
+
+int pb_jpeg_decoder_init(pb_jpeg_decoder **dec, pb_err *err);
+void pb_jpeg_decoder_free(pb_jpeg_decoder *dec); /* NULL is fine */
+
+/* Reads the image size from the JPEG header (no pixel is decoded). */
+int pb_jpeg_header(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height,
+                   pb_err *err);
+
+/* One scaled side: TurboJPEG's TJSCALED, ceil(dim / scale_denom).  0 for a scale_denom not in {1,2,4,8}. */
+int pb_jpeg_scaled_dim(int dim, int scale_denom);
+
+/* Bytes of the packed RGB image pb_jpeg_decode writes for a width x height JPEG at 1/scale_denom:
+ * scaled_width * scaled_height * 3.  0 for a bad size or scale_denom. */
+size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom);
+
+/* Decodes to packed RGB (3 bytes a pixel, rows of out_width * 3 bytes, no padding) scaled by 1/scale_denom
+ * (1, 2, 4 or 8) with libjpeg's DCT scaling, so out_width = ceil(width / scale_denom).  Images whose
+ * full-size width * height exceeds max_pixels (<= 0: no limit) are refused from the header, before decoding:
+ * the guard is on the stored image, whatever the scaling, because that is what a hostile file can inflate.
+ * Pixels are exactly what libjpeg-turbo's `djpeg -rgb [-scale 1/N]` writes (accurate integer IDCT, fancy
+ * upsampling). */
+int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int scale_denom, int64_t max_pixels,
+                   uint8_t *out, size_t out_capacity_bytes, int *out_width, int *out_height, pb_err *err);
+
+/* The `scale: auto` choice: the largest denominator of 1, 2, 4, 8 whose scaled image keeps its shorter side
+ * >= min_side (the crop size that follows decode), so decode does as little work as the crop allows.  1 when
+ * even the full image is smaller than min_side, or when min_side <= 0 (nothing to size for: no scaling). */
+int pb_jpeg_auto_scale(int width, int height, int min_side);
+
+/* ---- encoding ---- */
+
+int pb_jpeg_encoder_init(pb_jpeg_encoder **enc, pb_err *err);
+void pb_jpeg_encoder_free(pb_jpeg_encoder *enc); /* NULL is fine */
+
+/* Encodes packed RGB (rows of width * 3 bytes) as a baseline JPEG, 4:2:0 chroma subsampling and the accurate
+ * integer DCT (what cjpeg, PIL and most cameras write).  *jpeg is a malloc'ed copy of exactly *jpeg_bytes
+ * bytes: the caller free()s it.  The encoder keeps its TurboJPEG output buffer between calls, so encoding
+ * many images of one size allocates nothing but the returned copy. */
+int pb_jpeg_encode_rgb(pb_jpeg_encoder *enc, const uint8_t *rgb, int width, int height, int quality,
+                       uint8_t **jpeg, size_t *jpeg_bytes, pb_err *err);
+
+#endif

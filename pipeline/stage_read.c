@@ -1,0 +1,410 @@
+/* `read`: the source of a real-data run (CONTRACT §2).  N threads take files in a seeded per-epoch
+ * shuffled order, read each with pread in block_bytes pieces (O_DIRECT with aligned buffers when
+ * `direct`), and split it into samples by dataset.format:
+ *   jpeg      one sample per file, read straight into the sample's pooled buffer;
+ *   raw       record_bytes per sample;
+ *   tfrecord  one sample per record (length and masked CRC32C checked), the `dataset.feature` bytes
+ *             of its tf.train.Example;
+ *   npy, npz  the array (npz: its first member), split along axis 0 when it holds samples_per_file.
+ * Emulation caps: latency_us is added to every read call, bandwidth_mb_per_s caps the whole stage.
+ * A file that cannot be read, or a bad record, is an error on one sample (counted read and error);
+ * the run goes on or stops as run.on_error says. */
+#define _GNU_SOURCE /* O_DIRECT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "npy.h"
+#include "tfrecord.h"
+
+#define DIRECT_ALIGN 4096
+
+typedef struct read_state {
+  pb_pool pool;
+  bool pool_ready;
+  uv_mutex_t order_lock;        /* the file dispenser */
+  pb_file_list order;           /* this epoch's order */
+  size_t next;                  /* next position in `order` */
+  uint32_t epoch;
+  uint32_t epochs;              /* 0 = endless */
+  bool finished;
+  uv_mutex_t bw_lock;           /* bandwidth cap: the time the stage's "link" is free again */
+  uint64_t bw_free_at_ns;
+} read_state;
+
+typedef struct read_worker {
+  uint8_t *file_buf;            /* whole files of multi-sample formats (aligned for O_DIRECT) */
+  size_t file_cap;
+  size_t file_bytes;
+  /* the file being split into samples */
+  bool pending;
+  uint32_t file_index;
+  uint32_t epoch;
+  size_t offset;                /* tfrecord: next record; raw/npy: next sample */
+  size_t sample_bytes, nsamples, emitted;
+  const uint8_t *data;          /* raw/npy: first sample */
+} read_worker;
+
+/* ---------- the file dispenser ---------- */
+
+static void shuffle_epoch(read_state *st, const pb_engine *e) {
+  pb_file_list_free(&st->order);
+  pb_file_list_clone(&e->files, &st->order);
+  pb_file_list_shuffle(&st->order, e->cfg->seed, st->epoch);
+}
+
+/* The next file to read, or false when every epoch is done. */
+static bool claim_file(pb_stage *s, uint32_t *index, uint32_t *epoch) {
+  read_state *st = s->state;
+  uv_mutex_lock(&st->order_lock);
+  if (st->next == st->order.count && !st->finished) {
+    if (st->epochs && st->epoch + 1 >= st->epochs) {
+      st->finished = true; /* every epoch handed out; stays so for every later call */
+    } else {
+      st->epoch++;
+      st->next = 0;
+      shuffle_epoch(st, s->engine);
+    }
+  }
+  bool ok = !st->finished;
+  if (ok) {
+    *index = (uint32_t)st->order.files[st->next++].index;
+    *epoch = st->epoch;
+  }
+  uv_mutex_unlock(&st->order_lock);
+  return ok;
+}
+
+/* ---------- reading, with the emulation caps ---------- */
+
+static void apply_caps(pb_stage *s, size_t bytes) {
+  const pb_stage_cfg *sc = s->cfg;
+  read_state *st = s->state;
+  uint64_t now = pb_now_ns(), until = now;
+  if (sc->latency_us) until += (uint64_t)sc->latency_us * 1000u;
+  if (sc->bandwidth_mb_per_s > 0) { /* MB/s = bytes/us: bytes / (MB/s) x 1000 ns */
+    uint64_t cost_ns = (uint64_t)((double)bytes * 1000.0 / sc->bandwidth_mb_per_s);
+    uv_mutex_lock(&st->bw_lock);
+    uint64_t start = st->bw_free_at_ns > now ? st->bw_free_at_ns : now;
+    st->bw_free_at_ns = start + cost_ns;
+    uv_mutex_unlock(&st->bw_lock);
+    if (start + cost_ns > until) until = start + cost_ns;
+  }
+  if (until > now) pb_sleep_until_ns(until);
+}
+
+/* Reads all of fd into buf (capacity cap, a multiple of DIRECT_ALIGN) in block_bytes pieces. */
+static int read_blocks(pb_stage *s, int fd, uint8_t *buf, size_t file_bytes, size_t cap, size_t *got) {
+  size_t block = (size_t)s->cfg->block_bytes, done = 0;
+  if (s->cfg->direct) block = (block + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+  while (done < file_bytes) {
+    size_t want = PB_MIN(block, cap - done);
+    ssize_t n = pread(fd, buf + done, want, (off_t)done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -errno;
+    apply_caps(s, (size_t)n);
+    if (n == 0) break; /* the file shrank since it was listed */
+    done += (size_t)n;
+  }
+  *got = PB_MIN(done, file_bytes);
+  return 0;
+}
+
+static size_t direct_round(size_t bytes) { return (bytes + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN; }
+
+/* Opens and sizes a file; -errno with a readable reason. */
+static int open_file(pb_stage *s, const char *path, size_t *bytes) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | (s->cfg->direct ? O_DIRECT : 0));
+  if (fd < 0) return -errno;
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    int rc = -errno;
+    close(fd);
+    return rc;
+  }
+  *bytes = (size_t)sb.st_size;
+  return fd;
+}
+
+/* ---------- errors ---------- */
+
+/* A file or record that yields no sample still counts as one sample read, and one error. */
+static void read_error(pb_worker *w, uint32_t file_index, const char *message) {
+  pb_elem e = {.nsamples = 1, .file_index = file_index, .batch_id = PB_NO_BATCH};
+  w->ctr.samples_out_total += 1;
+  pb_worker_error(w, &e, pb_engine_file_path(w->stage->engine, file_index), message, false);
+}
+
+static void read_errno(pb_worker *w, uint32_t file_index, int rc, const char *doing) {
+  char msg[200];
+  if (rc == -EINVAL && w->stage->cfg->direct)
+    snprintf(msg, sizeof msg, "%s: O_DIRECT is not supported here (expected a file system with direct I/O, "
+                              "or \"direct\": false)", doing);
+  else
+    snprintf(msg, sizeof msg, "%s: %s", doing, strerror(-rc));
+  read_error(w, file_index, msg);
+}
+
+/* ---------- emitting samples ---------- */
+
+static int emit_sample(pb_worker *w, pb_buf *buf, size_t bytes, uint32_t file_index, uint32_t epoch) {
+  pb_elem e = {.id = atomic_fetch_add(&w->stage->engine->next_sample_id, 1), .batch_id = PB_NO_BATCH,
+               .data = buf->data, .bytes = bytes, .buf = buf, .nsamples = 1, .epoch = epoch,
+               .file_index = file_index};
+  return pb_emit(w, &e);
+}
+
+/* Copies one sample out of the file buffer into its own pooled buffer and hands it on. */
+static int emit_copy(pb_worker *w, const uint8_t *data, size_t bytes, uint32_t file_index, uint32_t epoch) {
+  read_state *st = w->stage->state;
+  pb_buf *b = pb_worker_get_buf(w, &st->pool);
+  if (!b) return -ECANCELED;
+  if (pb_buf_reserve(b, bytes)) {
+    pb_buf_release(b);
+    read_error(w, file_index, "out of memory for a sample");
+    return 0;
+  }
+  memcpy(b->data, data, bytes);
+  return emit_sample(w, b, bytes, file_index, epoch);
+}
+
+static void count_bytes_read(pb_worker *w, size_t bytes) {
+  if (pb_engine_in_window(w->stage->engine, pb_now_ns())) w->ctr.bytes_in += bytes;
+}
+
+/* JPEG files are samples: read straight into the sample's buffer, no copy. */
+static int read_jpeg(pb_worker *w, uint32_t fi, uint32_t epoch) {
+  read_state *st = w->stage->state;
+  const char *path = pb_engine_file_path(w->stage->engine, fi);
+  size_t bytes = 0, got = 0;
+  int fd = open_file(w->stage, path, &bytes);
+  if (fd < 0) return read_errno(w, fi, fd, "cannot open"), 0;
+  pb_buf *b = pb_worker_get_buf(w, &st->pool);
+  int rc = !b ? -ECANCELED : pb_buf_reserve(b, direct_round(bytes ? bytes : 1));
+  if (!rc) rc = read_blocks(w->stage, fd, b->data, bytes, b->capacity_bytes, &got);
+  close(fd);
+  if (rc == -ECANCELED) return rc;
+  if (rc || got == 0) {
+    pb_buf_release(b);
+    return rc ? read_errno(w, fi, rc, "cannot read") : read_error(w, fi, "empty file (expected a JPEG)"), 0;
+  }
+  count_bytes_read(w, got);
+  return emit_sample(w, b, got, fi, epoch);
+}
+
+/* Multi-sample formats: the whole file into the worker's buffer. */
+static int slurp(pb_worker *w, uint32_t fi) {
+  read_worker *rw = w->state;
+  const char *path = pb_engine_file_path(w->stage->engine, fi);
+  size_t bytes = 0;
+  int fd = open_file(w->stage, path, &bytes);
+  if (fd < 0) return fd;
+  size_t need = direct_round(bytes ? bytes : 1);
+  if (rw->file_cap < need) {
+    free(rw->file_buf);
+    rw->file_buf = aligned_alloc(DIRECT_ALIGN, need);
+    rw->file_cap = rw->file_buf ? need : 0;
+  }
+  int rc = rw->file_buf ? read_blocks(w->stage, fd, rw->file_buf, bytes, rw->file_cap, &rw->file_bytes) : -ENOMEM;
+  close(fd);
+  if (!rc) count_bytes_read(w, rw->file_bytes);
+  return rc;
+}
+
+/* ---------- splitting files into samples ---------- */
+
+static size_t samples_per_file(const pb_config *cfg) {
+  return cfg->dataset.generate.present ? (size_t)cfg->dataset.generate.samples_per_file : 1;
+}
+
+/* raw: fixed-size records; a trailing partial record is an error (the file is not what was promised). */
+static int start_raw(pb_worker *w, read_worker *rw) {
+  const pb_dataset_cfg *d = &w->stage->engine->cfg->dataset;
+  size_t rec = (size_t)(d->record_bytes ? d->record_bytes : d->generate.record_bytes);
+  if (!rec) return read_error(w, rw->file_index, "raw format without a record size (expected dataset.record_bytes)"), 0;
+  rw->sample_bytes = rec;
+  rw->nsamples = rw->file_bytes / rec;
+  rw->data = rw->file_buf;
+  if (rw->file_bytes % rec) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "offset %zu: %zu trailing bytes (expected whole records of %zu bytes)",
+             rw->nsamples * rec, rw->file_bytes % rec, rec);
+    read_error(w, rw->file_index, msg);
+  }
+  return 0;
+}
+
+/* npy (and an npz member already in file_buf): the array, split along axis 0 into samples_per_file. */
+static int start_npy(pb_worker *w, read_worker *rw) {
+  pb_npy_info info;
+  pb_err err;
+  const char *path = pb_engine_file_path(w->stage->engine, rw->file_index);
+  if (pb_npy_parse(rw->file_buf, rw->file_bytes, &info, path, &err))
+    return read_error(w, rw->file_index, err.msg), 0;
+  size_t spf = samples_per_file(w->stage->engine->cfg);
+  bool split = spf > 1 && info.ndims >= 1 && (size_t)info.shape[0] == spf && !info.fortran_order;
+  rw->nsamples = split ? spf : 1;
+  rw->sample_bytes = info.data_bytes / rw->nsamples;
+  rw->data = rw->file_buf + info.data_offset_bytes;
+  return 0;
+}
+
+/* npz: the first member, read (CRC-checked by libzip) into the file buffer, then as npy. */
+static int load_npz(pb_worker *w, read_worker *rw) {
+  const char *path = pb_engine_file_path(w->stage->engine, rw->file_index);
+  pb_npz *z = NULL;
+  pb_err err;
+  int n = 0;
+  if (pb_npz_open(path, &z, &err)) return read_error(w, rw->file_index, err.msg), -EBADMSG;
+  const pb_npz_member *m = pb_npz_list(z, &n);
+  int rc = n > 0 ? 0 : -EBADMSG;
+  if (rc) snprintf(err.msg, sizeof err.msg, "%s: no members (expected an array saved with np.savez)", path);
+  if (!rc && rw->file_cap < m[0].bytes) {
+    free(rw->file_buf);
+    rw->file_buf = aligned_alloc(DIRECT_ALIGN, direct_round(m[0].bytes));
+    rw->file_cap = rw->file_buf ? direct_round(m[0].bytes) : 0;
+  }
+  if (!rc) rc = pb_npz_read_member(z, 0, rw->file_buf, rw->file_cap, &err);
+  if (!rc) rw->file_bytes = m[0].bytes;
+  pb_npz_close(z);
+  if (rc) return read_error(w, rw->file_index, err.msg), rc;
+  apply_caps(w->stage, rw->file_bytes);
+  count_bytes_read(w, rw->file_bytes);
+  return 0;
+}
+
+/* Reads a multi-sample file and sets up splitting it; errors are counted, not returned. */
+static void start_file(pb_worker *w, uint32_t fi, uint32_t epoch) {
+  read_worker *rw = w->state;
+  pb_format fmt = w->stage->engine->cfg->dataset.format;
+  *rw = (read_worker){.file_buf = rw->file_buf, .file_cap = rw->file_cap, .file_index = fi, .epoch = epoch};
+  if (fmt == PB_FMT_NPZ) {
+    if (load_npz(w, rw)) return;
+  } else {
+    int rc = slurp(w, fi);
+    if (rc) return read_errno(w, fi, rc, "cannot read");
+  }
+  w->ctr.files_read_total++;
+  rw->pending = true;
+  if (fmt == PB_FMT_RAW) start_raw(w, rw);
+  else if (fmt == PB_FMT_NPY || fmt == PB_FMT_NPZ) start_npy(w, rw);
+  if (fmt != PB_FMT_TFRECORD && rw->nsamples == 0) rw->pending = false;
+}
+
+/* tfrecord: the next record's feature; 1 emitted, 0 file done, -ECANCELED. */
+static int next_record(pb_worker *w, read_worker *rw) {
+  const pb_dataset_cfg *d = &w->stage->engine->cfg->dataset;
+  const char *path = pb_engine_file_path(w->stage->engine, rw->file_index);
+  const uint8_t *rec, *val;
+  size_t rec_bytes, val_bytes, at = rw->offset;
+  pb_err err;
+  int rc = pb_tfrecord_next(rw->file_buf, rw->file_bytes, &rw->offset, &rec, &rec_bytes, path, &err);
+  if (rc <= 0) {
+    if (rc < 0) read_error(w, rw->file_index, err.msg); /* framing is lost: the rest of the file too */
+    rw->pending = false;
+    return 0;
+  }
+  if (pb_example_get_bytes(rec, rec_bytes, d->feature, &val, &val_bytes, path, at, &err))
+    return read_error(w, rw->file_index, err.msg), 0;
+  return emit_copy(w, val, val_bytes, rw->file_index, rw->epoch) < 0 ? -ECANCELED : 1;
+}
+
+static int next_sample(pb_worker *w, read_worker *rw) {
+  if (w->stage->engine->cfg->dataset.format == PB_FMT_TFRECORD) return next_record(w, rw);
+  const uint8_t *p = rw->data + rw->emitted * rw->sample_bytes;
+  if (++rw->emitted == rw->nsamples) rw->pending = false;
+  return emit_copy(w, p, rw->sample_bytes, rw->file_index, rw->epoch) < 0 ? -ECANCELED : 1;
+}
+
+/* Up to max samples (or failed files/records); 0 once every epoch has been read. */
+static int read_produce(pb_worker *w, int max) {
+  read_worker *rw = w->state;
+  bool jpeg = w->stage->engine->cfg->dataset.format == PB_FMT_JPEG;
+  int n = 0;
+  while (n < max && !w->cancelled) {
+    if (rw->pending) {
+      if (next_sample(w, rw) < 0) return -ECANCELED;
+      n++;
+      continue;
+    }
+    uint32_t fi, epoch;
+    if (!claim_file(w->stage, &fi, &epoch)) break;
+    if (!jpeg) {
+      start_file(w, fi, epoch);
+      continue;
+    }
+    w->ctr.files_read_total++;
+    n++;
+    if (read_jpeg(w, fi, epoch) < 0) return -ECANCELED;
+  }
+  return w->cancelled ? -ECANCELED : n;
+}
+
+/* ---------- lifecycle ---------- */
+
+static uint64_t largest_file(const pb_file_list *l) {
+  uint64_t max = 0;
+  for (size_t i = 0; i < l->count; i++) max = PB_MAX(max, l->files[i].bytes);
+  return max;
+}
+
+static uint64_t read_memory(const pb_stage *s) {
+  const pb_engine *e = s->engine;
+  uint64_t pool = (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes;
+  bool jpeg = e->cfg->dataset.format == PB_FMT_JPEG;
+  return pool + (jpeg ? 0 : (uint64_t)s->threads * largest_file(&e->files));
+}
+
+static int read_init(pb_stage *s, pb_err *err) {
+  const pb_engine *e = s->engine;
+  read_state *st = calloc(1, sizeof *st);
+  read_worker *ws = calloc((size_t)s->threads, sizeof *ws);
+  if (!st || !ws || pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, DIRECT_ALIGN)) {
+    free(st);
+    free(ws);
+    return pb_err_set(err, "out of memory for the read stage's buffers"), -ENOMEM;
+  }
+  st->pool_ready = true;
+  uv_mutex_init(&st->order_lock);
+  uv_mutex_init(&st->bw_lock);
+  st->epochs = e->cfg->run.stop == PB_STOP_EPOCHS ? (uint32_t)e->cfg->run.epochs : 0;
+  s->state = st;
+  shuffle_epoch(st, e);
+  for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];
+  return 0;
+}
+
+static void read_cancel(pb_stage *s) {
+  read_state *st = s->state;
+  pb_pool_cancel(&st->pool);
+}
+
+static void read_close(pb_stage *s) {
+  read_state *st = s->state;
+  if (!st) return;
+  for (int k = 0; k < s->threads; k++) {
+    read_worker *rw = s->workers[k].state;
+    if (rw) free(rw->file_buf);
+  }
+  free(s->workers ? s->workers[0].state : NULL);
+  pb_pool_close(&st->pool);
+  pb_file_list_free(&st->order);
+  uv_mutex_destroy(&st->order_lock);
+  uv_mutex_destroy(&st->bw_lock);
+  free(st);
+  s->state = NULL;
+}
+
+const pb_stage_ops pb_stage_read_ops = {
+    .type = "read",
+    .memory_bytes = read_memory,
+    .init = read_init,
+    .produce = read_produce,
+    .cancel = read_cancel,
+    .close = read_close,
+};

@@ -1,0 +1,426 @@
+#include "gen.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "npy.h"
+#include "synth_image.h"
+#include "tfrecord.h"
+
+#define MANIFEST ".pipebench-dataset.json"
+
+/* ---------- the spec and its manifest ---------- */
+
+/* What the files depend on; the manifest stores it so a second gen with the same spec does nothing. */
+static cJSON *spec_json(const pb_config *cfg) {
+  const pb_dataset_cfg *d = &cfg->dataset;
+  const pb_generate_cfg *g = &d->generate;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "format", pb_format_name(d->format));
+  cJSON_AddStringToObject(j, "payload", d->payload == PB_PAYLOAD_JPEG ? "jpeg" : "raw");
+  cJSON_AddStringToObject(j, "feature", d->feature);
+  cJSON_AddNumberToObject(j, "seed", (double)cfg->seed);
+  cJSON_AddNumberToObject(j, "num_files", (double)g->num_files);
+  cJSON_AddNumberToObject(j, "samples_per_file", (double)g->samples_per_file);
+  cJSON_AddNumberToObject(j, "width", (double)g->width);
+  cJSON_AddNumberToObject(j, "height", (double)g->height);
+  cJSON_AddNumberToObject(j, "quality", (double)g->quality);
+  cJSON_AddNumberToObject(j, "record_bytes", (double)g->record_bytes);
+  cJSON_AddNumberToObject(j, "record_bytes_stdev", (double)g->record_bytes_stdev);
+  return j;
+}
+
+static cJSON *read_manifest(const char *dir) {
+  char path[PB_PATH_LEN + 64];
+  snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  static char text[1 << 16];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  cJSON *m = cJSON_Parse(text);
+  cJSON *spec = cJSON_DetachItemFromObject(m, "spec");
+  cJSON_Delete(m);
+  return spec;
+}
+
+static int write_manifest(const char *dir, cJSON *spec, uint64_t files, uint64_t samples, uint64_t bytes) {
+  char path[PB_PATH_LEN + 64];
+  snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+  cJSON *m = cJSON_CreateObject();
+  cJSON_AddStringToObject(m, "written_by", "pipebench " PB_VERSION);
+  cJSON_AddItemReferenceToObject(m, "spec", spec);
+  cJSON_AddNumberToObject(m, "files", (double)files);
+  cJSON_AddNumberToObject(m, "samples", (double)samples);
+  cJSON_AddNumberToObject(m, "bytes", (double)bytes);
+  char *text = cJSON_Print(m);
+  cJSON_Delete(m);
+  FILE *f = fopen(path, "w");
+  int rc = f && text && fputs(text, f) >= 0 ? 0 : -errno;
+  if (f && fclose(f)) rc = -errno;
+  free(text);
+  return rc;
+}
+
+/* Entries in dir other than the manifest (0 when it does not exist). */
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, MANIFEST)) n++;
+  closedir(d);
+  return n;
+}
+
+bool pb_gen_missing(const pb_config *cfg) {
+  const pb_dataset_cfg *d = &cfg->dataset;
+  if (!d->generate.present || d->format == PB_FMT_SYNTHETIC || !d->path[0]) return false;
+  if (d->path[0] == '@' || strpbrk(d->path, "*?[{")) return false;
+  return count_entries(d->path) == 0;
+}
+
+/* ---------- one file's payloads ---------- */
+
+typedef struct gen_job {
+  const pb_config *cfg;
+  _Atomic uint64_t next_file, files_done, bytes_done, samples_done;
+  _Atomic uint64_t min_sample, max_sample;
+  uv_mutex_t err_lock;
+  _Atomic int failed;
+  char error[PB_PATH_LEN + 256];
+} gen_job;
+
+typedef struct gen_worker {
+  gen_job *job;
+  uv_thread_t thread;
+  pb_jpeg_encoder *enc;
+} gen_worker;
+
+static const char *file_name(pb_format f) {
+  switch (f) {
+    case PB_FMT_JPEG: return "img-%08" PRIu64 ".jpg";
+    case PB_FMT_TFRECORD: return "shard-%05" PRIu64 ".tfrecord";
+    case PB_FMT_NPY: return "sample-%08" PRIu64 ".npy";
+    case PB_FMT_NPZ: return "sample-%08" PRIu64 ".npz";
+    default: return "records-%05" PRIu64 ".bin";
+  }
+}
+
+/* Record size of (file, sample): record_bytes, varied by a seeded normal of record_bytes_stdev. */
+static size_t record_size(const pb_config *cfg, uint64_t key) {
+  const pb_generate_cfg *g = &cfg->dataset.generate;
+  if (!g->record_bytes_stdev) return (size_t)g->record_bytes;
+  pb_rng rng;
+  pb_rng_seed(&rng, cfg->seed * 0x9E3779B97F4A7C15ULL + key);
+  double v = pb_rng_normal(&rng, (double)g->record_bytes, (double)g->record_bytes_stdev);
+  return v < 1 ? 1 : (size_t)v;
+}
+
+static uint8_t *random_bytes(const pb_config *cfg, uint64_t key, size_t bytes) {
+  uint8_t *b = malloc(bytes ? bytes : 1);
+  if (!b) return NULL;
+  pb_rng rng;
+  pb_rng_seed(&rng, cfg->seed ^ (key * 0xD1B54A32D192ED03ULL));
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t r = pb_rng_next(&rng);
+    memcpy(b + i, &r, 8);
+  }
+  for (; i < bytes; i++) b[i] = (uint8_t)pb_rng_next(&rng);
+  return b;
+}
+
+/* The payload of sample `index`: a photo-like JPEG, or random bytes.  malloc'd. */
+static int make_payload(gen_worker *gw, uint64_t index, uint64_t size_key, uint8_t **out, size_t *bytes,
+                        pb_err *err) {
+  const pb_config *cfg = gw->job->cfg;
+  const pb_dataset_cfg *d = &cfg->dataset;
+  bool jpeg = d->format == PB_FMT_JPEG || (d->format == PB_FMT_TFRECORD && d->payload == PB_PAYLOAD_JPEG);
+  if (jpeg) {
+    const pb_generate_cfg *g = &d->generate;
+    return pb_synth_jpeg_with(gw->enc, (int)g->width, (int)g->height, (int)g->quality, cfg->seed, index, out,
+                              bytes, err);
+  }
+  *bytes = record_size(cfg, size_key);
+  *out = random_bytes(cfg, index, *bytes);
+  return *out ? 0 : pb_err_set(err, "out of memory for a %zu-byte record", *bytes);
+}
+
+static void note_sample(gen_job *job, size_t bytes) {
+  uint64_t lo = atomic_load(&job->min_sample), hi = atomic_load(&job->max_sample);
+  while (bytes < lo && !atomic_compare_exchange_weak(&job->min_sample, &lo, bytes)) {
+  }
+  while (bytes > hi && !atomic_compare_exchange_weak(&job->max_sample, &hi, bytes)) {
+  }
+  atomic_fetch_add(&job->samples_done, 1);
+}
+
+/* ---------- writers, one file each ---------- */
+
+static int write_all(FILE *f, const void *data, size_t bytes) {
+  return fwrite(data, 1, bytes, f) == bytes ? 0 : -EIO;
+}
+
+static int write_jpeg_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
+  uint8_t *p;
+  size_t n;
+  if (make_payload(gw, file, file, &p, &n, err)) return -EINVAL;
+  int rc = write_all(f, p, n);
+  if (!rc) note_sample(gw->job, n);
+  free(p);
+  return rc;
+}
+
+/* TFRecord shard: samples_per_file tf.train.Example records, the payload under dataset.feature and a
+ * label, as an ImageNet TFRecord would have. */
+static int write_tfrecord_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
+  const pb_config *cfg = gw->job->cfg;
+  uint64_t spf = (uint64_t)cfg->dataset.generate.samples_per_file;
+  int rc = 0;
+  for (uint64_t k = 0; k < spf && !rc; k++) {
+    uint64_t index = file * spf + k;
+    uint8_t *p, *rec = NULL;
+    size_t n;
+    if (make_payload(gw, index, index, &p, &n, err)) return -EINVAL;
+    pb_example_feature feats[2] = {{.name = cfg->dataset.feature, .kind = PB_FEATURE_BYTES, .data = p, .bytes = n},
+                                   {.name = "image/class/label", .kind = PB_FEATURE_INT64, .int64 = (int64_t)(index % 1000)}};
+    size_t rec_bytes = pb_example_encode(feats, 2, &rec);
+    rc = rec_bytes ? pb_tfrecord_write_record(f, rec, rec_bytes) : -ENOMEM;
+    if (!rc) note_sample(gw->job, n);
+    free(rec);
+    free(p);
+  }
+  return rc;
+}
+
+/* raw: samples_per_file fixed-size records back to back. */
+static int write_raw_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
+  const pb_config *cfg = gw->job->cfg;
+  uint64_t spf = (uint64_t)cfg->dataset.generate.samples_per_file;
+  int rc = 0;
+  for (uint64_t k = 0; k < spf && !rc; k++) {
+    size_t n = (size_t)cfg->dataset.generate.record_bytes;
+    uint8_t *p = random_bytes(cfg, file * spf + k, n);
+    rc = p ? write_all(f, p, n) : -ENOMEM;
+    if (!rc) note_sample(gw->job, n);
+    free(p);
+  }
+  return rc;
+}
+
+/* npy/npz: one uint8 array per file, [samples_per_file, record] (or [record] for one sample). */
+static int array_of_file(gen_worker *gw, uint64_t file, uint8_t **data, int64_t shape[2], int *ndims) {
+  const pb_config *cfg = gw->job->cfg;
+  uint64_t spf = (uint64_t)cfg->dataset.generate.samples_per_file;
+  size_t rec = record_size(cfg, file);
+  *ndims = spf > 1 ? 2 : 1;
+  shape[0] = spf > 1 ? (int64_t)spf : (int64_t)rec;
+  shape[1] = (int64_t)rec;
+  *data = random_bytes(cfg, file, rec * spf);
+  for (uint64_t k = 0; *data && k < spf; k++) note_sample(gw->job, rec);
+  return *data ? 0 : -ENOMEM;
+}
+
+static int write_npy_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
+  uint8_t *data;
+  int64_t shape[2];
+  int ndims;
+  if (array_of_file(gw, file, &data, shape, &ndims)) return -ENOMEM;
+  size_t bytes = (size_t)shape[0] * (ndims == 2 ? (size_t)shape[1] : 1);
+  int rc = pb_npy_write(f, "|u1", shape, ndims, data, bytes);
+  free(data);
+  return rc;
+}
+
+static int write_npz_path(gen_worker *gw, uint64_t file, const char *path, pb_err *err) {
+  uint8_t *data;
+  int64_t shape[2];
+  int ndims;
+  if (array_of_file(gw, file, &data, shape, &ndims)) return -ENOMEM;
+  size_t bytes = (size_t)shape[0] * (ndims == 2 ? (size_t)shape[1] : 1);
+  const char *names[1] = {"x"};
+  const void *datas[1] = {data};
+  const int64_t *shapes[1] = {shape};
+  int rc = pb_npz_write(path, names, datas, &bytes, shapes, &ndims, 1, "|u1", err);
+  free(data);
+  return rc;
+}
+
+static int write_file(gen_worker *gw, uint64_t file, const char *tmp, pb_err *err) {
+  pb_format fmt = gw->job->cfg->dataset.format;
+  if (fmt == PB_FMT_NPZ) return write_npz_path(gw, file, tmp, err);
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return -errno;
+  int rc = fmt == PB_FMT_JPEG       ? write_jpeg_file(gw, file, f, err)
+           : fmt == PB_FMT_TFRECORD ? write_tfrecord_file(gw, file, f, err)
+           : fmt == PB_FMT_NPY      ? write_npy_file(gw, file, f, err)
+                                    : write_raw_file(gw, file, f, err);
+  if (fclose(f) && !rc) rc = -errno;
+  return rc;
+}
+
+/* ---------- the workers ---------- */
+
+static void fail_job(gen_job *job, const char *path, int rc, const pb_err *err) {
+  uv_mutex_lock(&job->err_lock);
+  if (!job->failed) {
+    job->failed = 1;
+    if (rc == -EINVAL && err->msg[0])
+      snprintf(job->error, sizeof job->error, "%s", err->msg);
+    else
+      snprintf(job->error, sizeof job->error, "%s: cannot write: %s", path, strerror(rc < 0 ? -rc : EIO));
+  }
+  uv_mutex_unlock(&job->err_lock);
+}
+
+static void gen_worker_main(void *arg) {
+  gen_worker *gw = arg;
+  gen_job *job = gw->job;
+  const pb_dataset_cfg *d = &job->cfg->dataset;
+  for (;;) {
+    uint64_t file = atomic_fetch_add(&job->next_file, 1);
+    if (file >= (uint64_t)d->generate.num_files || job->failed) break;
+    char name[64], final[PB_PATH_LEN + 80], tmp[PB_PATH_LEN + 96];
+    snprintf(name, sizeof name, file_name(d->format), file);
+    snprintf(final, sizeof final, "%s/%s", d->path, name);
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%s", d->path, name); /* a reader never sees half a file */
+    pb_err err = {{0}};
+    int rc = write_file(gw, file, tmp, &err);
+    if (!rc && rename(tmp, final)) rc = -errno;
+    struct stat st;
+    if (rc || stat(final, &st)) {
+      unlink(tmp);
+      fail_job(job, final, rc, &err);
+      break;
+    }
+    atomic_fetch_add(&job->bytes_done, (uint64_t)st.st_size);
+    atomic_fetch_add(&job->files_done, 1);
+  }
+}
+
+/* ---------- pb_gen ---------- */
+
+/* What gen needs from the config beyond validation; exit 2 with one line when it is missing. */
+static int check_generable(const pb_config *cfg) {
+  const pb_dataset_cfg *d = &cfg->dataset;
+  const pb_generate_cfg *g = &d->generate;
+  const char *why = NULL, *path = "dataset.generate";
+  bool jpeg = d->format == PB_FMT_JPEG || (d->format == PB_FMT_TFRECORD && d->payload == PB_PAYLOAD_JPEG);
+  if (!g->present) why = "missing (expected num_files, samples_per_file and image or record_bytes)";
+  else if (d->format == PB_FMT_SYNTHETIC) path = "dataset.format", why = "synthetic data lives in memory (expected a file format to generate)";
+  else if (!d->path[0] || d->path[0] == '@' || strpbrk(d->path, "*?[{")) path = "dataset.path", why = "not a directory (expected a directory to write into, not a glob or @list)";
+  else if (jpeg && !g->has_image) path = "dataset.generate.image", why = "missing (expected width, height and quality for JPEG payloads)";
+  else if (!jpeg && !g->record_bytes) path = "dataset.generate.record_bytes", why = "missing (expected the bytes of each record)";
+  else if (d->format == PB_FMT_RAW && g->record_bytes_stdev) path = "dataset.generate.record_bytes_stdev", why = "raw records are fixed-size (expected 0)";
+  else if (d->format == PB_FMT_JPEG && g->samples_per_file != 1) path = "dataset.generate.samples_per_file", why = "a JPEG file holds one image (expected 1)";
+  if (!why) return 0;
+  fprintf(stderr, "pipebench: %s: %s: %s\n", cfg->file, path, why);
+  return PB_EXIT_USAGE;
+}
+
+static int mkdir_all(const char *path) {
+  char buf[PB_PATH_LEN];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) && errno != EEXIST) return -errno;
+    *p = '/';
+  }
+  return mkdir(buf, 0777) && errno != EEXIST ? -errno : 0;
+}
+
+/* An existing dataset: 1 up to date, 0 go ahead (empty, or --force), or an exit status. */
+static int check_existing(const pb_config *cfg, const pb_gen_opts *opts, cJSON *spec) {
+  cJSON *old = read_manifest(cfg->dataset.path);
+  bool same = old && cJSON_Compare(old, spec, true);
+  cJSON_Delete(old);
+  if (same && !opts->force) return 1;
+  if (count_entries(cfg->dataset.path) == 0 || opts->force) return 0;
+  fprintf(stderr, "pipebench: %s: dataset.path: %s already holds %s (expected an empty directory, or --force to "
+                  "write over it)\n", cfg->file, cfg->dataset.path,
+          old ? "a dataset generated with other settings" : "files pipebench did not write");
+  return PB_EXIT_USAGE;
+}
+
+static void show_progress(const gen_job *job, const pb_config *cfg, double elapsed_s) {
+  fprintf(stderr, "\rpipebench: gen: %" PRIu64 "/%lld files  %.1f MB  %.1f s ", atomic_load(&job->files_done),
+          (long long)cfg->dataset.generate.num_files, (double)atomic_load(&job->bytes_done) / 1e6, elapsed_s);
+  fflush(stderr);
+}
+
+static void run_workers(gen_job *job, const pb_gen_opts *opts) {
+  int n = (int)PB_MIN(PB_MAX(uv_available_parallelism(), 1u), 16u);
+  n = (int)PB_MIN((int64_t)n, job->cfg->dataset.generate.num_files);
+  gen_worker *gw = calloc((size_t)n, sizeof *gw);
+  bool tty = !opts->quiet && isatty(STDERR_FILENO);
+  uint64_t t0 = pb_now_ns(), last = t0;
+  for (int i = 0; gw && i < n; i++) {
+    gw[i].job = job;
+    pb_err err;
+    pb_jpeg_encoder_init(&gw[i].enc, &err);
+    uv_thread_create(&gw[i].thread, gen_worker_main, &gw[i]);
+  }
+  while (gw && atomic_load(&job->files_done) < (uint64_t)job->cfg->dataset.generate.num_files && !job->failed) {
+    /* the workers stop on their own when done or failed */
+    uv_sleep(50);
+    if (tty && pb_now_ns() - last > 500000000u) {
+      last = pb_now_ns();
+      show_progress(job, job->cfg, (double)(last - t0) / 1e9);
+    }
+  }
+  for (int i = 0; gw && i < n; i++) {
+    uv_thread_join(&gw[i].thread);
+    pb_jpeg_encoder_free(gw[i].enc);
+  }
+  if (tty && last != t0) fprintf(stderr, "\r%70s\r", "");
+  free(gw);
+}
+
+int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
+  int rc = check_generable(cfg);
+  if (rc) return rc;
+  cJSON *spec = spec_json(cfg);
+  int existing = check_existing(cfg, opts, spec);
+  if (existing) {
+    if (existing == 1 && !opts->quiet)
+      fprintf(stderr, "pipebench: gen: %s is up to date (same settings); nothing to do\n", cfg->dataset.path);
+    cJSON_Delete(spec);
+    return existing == 1 ? PB_EXIT_OK : existing;
+  }
+  if ((rc = mkdir_all(cfg->dataset.path))) {
+    fprintf(stderr, "pipebench: %s: cannot create the directory: %s\n", cfg->dataset.path, strerror(-rc));
+    cJSON_Delete(spec);
+    return PB_EXIT_RUNTIME;
+  }
+  gen_job job = {.cfg = cfg, .min_sample = UINT64_MAX};
+  uv_mutex_init(&job.err_lock);
+  uint64_t t0 = pb_now_ns();
+  run_workers(&job, opts);
+  double secs = (double)(pb_now_ns() - t0) / 1e9;
+  uint64_t files = atomic_load(&job.files_done), samples = atomic_load(&job.samples_done);
+  uint64_t bytes = atomic_load(&job.bytes_done);
+  if (!job.failed && write_manifest(cfg->dataset.path, spec, files, samples, bytes))
+    snprintf(job.error, sizeof job.error, "%.*s/%s: cannot write", PB_PATH_LEN, cfg->dataset.path, MANIFEST), job.failed = 1;
+  if (job.failed) fprintf(stderr, "pipebench: %s\n", job.error);
+  else if (!opts->quiet)
+    fprintf(stderr,
+            "pipebench: gen: wrote %" PRIu64 " files, %" PRIu64 " samples, %.1f MB to %s in %.1f s "
+            "(sample bytes min %" PRIu64 ", mean %.0f, max %" PRIu64 ")\n",
+            files, samples, (double)bytes / 1e6, cfg->dataset.path, secs, atomic_load(&job.min_sample),
+            samples ? (double)bytes / (double)samples : 0.0, atomic_load(&job.max_sample));
+  uv_mutex_destroy(&job.err_lock);
+  cJSON_Delete(spec);
+  return job.failed ? PB_EXIT_RUNTIME : PB_EXIT_OK;
+}

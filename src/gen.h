@@ -1,0 +1,22 @@
+/* `pipebench gen` (CONTRACT §1): writes the dataset that the config's dataset.generate describes into
+ * dataset.path, in dataset.format, so the real path has files to read and decode. */
+#ifndef PB_GEN_H
+#define PB_GEN_H
+
+#include <stdbool.h>
+
+#include "config.h"
+
+typedef struct pb_gen_opts {
+  bool force;    /* overwrite a dataset written for another spec */
+  bool quiet;    /* no progress, no summary */
+} pb_gen_opts;
+
+/* Returns the process exit status; prints its own errors and summary (stderr). */
+int pb_gen(const pb_config *cfg, const pb_gen_opts *opts);
+
+/* True when the config can generate its dataset and dataset.path holds nothing yet (the first run of a
+ * preset generates it). */
+bool pb_gen_missing(const pb_config *cfg);
+
+#endif

@@ -1,0 +1,404 @@
+/* pb_jpeg_*: decoded pixels equal libjpeg-turbo's own djpeg at every DCT scale (baseline 4:2:0 from the
+ * encoder; 4:4:4, 4:2:2, grayscale and progressive from cjpeg), the size helpers, and bad data - truncated at
+ * every tenth, empty, garbage, header-only, corrupt scan data, above max_pixels - refused cleanly (run under
+ * ASan) without spoiling the decoder for the next image. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "jpeg.h"
+#include "synth_image.h"
+
+typedef struct blob {
+  uint8_t *data;
+  size_t bytes;
+} blob;
+
+static blob synth_jpeg(int w, int h, int quality, uint64_t index) {
+  blob b = {0};
+  pb_err err = {{0}};
+  assert_int_equal(pb_synth_jpeg(w, h, quality, 42, index, &b.data, &b.bytes, &err), 0);
+  return b;
+}
+
+static pb_jpeg_decoder *decoder(void) {
+  pb_jpeg_decoder *dec = NULL;
+  pb_err err = {{0}};
+  assert_int_equal(pb_jpeg_decoder_init(&dec, &err), 0);
+  return dec;
+}
+
+/* ---- files and external tools ---- */
+
+static char tmp_dir[64];
+
+/* Runs a formatted shell command; its exit status as system() gives it. */
+static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int shell(const char *fmt, ...) {
+  char cmd[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof cmd) fail_msg("command too long: %s", fmt);
+  return system(cmd);
+}
+
+static int make_tmp_dir(void **state) {
+  strcpy(tmp_dir, "/tmp/pb-test-jpeg-XXXXXX");
+  return mkdtemp(tmp_dir) ? 0 : -1;
+}
+
+static int remove_tmp_dir(void **state) { return shell("rm -rf '%s'", tmp_dir) == 0 ? 0 : -1; }
+
+/* A path in the test's temporary directory; one static buffer per name the tests use. */
+static const char *tmp_path(const char *name) {
+  static char paths[8][128];
+  static const char *names[8];
+  size_t i = 0;
+  while (i < 8 && names[i] && strcmp(names[i], name) != 0) i++;
+  assert_true(i < 8);
+  names[i] = name;
+  int n = snprintf(paths[i], sizeof paths[i], "%s/%s", tmp_dir, name);
+  assert_true(n > 0 && (size_t)n < sizeof paths[i]);
+  return paths[i];
+}
+
+static void write_file(const char *path, const void *data, size_t bytes) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, bytes, f), bytes);
+  assert_int_equal(fclose(f), 0);
+}
+
+static blob read_file(const char *path) {
+  blob b = {0};
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  b.bytes = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  b.data = malloc(b.bytes ? b.bytes : 1);
+  assert_int_equal(fread(b.data, 1, b.bytes, f), b.bytes);
+  fclose(f);
+  return b;
+}
+
+static int tool_exists(const char *name) { return shell("command -v %s >/dev/null 2>&1", name) == 0; }
+
+/* A binary PPM's header: "P6 <w> <h> 255" and one whitespace byte; returns the payload's offset. */
+static size_t ppm_payload(const blob *ppm, int *w, int *h) {
+  int maxval = 0, used = 0;
+  assert_int_equal(sscanf((const char *)ppm->data, "P6 %d %d %d%n", w, h, &maxval, &used), 3);
+  assert_int_equal(maxval, 255);
+  return (size_t)used + 1;
+}
+
+/* ---- equality with djpeg ---- */
+
+/* Decodes `jpeg_file` with djpeg at 1/denom and with pb_jpeg_decode, and compares every byte. */
+static void assert_same_as_djpeg(pb_jpeg_decoder *dec, const char *jpeg_file, int denom) {
+  const char *ppm_file = tmp_path("djpeg.ppm");
+  int rc = shell("djpeg -rgb -pnm -dct int -scale 1/%d -outfile '%s' '%s'", denom, ppm_file, jpeg_file);
+  if (rc != 0) fail_msg("djpeg on %s exited with %d", jpeg_file, rc);
+  blob ppm = read_file(ppm_file), jpeg = read_file(jpeg_file);
+  int ref_w = 0, ref_h = 0;
+  size_t offset = ppm_payload(&ppm, &ref_w, &ref_h);
+
+  int w = 0, h = 0, sw = 0, sh = 0;
+  pb_err err = {{0}};
+  assert_int_equal(pb_jpeg_header(dec, jpeg.data, jpeg.bytes, &w, &h, &err), 0);
+  size_t need = pb_jpeg_decoded_bytes(w, h, denom);
+  uint8_t *out = malloc(need);
+  rc = pb_jpeg_decode(dec, jpeg.data, jpeg.bytes, denom, 0, out, need, &sw, &sh, &err);
+  if (rc != 0) fail_msg("%s at 1/%d: %s", jpeg_file, denom, err.msg);
+  assert_int_equal(sw, ref_w);
+  assert_int_equal(sh, ref_h);
+  assert_int_equal(need, ppm.bytes - offset);
+  assert_memory_equal(out, ppm.data + offset, need);
+  free(out);
+  free(ppm.data);
+  free(jpeg.data);
+}
+
+/* Writes the synthetic image as PPM and encodes it with cjpeg `options`: layouts our encoder does not write. */
+static const char *cjpeg_file(int w, int h, const char *options, const char *name) {
+  uint8_t *rgb = malloc((size_t)w * h * 3);
+  assert_int_equal(pb_synth_rgb(rgb, w, h, 42, 9), 0);
+  char header[64];
+  int n = snprintf(header, sizeof header, "P6\n%d %d\n255\n", w, h);
+  const char *ppm = tmp_path("in.ppm");
+  FILE *f = fopen(ppm, "wb");
+  assert_non_null(f);
+  fwrite(header, 1, (size_t)n, f);
+  fwrite(rgb, 1, (size_t)w * h * 3, f);
+  fclose(f);
+  free(rgb);
+  const char *out = tmp_path(name);
+  int rc = shell("cjpeg %s -outfile '%s' '%s'", options, out, ppm);
+  if (rc != 0) fail_msg("cjpeg %s exited with %d", options, rc);
+  return out;
+}
+
+static void test_pixels_equal_djpeg_at_every_scale(void **state) {
+  if (!tool_exists("djpeg") || !tool_exists("cjpeg")) skip();
+  pb_jpeg_decoder *dec = decoder();
+  /* 500x375: the dataset's size; 333x251: odd sides, so every scale rounds up (TJSCALED). */
+  const int sizes[][2] = {{500, 375}, {333, 251}};
+  for (size_t k = 0; k < PB_ARRAY_LEN(sizes); k++) {
+    blob b = synth_jpeg(sizes[k][0], sizes[k][1], 90, k);
+    const char *file = tmp_path("synth.jpg");
+    write_file(file, b.data, b.bytes);
+    free(b.data);
+    for (int denom = 1; denom <= 8; denom *= 2) assert_same_as_djpeg(dec, file, denom);
+  }
+  const char *layouts[][2] = {{"-quality 85 -sample 1x1", "444.jpg"},
+                              {"-quality 85 -sample 2x1", "422.jpg"},
+                              {"-quality 85 -grayscale", "gray.jpg"},
+                              {"-quality 85 -progressive", "progressive.jpg"}};
+  for (size_t k = 0; k < PB_ARRAY_LEN(layouts); k++) {
+    const char *file = cjpeg_file(301, 199, layouts[k][0], layouts[k][1]);
+    for (int denom = 1; denom <= 8; denom *= 2) assert_same_as_djpeg(dec, file, denom);
+  }
+  pb_jpeg_decoder_free(dec);
+}
+
+/* ---- sizes and scale choice ---- */
+
+static void test_scaled_sizes_round_up(void **state) {
+  assert_int_equal(pb_jpeg_scaled_dim(333, 1), 333);
+  assert_int_equal(pb_jpeg_scaled_dim(333, 2), 167);
+  assert_int_equal(pb_jpeg_scaled_dim(333, 4), 84);
+  assert_int_equal(pb_jpeg_scaled_dim(333, 8), 42);
+  assert_int_equal(pb_jpeg_scaled_dim(1, 8), 1);
+  assert_int_equal(pb_jpeg_scaled_dim(333, 3), 0);
+  assert_int_equal(pb_jpeg_decoded_bytes(500, 375, 1), 500 * 375 * 3);
+  assert_int_equal(pb_jpeg_decoded_bytes(500, 375, 2), 250 * 188 * 3);
+  assert_int_equal(pb_jpeg_decoded_bytes(500, 375, 5), 0);
+  assert_int_equal(pb_jpeg_decoded_bytes(0, 375, 1), 0);
+}
+
+static void test_auto_scale_keeps_the_crop_size(void **state) {
+  assert_int_equal(pb_jpeg_auto_scale(500, 375, 224), 1);   /* 1/2 would give 188 < 224 */
+  assert_int_equal(pb_jpeg_auto_scale(1000, 750, 224), 2);  /* 375 >= 224; 1/4 gives 188 */
+  assert_int_equal(pb_jpeg_auto_scale(4000, 3000, 224), 8); /* 375 */
+  assert_int_equal(pb_jpeg_auto_scale(3000, 4000, 375), 8); /* portrait: the shorter side counts; exact fit */
+  assert_int_equal(pb_jpeg_auto_scale(3000, 4000, 376), 4);
+  assert_int_equal(pb_jpeg_auto_scale(100, 100, 224), 1); /* already smaller than the crop */
+  assert_int_equal(pb_jpeg_auto_scale(500, 375, 0), 1);   /* no crop to size for */
+  assert_int_equal(pb_jpeg_auto_scale(500, 375, 47), 8);  /* ceil(375 / 8) = 47 */
+  assert_int_equal(pb_jpeg_auto_scale(500, 375, 48), 4);
+}
+
+/* ---- bad data ---- */
+
+static int decode_blob(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int64_t max_pixels, pb_err *err) {
+  size_t cap = 500 * 375 * 3;
+  uint8_t *out = malloc(cap);
+  int w = 0, h = 0;
+  err->msg[0] = '\0';
+  int rc = pb_jpeg_decode(dec, data, bytes, 1, max_pixels, out, cap, &w, &h, err);
+  free(out);
+  return rc;
+}
+
+/* The decoder still decodes a good image exactly after a failure (TurboJPEG's error state is reset). */
+static void assert_decoder_still_good(pb_jpeg_decoder *dec, const blob *good) {
+  pb_err err = {{0}};
+  assert_int_equal(decode_blob(dec, good->data, good->bytes, 0, &err), 0);
+}
+
+static void assert_bad(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, const char *what) {
+  pb_err err = {{0}};
+  int rc = decode_blob(dec, data, bytes, 0, &err);
+  if (rc >= 0) fail_msg("%s: decoded without an error", what);
+  assert_int_equal(rc, -EBADMSG);
+  assert_true(strlen(err.msg) > 10);
+  assert_null(strchr(err.msg, '\n')); /* one line */
+  assert_non_null(strstr(err.msg, "(expected"));
+}
+
+static void test_truncated_files_are_errors(void **state) {
+  pb_jpeg_decoder *dec = decoder();
+  blob good = synth_jpeg(500, 375, 90, 0);
+  for (int tenth = 0; tenth < 10; tenth++) {
+    size_t bytes = good.bytes * (size_t)tenth / 10;
+    uint8_t *copy = malloc(bytes ? bytes : 1); /* an exact-size copy: ASan catches any read past the end */
+    memcpy(copy, good.data, bytes);
+    char what[64];
+    snprintf(what, sizeof what, "prefix of %zu bytes", bytes);
+    assert_bad(dec, copy, bytes, what);
+    assert_decoder_still_good(dec, &good);
+    free(copy);
+  }
+  /* Cut just before the end-of-image marker: all scan data present, only FF D9 missing. */
+  assert_bad(dec, good.data, good.bytes - 2, "no EOI marker");
+  pb_jpeg_decoder_free(dec);
+  free(good.data);
+}
+
+/* Offset of the first byte after the start-of-scan header: everything before it is "header only".  Walks
+ * the marker segments (FF xx, then a 2-byte big-endian length that counts itself) from the SOI. */
+static size_t scan_data_offset(const blob *b) {
+  size_t i = 2;
+  while (i + 3 < b->bytes) {
+    assert_int_equal(b->data[i], 0xFF);
+    size_t end = i + 2 + (size_t)(b->data[i + 2] << 8 | b->data[i + 3]);
+    if (b->data[i + 1] == 0xDA) return end;
+    i = end;
+  }
+  fail_msg("no SOS marker");
+  return 0;
+}
+
+static void test_empty_garbage_and_header_only_are_errors(void **state) {
+  pb_jpeg_decoder *dec = decoder();
+  blob good = synth_jpeg(500, 375, 90, 1);
+  pb_err err = {{0}};
+  assert_int_equal(decode_blob(dec, good.data, 0, 0, &err), -EBADMSG);
+  assert_non_null(strstr(err.msg, "empty"));
+  assert_int_equal(decode_blob(dec, NULL, 0, 0, &err), -EBADMSG);
+
+  uint8_t garbage[4096];
+  pb_rng r;
+  pb_rng_seed(&r, 5);
+  for (size_t i = 0; i < sizeof garbage; i++) garbage[i] = (uint8_t)pb_rng_next(&r);
+  assert_bad(dec, garbage, sizeof garbage, "random bytes");
+  garbage[0] = 0xFF, garbage[1] = 0xD8; /* a JPEG's first marker, then noise */
+  assert_bad(dec, garbage, sizeof garbage, "SOI then random bytes");
+  assert_bad(dec, garbage, 2, "SOI only");
+
+  size_t header = scan_data_offset(&good);
+  uint8_t *copy = malloc(header);
+  memcpy(copy, good.data, header);
+  assert_bad(dec, copy, header, "header only");
+  int w = 0, h = 0; /* the header alone still gives the size */
+  int rc = pb_jpeg_header(dec, copy, header, &w, &h, &err);
+  if (rc != 0) fail_msg("header only: %s", err.msg);
+  assert_int_equal(w, 500);
+  assert_int_equal(h, 375);
+  free(copy);
+  assert_decoder_still_good(dec, &good);
+  pb_jpeg_decoder_free(dec);
+  free(good.data);
+}
+
+/* TurboJPEG 2.1 leaves its handle mid-header after a failed header read; without a reset the next file's
+ * header was parsed from that stale state and failed ("Bogus DAC index"). */
+static void test_decoder_recovers_after_a_broken_header(void **state) {
+  pb_jpeg_decoder *dec = decoder();
+  blob good = synth_jpeg(200, 150, 90, 5);
+  size_t header = scan_data_offset(&good);
+  uint8_t cut[1024];
+  assert_true(header > 40 && header <= sizeof cut);
+  for (size_t bytes = 3; bytes < header; bytes += 7) { /* a header broken at many places */
+    memcpy(cut, good.data, bytes);
+    assert_bad(dec, cut, bytes, "broken header");
+    int w = 0, h = 0;
+    pb_err err = {{0}};
+    int rc = pb_jpeg_header(dec, good.data, header, &w, &h, &err);
+    if (rc != 0) fail_msg("after a header cut at %zu bytes: %s", bytes, err.msg);
+    assert_int_equal(w, 200);
+    assert_decoder_still_good(dec, &good);
+  }
+  pb_jpeg_decoder_free(dec);
+  free(good.data);
+}
+
+static void test_corrupt_scan_data_never_crashes(void **state) {
+  pb_jpeg_decoder *dec = decoder();
+  blob good = synth_jpeg(320, 240, 90, 2);
+  size_t start = scan_data_offset(&good);
+  pb_rng r;
+  pb_rng_seed(&r, 11);
+  int errors = 0;
+  for (int trial = 0; trial < 20; trial++) {
+    blob bad = {malloc(good.bytes), good.bytes};
+    memcpy(bad.data, good.data, good.bytes);
+    for (int k = 0; k < 8; k++) bad.data[start + pb_rng_next(&r) % (good.bytes - start - 2)] = (uint8_t)pb_rng_next(&r);
+    pb_err err = {{0}};
+    errors += decode_blob(dec, bad.data, bad.bytes, 0, &err) < 0; /* either outcome; no crash, no overrun */
+    free(bad.data);
+  }
+  print_message("corrupt scan data: %d of 20 detected as errors\n", errors);
+  assert_decoder_still_good(dec, &good);
+  pb_jpeg_decoder_free(dec);
+  free(good.data);
+}
+
+static void test_max_pixels_is_checked_before_decoding(void **state) {
+  pb_jpeg_decoder *dec = decoder();
+  blob good = synth_jpeg(500, 375, 90, 3);
+  pb_err err = {{0}};
+  assert_int_equal(decode_blob(dec, good.data, good.bytes, 187499, &err), -EFBIG);
+  assert_non_null(strstr(err.msg, "500x375 = 187500 pixels"));
+  assert_non_null(strstr(err.msg, "max_pixels 187499"));
+  assert_int_equal(decode_blob(dec, good.data, good.bytes, 187500, &err), 0); /* the limit itself is allowed */
+  /* Scaling does not get round it: the guard is on the stored image. */
+  int w = 0, h = 0;
+  uint8_t *out = malloc(pb_jpeg_decoded_bytes(500, 375, 8));
+  assert_int_equal(pb_jpeg_decode(dec, good.data, good.bytes, 8, 1000, out, pb_jpeg_decoded_bytes(500, 375, 8), &w,
+                                  &h, &err),
+                   -EFBIG);
+  free(out);
+  pb_jpeg_decoder_free(dec);
+  free(good.data);
+}
+
+static void test_bad_arguments_are_refused(void **state) {
+  pb_jpeg_decoder *dec = decoder();
+  blob good = synth_jpeg(64, 48, 90, 4);
+  uint8_t out[64 * 48 * 3];
+  int w = 0, h = 0;
+  pb_err err = {{0}};
+  assert_int_equal(pb_jpeg_decode(dec, good.data, good.bytes, 3, 0, out, sizeof out, &w, &h, &err), -EINVAL);
+  assert_non_null(strstr(err.msg, "scale 1/3 (expected 1, 1/2, 1/4 or 1/8)"));
+  assert_int_equal(pb_jpeg_decode(dec, good.data, good.bytes, 1, 0, out, sizeof out - 1, &w, &h, &err), -ENOBUFS);
+  assert_non_null(strstr(err.msg, "9216 bytes"));
+  assert_int_equal(pb_jpeg_decode(dec, good.data, good.bytes, 2, 0, out, 32 * 24 * 3, &w, &h, &err), 0);
+  assert_int_equal(w, 32);
+  assert_int_equal(h, 24);
+  pb_jpeg_decoder_free(dec);
+  pb_jpeg_decoder_free(NULL);
+  free(good.data);
+}
+
+static void test_encoder_refuses_bad_input(void **state) {
+  pb_jpeg_encoder *enc = NULL;
+  pb_err err = {{0}};
+  assert_int_equal(pb_jpeg_encoder_init(&enc, &err), 0);
+  uint8_t rgb[12] = {0}, *jpeg = NULL;
+  size_t bytes = 0;
+  assert_int_equal(pb_jpeg_encode_rgb(enc, rgb, 2, 2, 0, &jpeg, &bytes, &err), -EINVAL);
+  assert_int_equal(pb_jpeg_encode_rgb(enc, rgb, 0, 2, 90, &jpeg, &bytes, &err), -EINVAL);
+  assert_int_equal(pb_jpeg_encode_rgb(enc, rgb, 70000, 1, 90, &jpeg, &bytes, &err), -EINVAL);
+  assert_null(jpeg);
+  assert_int_equal(pb_jpeg_encode_rgb(enc, rgb, 2, 2, 90, &jpeg, &bytes, &err), 0);
+  assert_true(bytes > 100 && jpeg[0] == 0xFF && jpeg[1] == 0xD8 && jpeg[bytes - 2] == 0xFF && jpeg[bytes - 1] == 0xD9);
+  free(jpeg);
+  pb_jpeg_encoder_free(enc);
+  pb_jpeg_encoder_free(NULL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pixels_equal_djpeg_at_every_scale),
+      cmocka_unit_test(test_scaled_sizes_round_up),
+      cmocka_unit_test(test_auto_scale_keeps_the_crop_size),
+      cmocka_unit_test(test_truncated_files_are_errors),
+      cmocka_unit_test(test_empty_garbage_and_header_only_are_errors),
+      cmocka_unit_test(test_decoder_recovers_after_a_broken_header),
+      cmocka_unit_test(test_corrupt_scan_data_never_crashes),
+      cmocka_unit_test(test_max_pixels_is_checked_before_decoding),
+      cmocka_unit_test(test_bad_arguments_are_refused),
+      cmocka_unit_test(test_encoder_refuses_bad_input),
+  };
+  return cmocka_run_group_tests(tests, make_tmp_dir, remove_tmp_dir);
+}
