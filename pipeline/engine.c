@@ -306,6 +306,7 @@ void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist) {
     ctr->samples_in_flight += c->samples_in_flight;
     ctr->samples_error_total += c->samples_error_total;
     ctr->files_read_total += c->files_read_total;
+    ctr->samples_replayed_total += c->samples_replayed_total;
     pb_hist_merge(hist, &s->workers[k].hist);
   }
 }

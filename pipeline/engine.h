@@ -61,6 +61,7 @@ typedef struct pb_counters {
   uint64_t bytes_in, bytes_out;
   uint64_t samples_out_total, samples_dropped_total, samples_in_flight, samples_error_total;
   uint64_t files_read_total;
+  uint64_t samples_replayed_total; /* cache: samples handed on again after the first epoch */
 } pb_counters;
 
 #define PB_FIRST_ERRORS 10
@@ -131,6 +132,8 @@ struct pb_engine {
 int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consumers, pb_err *err);
 /* Does this build run every stage cfg needs (synthetic: batch and after)?  -EINVAL with err set. */
 int pb_engine_check(const pb_config *cfg, bool synthetic, pb_err *err);
+/* Epochs the source must make: 1 when a cache stage replays the rest, else run.epochs (0 = endless). */
+uint32_t pb_engine_source_epochs(const pb_engine *e);
 /* Planned buffer bytes, and a "stage N MB, ..." description of the largest users. */
 uint64_t pb_engine_memory_bytes(const pb_engine *e, char *who, size_t who_len);
 /* Allocates queues, pools and per-stage state; then starts every worker thread. */

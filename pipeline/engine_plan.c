@@ -33,6 +33,12 @@ int pb_engine_check(const pb_config *cfg, bool synthetic, pb_err *err) {
   return 0;
 }
 
+uint32_t pb_engine_source_epochs(const pb_engine *e) {
+  for (int i = 1; i < e->nstages; i++)
+    if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_CACHE) return 1;
+  return e->cfg->run.stop == PB_STOP_EPOCHS ? (uint32_t)e->cfg->run.epochs : 0;
+}
+
 /* A stage that hands on the very buffers it received (so they stay out of their pool longer). */
 static bool passes_buffers_through(const pb_stage_cfg *sc) {
   if (!sc) return false;

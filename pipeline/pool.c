@@ -1,5 +1,7 @@
 #include "pool.h"
 
+#define PB_POOL_MIN(a, b) ((a) < (b) ? (a) : (b))
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,17 +39,20 @@ void pb_pool_close(pb_pool *p) {
   uv_mutex_destroy(&p->lock);
 }
 
-int pb_buf_reserve(pb_buf *b, size_t bytes) {
+int pb_buf_grow(pb_buf *b, size_t bytes, size_t keep_bytes) {
   if (b->capacity_bytes >= bytes && b->data) return 0;
   size_t align = b->pool->align;
   size_t rounded = (bytes + align - 1) / align * align; /* aligned_alloc wants a multiple */
   void *data = aligned_alloc(align, rounded ? rounded : align);
   if (!data) return -ENOMEM;
+  if (keep_bytes && b->data) memcpy(data, b->data, PB_POOL_MIN(keep_bytes, b->capacity_bytes));
   free(b->data);
   b->data = data;
   b->capacity_bytes = bytes;
   return 0;
 }
+
+int pb_buf_reserve(pb_buf *b, size_t bytes) { return pb_buf_grow(b, bytes, 0); }
 
 static pb_buf *take_locked(pb_pool *p) {
   pb_buf *b = p->free_list;

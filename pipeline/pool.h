@@ -34,6 +34,8 @@ struct pb_pool {
 int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align);
 /* Makes b hold at least `bytes` (its contents are not kept).  0 or -ENOMEM. */
 int pb_buf_reserve(pb_buf *b, size_t bytes);
+/* The same, keeping the first keep_bytes of its contents. */
+int pb_buf_grow(pb_buf *b, size_t bytes, size_t keep_bytes);
 void pb_pool_close(pb_pool *p);
 /* A free buffer, waiting for one if needed; NULL once the pool is cancelled. */
 pb_buf *pb_pool_get(pb_pool *p);

@@ -23,6 +23,7 @@ typedef struct batch_state {
 
 struct batch_worker {
   pb_buf *cur;
+  uint32_t *sizes;   /* bytes of each sample in the batch (samples may differ in size) */
   size_t used_bytes;
   uint32_t count;
   uint64_t first_id;
@@ -52,7 +53,11 @@ static int batch_init(pb_stage *s, pb_err *err) {
   if (pb_pool_init(&st->pool, pool_buffers(s), st->batch_bytes, 4096) != 0) goto oom;
   st->pool_ready = true;
   uv_mutex_init(&st->merge_lock);
-  for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];
+  for (int k = 0; k < s->threads; k++) {
+    ws[k].sizes = malloc((size_t)s->cfg->size * sizeof *ws[k].sizes);
+    if (!ws[k].sizes) goto oom;
+    s->workers[k].state = &ws[k];
+  }
   s->state = st;
   return 0;
 oom:
@@ -80,11 +85,12 @@ static int emit_batch(pb_worker *w, batch_worker *b) {
 static int batch_process(pb_worker *w, pb_elem *in) {
   batch_state *st = w->stage->state;
   batch_worker *b = w->state;
-  /* Samples are fixed-size in this version; should one not fit, hand on the batch early rather than
-   * lose it. */
-  if (b->cur && b->used_bytes + in->bytes > b->cur->capacity_bytes && emit_batch(w, b) < 0) {
-    pb_worker_abandon(w, in);
-    return -ECANCELED;
+  /* Samples can differ in size (record_bytes_stdev): a batch buffer grows to the largest batch seen,
+   * during warm-up, and is reused from then on. */
+  if (b->cur && b->used_bytes + in->bytes > b->cur->capacity_bytes &&
+      pb_buf_grow(b->cur, (b->used_bytes + in->bytes) * 5 / 4, b->used_bytes)) {
+    pb_worker_error(w, in, NULL, "out of memory for a batch buffer", true);
+    return 0;
   }
   if (!b->cur) {
     b->cur = pb_worker_get_buf(w, &st->pool);
@@ -101,24 +107,24 @@ static int batch_process(pb_worker *w, pb_elem *in) {
     b->first_id = in->id;
     b->epoch = in->epoch;
   }
-  memcpy((char *)b->cur->data + b->used_bytes, in->data, PB_MIN(in->bytes, b->cur->capacity_bytes - b->used_bytes));
+  memcpy((char *)b->cur->data + b->used_bytes, in->data, in->bytes);
   b->used_bytes += in->bytes;
-  b->count++;
+  b->sizes[b->count++] = (uint32_t)in->bytes;
   pb_buf_release(in->buf);
   return b->count == (uint32_t)w->stage->cfg->size ? emit_batch(w, b) : 0;
 }
 
-/* Moves samples from the end of `from` into `to` until `to` is full or `from` is empty.  Samples are
- * fixed-size in this version, so a sample is used_bytes / count bytes. */
-static void move_samples(batch_worker *to, batch_worker *from, uint32_t size) {
-  size_t sample_bytes = from->used_bytes / from->count;
+/* Moves samples from the end of `from` into `to` until `to` is full or `from` is empty. */
+static int move_samples(batch_worker *to, batch_worker *from, uint32_t size) {
   while (from->count && to->count < size) {
-    from->count--;
-    from->used_bytes -= sample_bytes;
-    memcpy((char *)to->cur->data + to->used_bytes, (char *)from->cur->data + from->used_bytes, sample_bytes);
-    to->used_bytes += sample_bytes;
-    to->count++;
+    uint32_t bytes = from->sizes[--from->count];
+    from->used_bytes -= bytes;
+    if (pb_buf_grow(to->cur, to->used_bytes + bytes, to->used_bytes)) return -ENOMEM;
+    memcpy((char *)to->cur->data + to->used_bytes, (char *)from->cur->data + from->used_bytes, bytes);
+    to->used_bytes += bytes;
+    to->sizes[to->count++] = bytes;
   }
+  return 0;
 }
 
 /* The last flush decides the final remainder: hand it on short, or drop it (counted). */
@@ -135,7 +141,7 @@ static int finish_remainder(pb_worker *w, batch_worker *b) {
 static int merge_partial(pb_worker *w, batch_state *st, batch_worker *b) {
   uint32_t size = (uint32_t)w->stage->cfg->size;
   if (b->cur && st->leftover && st->leftover->cur) {
-    move_samples(st->leftover, b, size);
+    if (move_samples(st->leftover, b, size)) return -ENOMEM;
     if (st->leftover->count == size && emit_batch(w, st->leftover) < 0) return -ECANCELED;
     if (b->count == 0) {
       pb_buf_release(b->cur);
@@ -192,7 +198,13 @@ static void batch_close(pb_stage *s) {
     pb_pool_close(&st->pool);
     uv_mutex_destroy(&st->merge_lock);
   }
-  free(s->workers ? s->workers[0].state : NULL);
+  if (s->workers) {
+    for (int k = 0; k < s->threads; k++) {
+      batch_worker *b = s->workers[k].state;
+      if (b) free(b->sizes);
+    }
+    free(s->workers[0].state);
+  }
   free(st);
   s->state = NULL;
 }

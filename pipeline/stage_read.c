@@ -310,7 +310,7 @@ static int next_record(pb_worker *w, read_worker *rw) {
     return 0;
   }
   if (pb_example_get_bytes(rec, rec_bytes, d->feature, &val, &val_bytes, path, at, &err))
-    return read_error(w, rw->file_index, err.msg), 0;
+    return read_error(w, rw->file_index, err.msg), 1;
   return emit_copy(w, val, val_bytes, rw->file_index, rw->epoch) < 0 ? -ECANCELED : 1;
 }
 
@@ -328,8 +328,9 @@ static int read_produce(pb_worker *w, int max) {
   int n = 0;
   while (n < max && !w->cancelled) {
     if (rw->pending) {
-      if (next_sample(w, rw) < 0) return -ECANCELED;
-      n++;
+      int rc = next_sample(w, rw);
+      if (rc < 0) return -ECANCELED;
+      n += rc; /* 0: the file ended (or its record failed, counted as an error) */
       continue;
     }
     uint32_t fi, epoch;
@@ -372,7 +373,7 @@ static int read_init(pb_stage *s, pb_err *err) {
   st->pool_ready = true;
   uv_mutex_init(&st->order_lock);
   uv_mutex_init(&st->bw_lock);
-  st->epochs = e->cfg->run.stop == PB_STOP_EPOCHS ? (uint32_t)e->cfg->run.epochs : 0;
+  st->epochs = pb_engine_source_epochs(e);
   s->state = st;
   shuffle_epoch(st, e);
   for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];

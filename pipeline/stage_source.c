@@ -52,7 +52,8 @@ static int source_init(pb_stage *s, pb_err *err) {
   }
   fill_sample(st->sample, st->sample_bytes, s->sample_shape.dtype, cfg->seed);
   st->epoch_samples = epoch_samples(cfg);
-  if (cfg->run.stop == PB_STOP_EPOCHS) st->limit = st->epoch_samples * (uint64_t)cfg->run.epochs;
+  uint32_t epochs = pb_engine_source_epochs(s->engine);
+  if (epochs) st->limit = st->epoch_samples * epochs; /* endless when the size is unknown (0) */
   s->state = st;
   return 0;
 }

@@ -95,7 +95,7 @@ bool pb_gen_missing(const pb_config *cfg) {
 typedef struct gen_job {
   const pb_config *cfg;
   _Atomic uint64_t next_file, files_done, bytes_done, samples_done;
-  _Atomic uint64_t min_sample, max_sample;
+  _Atomic uint64_t min_sample, max_sample, payload_bytes;
   uv_mutex_t err_lock;
   _Atomic int failed;
   char error[PB_PATH_LEN + 256];
@@ -164,6 +164,7 @@ static void note_sample(gen_job *job, size_t bytes) {
   while (bytes > hi && !atomic_compare_exchange_weak(&job->max_sample, &hi, bytes)) {
   }
   atomic_fetch_add(&job->samples_done, 1);
+  atomic_fetch_add(&job->payload_bytes, bytes);
 }
 
 /* ---------- writers, one file each ---------- */
@@ -419,7 +420,7 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
             "pipebench: gen: wrote %" PRIu64 " files, %" PRIu64 " samples, %.1f MB to %s in %.1f s "
             "(sample bytes min %" PRIu64 ", mean %.0f, max %" PRIu64 ")\n",
             files, samples, (double)bytes / 1e6, cfg->dataset.path, secs, atomic_load(&job.min_sample),
-            samples ? (double)bytes / (double)samples : 0.0, atomic_load(&job.max_sample));
+            samples ? (double)atomic_load(&job.payload_bytes) / (double)samples : 0.0, atomic_load(&job.max_sample));
   uv_mutex_destroy(&job.err_lock);
   cJSON_Delete(spec);
   return job.failed ? PB_EXIT_RUNTIME : PB_EXIT_OK;

@@ -176,8 +176,9 @@ static void fill_accounting(pb_report *r, const pb_run_record *rec) {
     in_flight += c.samples_in_flight;
     r->errors += c.samples_error_total;
     r->samples_dropped += c.samples_dropped_total;
+    r->samples_read += c.samples_replayed_total; /* a cache's replays count as samples yielded */
     if (e->stages[i].is_source) {
-      r->samples_read = c.samples_out_total;
+      r->samples_read += c.samples_out_total;
       r->files_read = c.files_read_total;
     }
     if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_BATCH) r->samples_batched = c.samples_out_total;

@@ -204,11 +204,6 @@ static void test_bad_set_exit_2(void **state) {
   assert_one_error_line(run_pb(args2), 2, "threads");
 }
 
-static void test_unimplemented_stage_is_refused(void **state) {
-  const char *cfg = write_config("cache", BASE_PRE "{\"type\":\"cache\"},{\"type\":\"batch\",\"size\":4}]}");
-  const char *args[] = {"--config", cfg, "--quiet", NULL};
-  assert_one_error_line(run_pb(args), 2, "not implemented");
-}
 
 static void test_memory_limit_refused(void **state) {
   const char *args[] = {"--config", write_config("small", k_small), "--set", "stages.batch.size=100000",
@@ -401,7 +396,6 @@ int main(void) {
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_bad_configs_exit_2),
       cmocka_unit_test(test_bad_set_exit_2),
-      cmocka_unit_test(test_unimplemented_stage_is_refused),
       cmocka_unit_test(test_memory_limit_refused),
       cmocka_unit_test(test_gpu_required_without_gpu),
       cmocka_unit_test(test_validate_prints_resolved_config),

@@ -190,6 +190,39 @@ static void test_multi_device_window(void **state) {
   }
 }
 
+/* shuffle holds `buffer` samples and hands every one on exactly once, in a different order. */
+static void test_shuffle_loses_nothing(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"shuffle\",\"buffer\":100},{\"type\":\"batch\",\"size\":10}",
+                               "\"step_ms\":0", "\"epochs\":2,\"warmup_steps\":0"),
+                           false, 0);
+  assert_int_equal(m->report.samples_read, 2000);
+  assert_int_equal(m->report.samples_consumed, 2000);
+  assert_balanced(&m->report);
+  free_run(m);
+  m = run_config(CFG("{\"type\":\"shuffle\",\"buffer\":500},{\"type\":\"batch\",\"size\":10}",
+                     "\"step_ms\":1", "\"steps\":30,\"warmup_steps\":0"),
+                 false, 0);
+  assert_true(m->report.samples_in_flight >= 500); /* the full shuffle buffer, when stopped */
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
+/* cache: the source makes one epoch, the cache replays the others; replays count as yielded. */
+static void test_cache_replays_epochs(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"cache\"},{\"type\":\"batch\",\"size\":10}", "\"step_ms\":0",
+                               "\"epochs\":3,\"warmup_steps\":0"),
+                           false, 0);
+  pb_counters c;
+  pb_hist *h = malloc(sizeof *h);
+  pb_stage_totals(&m->engine.stages[0], &c, h);
+  free(h);
+  assert_int_equal(c.samples_out_total, 1000); /* the source: one epoch only */
+  assert_int_equal(m->report.samples_read, 3000);
+  assert_int_equal(m->report.samples_consumed, 3000);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
 static void test_step_breakdown_parts(void **state) {
   /* Waited 3 ms (2 ms for the pipeline, then 1 ms of copy), computed 5 ms, 0.5 ms of overhead. */
   pb_step st = {.prev_end_ns = 0, .h2d_start_ns = 2000000, .h2d_end_ns = 3000000, .ready_ns = 3000000,
@@ -223,6 +256,8 @@ int main(void) {
       cmocka_unit_test(test_synthetic_mode_skips_per_sample_stages),
       cmocka_unit_test(test_counters_clip_to_window),
       cmocka_unit_test(test_multi_device_window),
+      cmocka_unit_test(test_shuffle_loses_nothing),
+      cmocka_unit_test(test_cache_replays_epochs),
       cmocka_unit_test(test_step_breakdown_parts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

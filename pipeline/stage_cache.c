@@ -1,0 +1,99 @@
+/* `cache`: tf.data's cache() in memory.  During the first epoch it copies every sample it sees into
+ * memory and hands the sample on; the source upstream then stops after that one epoch
+ * (pb_engine_source_epochs), and at its end of data the cache replays the stored samples for the
+ * remaining epochs (endlessly for a steps or duration run).  Replayed samples point into the cache and
+ * carry no buffer: nothing downstream may write into them (map's flip copies first).  They count as
+ * samples the source yielded, so the accounting still balances (docs/METRICS.md). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+typedef struct cache_state {
+  pb_elem *entries; /* payload copies: data owned by the cache */
+  size_t count, capacity;
+  uint64_t bytes;
+} cache_state;
+
+static uint64_t epoch_samples_estimate(const pb_stage *s) {
+  const pb_engine *e = s->engine;
+  const pb_config *cfg = e->cfg;
+  if (cfg->dataset.format == PB_FMT_SYNTHETIC) return (uint64_t)cfg->dataset.num_samples;
+  uint64_t spf = cfg->dataset.generate.present ? (uint64_t)cfg->dataset.generate.samples_per_file : 1;
+  return (uint64_t)e->files.count * spf;
+}
+
+static uint64_t cache_memory(const pb_stage *s) { return epoch_samples_estimate(s) * s->sample_bytes; }
+
+static int cache_init(pb_stage *s, pb_err *err) {
+  cache_state *st = calloc(1, sizeof *st);
+  if (!st) return pb_err_set(err, "out of memory for the cache"), -ENOMEM;
+  s->state = st;
+  s->workers[0].state = st;
+  return 0;
+}
+
+/* Keeps a copy of a first-epoch sample (the cache grows only during that epoch). */
+static int store(cache_state *st, const pb_elem *in) {
+  if (st->count == st->capacity) {
+    size_t cap = st->capacity ? 2 * st->capacity : 1024;
+    pb_elem *e = realloc(st->entries, cap * sizeof *e);
+    if (!e) return -ENOMEM;
+    st->entries = e;
+    st->capacity = cap;
+  }
+  void *copy = malloc(in->bytes ? in->bytes : 1);
+  if (!copy) return -ENOMEM;
+  memcpy(copy, in->data, in->bytes);
+  pb_elem *e = &st->entries[st->count++];
+  *e = *in;
+  e->data = copy;
+  e->buf = NULL;
+  st->bytes += in->bytes;
+  return 0;
+}
+
+static int cache_process(pb_worker *w, pb_elem *in) {
+  if (store(w->state, in)) {
+    pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index),
+                    "out of memory for the cache (expected a dataset that fits in memory)", true);
+    return 0;
+  }
+  return pb_emit(w, in);
+}
+
+/* End of the first epoch: replay it for the rest of the run. */
+static int cache_flush(pb_worker *w) {
+  cache_state *st = w->state;
+  const pb_config *cfg = w->stage->engine->cfg;
+  uint64_t epochs = cfg->run.stop == PB_STOP_EPOCHS ? (uint64_t)cfg->run.epochs : UINT64_MAX;
+  for (uint64_t epoch = 1; epoch < epochs && st->count && !w->cancelled; epoch++) {
+    for (size_t i = 0; i < st->count; i++) {
+      pb_elem e = st->entries[i];
+      e.id = atomic_fetch_add(&w->stage->engine->next_sample_id, 1);
+      e.epoch = (uint32_t)epoch;
+      w->ctr.samples_replayed_total++;
+      if (pb_emit(w, &e) < 0) return -ECANCELED;
+    }
+  }
+  return 0;
+}
+
+static void cache_close(pb_stage *s) {
+  cache_state *st = s->state;
+  if (!st) return;
+  for (size_t i = 0; i < st->count; i++) free(st->entries[i].data);
+  free(st->entries);
+  free(st);
+  s->state = NULL;
+}
+
+const pb_stage_ops pb_stage_cache_ops = {
+    .type = "cache",
+    .memory_bytes = cache_memory,
+    .init = cache_init,
+    .process = cache_process,
+    .flush = cache_flush,
+    .close = cache_close,
+};
