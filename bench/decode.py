@@ -9,7 +9,7 @@ temporary directory, then measures single-threaded decode rates in images/s at t
                   (count / total seconds per image), from tjbench's "Frame rate: ... fps" lines.
   decoder core    pb_jpeg_decode (pipeline/dataset/jpeg.c) in a tight loop over all the files, one thread, one
                   reused decoder: the ceiling for the decode stage, without the pipeline around it.
-  pipebench       the real decode stage (read + decode, threads 1): NOT WIRED YET - see pipebench_rate().
+  pipebench       the real decode stage: read (1 thread) -> decode (1 thread) -> batch -> emulated device, step 0.
 
 The generator and the decoder-core loop are compiled from the sources into the temporary directory with
 --cc (default cc -O2), so this runs without a build of pipebench.
@@ -23,6 +23,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -160,15 +161,26 @@ def tjbench_rate(files, scale, benchtime, warmup):
 
 
 def pipebench_rate(img_dir, scale, args):
-    """pipebench's own decode stage, single-threaded, on the same files and scaling: TO BE WIRED.
-
-    When `pipebench` reads JPEG datasets, run it here with a config whose stages are
-        read (threads 1) -> decode (threads 1, "scale": "1/N" or "1") -> batch -> prefetch
-    and dataset {"path": img_dir, "format": "jpeg"}, an emulated device with step_ms 0 (so decode is the
-    bottleneck), `--json --no-trace --no-progress`, enough steps for several seconds; return
-    report["throughput"]["samples_per_s"] (check report["bottleneck"]["stage"] == "decode").
-    Issue 3's target: at least 95% of tjbench_rate()."""
-    return None
+    """pipebench's own decode stage, single-threaded, on the same files and scaling: read (1 thread) ->
+    decode (1 thread) -> batch(16) -> prefetch(2) -> emulated device with step 0, so decode is the
+    bottleneck.  Returns (samples/s, the stage the report blames)."""
+    cfg = {"name": "decode-bench", "seed": args.seed,
+           "dataset": {"path": img_dir, "format": "jpeg"},
+           "stages": [{"name": "read", "type": "read", "threads": 1},
+                      {"name": "decode", "type": "decode", "threads": 1, "scale": "1" if scale == 1 else f"1/{scale}"},
+                      {"name": "batch", "type": "batch", "size": 16},
+                      {"name": "prefetch", "type": "prefetch", "depth": 2}],
+           "device": {"kind": "emulated", "step_ms": 0},
+           "run": {"duration_s": args.benchtime, "warmup_steps": 10}}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "decode.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        out = subprocess.run([args.bin, "--config", path, "--json", "--no-trace", "--no-progress", "--quiet",
+                              "--out", os.path.join(tmp, "out")], capture_output=True, text=True, check=True).stdout
+    rep = json.loads(out)
+    assert rep["accounting"]["balanced"] and rep["accounting"]["errors"] == 0, "bad accounting"
+    return rep["throughput"]["samples_per_s"], (rep.get("bottleneck") or {}).get("stage")
 
 
 def main():
@@ -182,6 +194,8 @@ def main():
     ap.add_argument("--cc", default="cc -O2", help="compiler for the helper (default 'cc -O2')")
     ap.add_argument("--keep", metavar="DIR", help="write the images to DIR and keep them")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build-release", "pipebench"), help="pipebench binary")
+    ap.add_argument("--runs", type=int, default=3, help="alternating tjbench/pipebench rounds; medians (default 3)")
     args = ap.parse_args()
     if not shutil.which("tjbench"):
         sys.exit("decode.py: tjbench not found (expected it on PATH: Debian's libjpeg-turbo-progs)")
@@ -194,16 +208,23 @@ def main():
         exe = build_helper(args.cc, work)
         data = generate(exe, img_dir, args.images, args.seed)
         files = [os.path.join(img_dir, f"img_{i:05d}.jpg") for i in range(min(args.tjbench_images, args.images))]
-        tj, tj_each = tjbench_rate(files, scale, args.benchtime, args.warmup)
-        core = run_helper(exe, "decode", img_dir, args.images, scale, args.benchtime)["images_per_s"]
-        # ---- pipebench's decode stage: wire it in pipebench_rate() ----
-        pb = pipebench_rate(img_dir, scale, args)
+        tj_runs, pb_runs, core_runs, blamed = [], [], [], set()
+        for _ in range(args.runs):  # side by side: the same machine state for both, alternating
+            tj, tj_each = tjbench_rate(files, scale, args.benchtime, args.warmup)
+            tj_runs.append(tj)
+            core_runs.append(run_helper(exe, "decode", img_dir, args.images, scale, args.benchtime)["images_per_s"])
+            rate, stage = pipebench_rate(img_dir, scale, args)
+            pb_runs.append(rate)
+            blamed.add(stage)
+        tj, core, pb = statistics.median(tj_runs), statistics.median(core_runs), statistics.median(pb_runs)
     finally:
         shutil.rmtree(work)
 
     result = {"machine": platform.processor() or platform.machine(), "image": f"{WIDTH}x{HEIGHT} q{QUALITY}",
               "scale": args.scale, "dataset": data, "tjbench_images_per_s": tj, "tjbench_each": tj_each,
-              "decoder_core_images_per_s": core, "pipebench_images_per_s": pb}
+              "decoder_core_images_per_s": core, "pipebench_images_per_s": pb,
+              "runs": {"tjbench": tj_runs, "decoder_core": core_runs, "pipebench": pb_runs,
+                       "bottleneck_named": sorted(str(b) for b in blamed)}}
     if args.json:
         print(json.dumps(result, indent=2))
         return
@@ -213,12 +234,14 @@ def main():
           f"{data['gen_ms_per_image']:.2f} ms/image (incl. encoding)")
     print(f"scale {args.scale}, one thread, images/s:")
     row = lambda label, rest: print(f"  {label:<28}{rest}")
-    row(f"tjbench ({len(tj_each)} files)", f"{tj:9.1f}   each: " + " ".join(f"{r:.1f}" for r in tj_each))
+    print(f"medians of {args.runs} alternating rounds of {args.benchtime:g} s each")
+    row(f"tjbench ({len(tj_each)} files)", f"{tj:9.1f}   runs: " + " ".join(f"{r:.1f}" for r in tj_runs))
     row("pb_jpeg_decode core loop", f"{core:9.1f}   {100 * core / tj:.1f}% of tjbench")
     if pb is None:
         row("pipebench decode stage", "(not wired yet: see pipebench_rate() in bench/decode.py)")
     else:
-        row("pipebench decode stage", f"{pb:9.1f}   {100 * pb / tj:.1f}% of tjbench (target >= 95%)")
+        row("pipebench decode stage", f"{pb:9.1f}   {100 * pb / tj:.1f}% of tjbench (target >= 95%)   runs: "
+            + " ".join(f"{r:.1f}" for r in pb_runs) + f"   bottleneck named: {', '.join(sorted(str(b) for b in blamed))}")
 
 
 if __name__ == "__main__":

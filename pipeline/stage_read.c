@@ -177,8 +177,8 @@ static void count_bytes_read(pb_worker *w, size_t bytes) {
   if (pb_engine_in_window(w->stage->engine, pb_now_ns())) w->ctr.bytes_in += bytes;
 }
 
-/* JPEG files are samples: read straight into the sample's buffer, no copy. */
-static int read_jpeg(pb_worker *w, uint32_t fi, uint32_t epoch) {
+/* A file that is one sample (a JPEG, a one-record raw file): read straight into the sample's buffer. */
+static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
   read_state *st = w->stage->state;
   const char *path = pb_engine_file_path(w->stage->engine, fi);
   size_t bytes = 0, got = 0;
@@ -191,7 +191,7 @@ static int read_jpeg(pb_worker *w, uint32_t fi, uint32_t epoch) {
   if (rc == -ECANCELED) return rc;
   if (rc || got == 0) {
     pb_buf_release(b);
-    return rc ? read_errno(w, fi, rc, "cannot read") : read_error(w, fi, "empty file (expected a JPEG)"), 0;
+    return rc ? read_errno(w, fi, rc, "cannot read") : read_error(w, fi, "empty file (expected a sample)"), 0;
   }
   count_bytes_read(w, got);
   return emit_sample(w, b, got, fi, epoch);
@@ -321,10 +321,17 @@ static int next_sample(pb_worker *w, read_worker *rw) {
   return emit_copy(w, p, rw->sample_bytes, rw->file_index, rw->epoch) < 0 ? -ECANCELED : 1;
 }
 
+/* Files read with no copy: JPEGs, and raw files of exactly one record. */
+static bool is_one_sample(const pb_engine *e, uint32_t fi) {
+  const pb_dataset_cfg *d = &e->cfg->dataset;
+  if (d->format == PB_FMT_JPEG) return true;
+  size_t rec = (size_t)(d->record_bytes ? d->record_bytes : d->generate.record_bytes);
+  return d->format == PB_FMT_RAW && rec && e->files.files[fi].bytes == rec;
+}
+
 /* Up to max samples (or failed files/records); 0 once every epoch has been read. */
 static int read_produce(pb_worker *w, int max) {
   read_worker *rw = w->state;
-  bool jpeg = w->stage->engine->cfg->dataset.format == PB_FMT_JPEG;
   int n = 0;
   while (n < max && !w->cancelled) {
     if (rw->pending) {
@@ -335,13 +342,13 @@ static int read_produce(pb_worker *w, int max) {
     }
     uint32_t fi, epoch;
     if (!claim_file(w->stage, &fi, &epoch)) break;
-    if (!jpeg) {
+    if (!is_one_sample(w->stage->engine, fi)) {
       start_file(w, fi, epoch);
       continue;
     }
     w->ctr.files_read_total++;
     n++;
-    if (read_jpeg(w, fi, epoch) < 0) return -ECANCELED;
+    if (read_whole(w, fi, epoch) < 0) return -ECANCELED;
   }
   return w->cancelled ? -ECANCELED : n;
 }
@@ -357,8 +364,8 @@ static uint64_t largest_file(const pb_file_list *l) {
 static uint64_t read_memory(const pb_stage *s) {
   const pb_engine *e = s->engine;
   uint64_t pool = (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes;
-  bool jpeg = e->cfg->dataset.format == PB_FMT_JPEG;
-  return pool + (jpeg ? 0 : (uint64_t)s->threads * largest_file(&e->files));
+  bool whole = e->cfg->dataset.format == PB_FMT_JPEG; /* raw may be either: plan for the file buffer */
+  return pool + (whole ? 0 : (uint64_t)s->threads * largest_file(&e->files));
 }
 
 static int read_init(pb_stage *s, pb_err *err) {

@@ -1,0 +1,924 @@
+/* End-to-end tests of the real-data path (CONTRACT §1-§3): `pipebench gen` writes small datasets into a
+ * temporary directory, and runs read them back (jpeg, tfrecord, npy, npz, raw), with corrupt files mixed
+ * in, the error policies (run.on_error, run.max_errors), O_DIRECT and the read stage's emulation caps.
+ * Every run checks its exit status, exact counts in report.json's accounting, and that the accounting
+ * balances.  Every child is killed after PB_CHILD_TIMEOUT_S seconds (a hang fails the test, it never
+ * blocks the suite).
+ *
+ * Tests marked FAILS assert the correct behaviour of a bug pipebench has at the time of writing; the
+ * comment says what happens instead. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+extern char **environ;
+
+#define PB_CHILD_TIMEOUT_S 60
+
+static char g_tmp[256];
+
+typedef struct result {
+  int status;          /* exit status, or 128 + signal */
+  double wall_s;       /* how long the child ran */
+  char out[1 << 16];   /* stdout */
+  char err[1 << 14];   /* stderr */
+} result;
+
+/* Returns NULL-terminated argument arrays: ARGS("--set", "run.epochs=1"). */
+#define ARGS(...) ((const char *[]){__VA_ARGS__, NULL})
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void read_text(const char *path, char *buf, size_t len) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+  buf[n] = '\0';
+  if (f) fclose(f);
+}
+
+/* Starts pipebench with argv (NULL-terminated, without the program name). */
+static pid_t spawn_pb(const char **args, const char *out_path, const char *err_path) {
+  const char *argv[64] = {PB_BIN};
+  int n = 1;
+  while (args[n - 1] && n < 63) argv[n] = args[n - 1], n++;
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  int rc = posix_spawn(&pid, PB_BIN, &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  assert_int_equal(rc, 0);
+  return pid;
+}
+
+/* Waits for the child; past the timeout it is killed and the test fails (a hang is a bug). */
+static int wait_status_timeout(pid_t pid, double timeout_s, const char *what) {
+  double t0 = now_s();
+  int st;
+  for (;;) {
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
+    if (now_s() - t0 > timeout_s) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      fail_msg("pipebench %s did not finish within %.0f s (killed)", what, timeout_s);
+    }
+    usleep(2000);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static result *run_pb(const char **args) {
+  static result r;
+  char out[300], err[300];
+  snprintf(out, sizeof out, "%s/stdout", g_tmp);
+  snprintf(err, sizeof err, "%s/stderr", g_tmp);
+  double t0 = now_s();
+  pid_t pid = spawn_pb(args, out, err);
+  r.status = wait_status_timeout(pid, PB_CHILD_TIMEOUT_S, args[0]);
+  r.wall_s = now_s() - t0;
+  read_text(out, r.out, sizeof r.out);
+  read_text(err, r.err, sizeof r.err);
+  return &r;
+}
+
+/* A path inside the test's temporary directory. */
+static const char *tmp_path(const char *name) {
+  static char path[8][400];
+  static int next;
+  char *p = path[next++ % 8];
+  snprintf(p, 400, "%s/%s", g_tmp, name);
+  return p;
+}
+
+/* Writes a config; single quotes in the text become double quotes, so the JSON below stays readable.
+ * `%s` in fmt takes the arguments, as in printf (paths hold no quotes). */
+static const char *write_config(const char *name, const char *fmt, ...) {
+  static char path[4][400];
+  static int next;
+  static char json[1 << 14];
+  char *p = path[next++ % 4];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(json, sizeof json, fmt, ap);
+  va_end(ap);
+  for (char *c = json; *c; c++)
+    if (*c == '\'') *c = '"';
+  snprintf(p, 400, "%s/%s.json", g_tmp, name);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs(json, f);
+  fclose(f);
+  return p;
+}
+
+/* Reports loaded by the running test; freed by its teardown, also when an assertion jumped out. */
+static cJSON *g_reports[64];
+static int g_nreports;
+
+static cJSON *load_report(const char *dir) {
+  static char text[1 << 20];
+  char path[500];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  read_text(path, text, sizeof text);
+  cJSON *j = cJSON_Parse(text);
+  if (!j) fail_msg("%s: missing or not JSON", path);
+  if (g_nreports == 64) cJSON_Delete(g_reports[--g_nreports]);
+  g_reports[g_nreports++] = j;
+  return j;
+}
+
+static int free_reports(void **state) {
+  while (g_nreports > 0) cJSON_Delete(g_reports[--g_nreports]);
+  return 0;
+}
+
+static cJSON *at(cJSON *j, const char *dotted) {
+  char buf[200];
+  snprintf(buf, sizeof buf, "%s", dotted);
+  for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && j; k = strtok_r(NULL, ".", &save))
+    j = cJSON_GetObjectItemCaseSensitive(j, k);
+  return j;
+}
+
+static double num(cJSON *j, const char *dotted) {
+  cJSON *v = at(j, dotted);
+  if (!cJSON_IsNumber(v)) fail_msg("%s is not a number", dotted);
+  return v->valuedouble;
+}
+
+static const char *str(cJSON *j, const char *dotted) {
+  cJSON *v = at(j, dotted);
+  if (!cJSON_IsString(v)) fail_msg("%s is not a string", dotted);
+  return v->valuestring;
+}
+
+/* An accounting field equals an exact count. */
+static void expect_count(cJSON *rep, const char *field, double want) {
+  char path[100];
+  snprintf(path, sizeof path, "accounting.%s", field);
+  double got = num(rep, path);
+  if (got != want) fail_msg("%s = %.0f, expected %.0f", path, got, want);
+}
+
+static void assert_accounting_balances(cJSON *rep) {
+  double read = num(rep, "accounting.samples_read"), consumed = num(rep, "accounting.samples_consumed");
+  double dropped = num(rep, "accounting.samples_dropped"), errors = num(rep, "accounting.errors");
+  double in_flight = num(rep, "accounting.samples_in_flight");
+  assert_true(read > 0);
+  if (read != consumed + dropped + errors + in_flight)
+    fail_msg("read %.0f != consumed %.0f + dropped %.0f + errors %.0f + in flight %.0f", read, consumed, dropped,
+             errors, in_flight);
+  assert_true(cJSON_IsTrue(at(rep, "accounting.balanced")));
+}
+
+/* The stage named `name` in report.stages. */
+static cJSON *stage(cJSON *rep, const char *name) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, at(rep, "stages")) {
+    cJSON *n = at(s, "name");
+    if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) return s;
+  }
+  fail_msg("no stage named %s in the report", name);
+  return NULL;
+}
+
+/* Bytes of one sample entering `batch`.  The batch stage is called once per sample and counts calls and
+ * bytes_in together, so their ratio is exact, but only calls inside the measured window count: on a slow
+ * (sanitized) build a tiny run can batch everything before the window opens.  Then the device side gives
+ * the same figure: bytes per second over samples per second of the measured steps (rounded). */
+static double batch_sample_bytes(cJSON *rep) {
+  cJSON *b = stage(rep, "batch");
+  double calls = num(b, "calls");
+  if (calls > 0) return num(b, "bytes_in") / calls;
+  double sps = num(rep, "throughput.samples_per_s"), bps = num(rep, "throughput.bytes_per_s");
+  if (sps <= 0) fail_msg("no batch calls and no measured samples: cannot tell the sample size");
+  return (double)(long long)(bps / sps + 0.5);
+}
+
+/* One line on stderr, "pipebench: ...", containing `what`. */
+static void assert_one_error_line(const result *r, int status, const char *what) {
+  if (r->status != status) fail_msg("exit %d, expected %d; stderr: %s", r->status, status, r->err);
+  assert_int_equal(strncmp(r->err, "pipebench: ", 11), 0);
+  const char *nl = strchr(r->err, '\n');
+  if (!nl || nl[1] != '\0') fail_msg("expected exactly one line on stderr: %s", r->err);
+  if (what && !strstr(r->err, what)) fail_msg("stderr lacks \"%s\": %s", what, r->err);
+}
+
+/* `pipebench run --config cfg --quiet --out <tmp>/out-NAME [extra...]`: exit 0 expected; the report. */
+static cJSON *run_report(const char *cfg, const char *name, const char **extra) {
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-%s", g_tmp, name);
+  const char *args[40] = {"run", "--config", cfg, "--quiet", "--out", dir};
+  int n = 6;
+  for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("run %s: exit %d: %s", name, r->status, r->err);
+  return load_report(dir);
+}
+
+static void gen_ok(const char *cfg) {
+  result *r = run_pb(ARGS("gen", "--config", cfg, "--quiet"));
+  if (r->status != 0) fail_msg("gen --config %s: exit %d: %s", cfg, r->status, r->err);
+}
+
+/* Regular, non-hidden files in dir whose name ends with suffix ("" counts all). */
+static int count_files(const char *dir, const char *suffix) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  size_t sl = strlen(suffix);
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t l = strlen(e->d_name);
+    if (e->d_name[0] == '.' || l < sl || strcmp(e->d_name + l - sl, suffix)) continue;
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* Names, sizes and modification times of everything in dir, sorted: equal snapshots = untouched. */
+static void dir_snapshot(const char *dir, char *buf, size_t len) {
+  struct dirent **names;
+  int n = scandir(dir, &names, NULL, alphasort);
+  assert_true(n >= 0);
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    char path[600];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+    if (stat(path, &st) == 0 && used < len)
+      used += (size_t)snprintf(buf + used, len - used, "%s %lld %lld.%09ld\n", names[i]->d_name,
+                               (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    free(names[i]);
+  }
+  free(names);
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static void write_bytes(const char *path, const void *data, size_t n, bool append) {
+  FILE *f = fopen(path, append ? "ab" : "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, n, f), n);
+  fclose(f);
+}
+
+static size_t slurp(const char *path, uint8_t **data) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  *data = malloc((size_t)n + 1);
+  assert_non_null(*data);
+  assert_int_equal(fread(*data, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  return (size_t)n;
+}
+
+/* ---------- configs ---------- */
+
+/* JPEG: 10 images 64x48; read(2) -> decode(2) -> augment -> batch 4 -> prefetch -> h2d, 2 epochs. */
+static const char *jpeg_config(const char *name, const char *data_dir) {
+  return write_config(
+      name,
+      "{'name':'%s','seed':7,"
+      "'dataset':{'path':'%s','format':'jpeg',"
+      "  'generate':{'num_files':10,'samples_per_file':1,'image':{'width':64,'height':48,'quality':90}}},"
+      "'stages':[{'type':'read','threads':2},{'type':'decode','threads':2},"
+      "  {'name':'augment','type':'map','ops':[{'op':'random_resized_crop','size':32},{'op':'flip','p':0.5},"
+      "    {'op':'normalize','dtype':'float32'},{'op':'to_chw'}]},"
+      "  {'type':'batch','size':4,'drop_remainder':true},{'type':'prefetch','depth':2},{'type':'h2d'}],"
+      "'device':{'kind':'emulated','step_ms':1},'run':{'epochs':2,'warmup_steps':0}}",
+      name, data_dir);
+}
+
+/* A multi-sample format read without decode: read -> batch -> h2d.  `dataset` is the inside of the
+ * dataset object after path. */
+static const char *plain_config(const char *name, const char *data_dir, const char *dataset, const char *read,
+                                int batch, int epochs) {
+  return write_config(name,
+                      "{'name':'%s','seed':7,'dataset':{'path':'%s',%s},"
+                      "'stages':[{'type':'read'%s},{'type':'batch','size':%d,'drop_remainder':true},"
+                      "  {'type':'h2d'}],"
+                      "'device':{'kind':'emulated','step_ms':0.2},'run':{'epochs':%d,'warmup_steps':0}}",
+                      name, data_dir, dataset, read, batch, epochs);
+}
+
+/* ---------- 1. jpeg ---------- */
+
+static void test_jpeg_two_epochs(void **state) {
+  const char *data = tmp_path("jpeg-data");
+  const char *cfg = jpeg_config("jpeg", data);
+  gen_ok(cfg);
+  assert_int_equal(count_files(data, ".jpg"), 10);
+  cJSON *rep = run_report(cfg, "jpeg", NULL);
+  assert_string_equal(str(rep, "data"), "real");
+  expect_count(rep, "files_read", 20);
+  expect_count(rep, "samples_read", 20);
+  expect_count(rep, "samples_decoded", 20);
+  expect_count(rep, "samples_batched", 20);
+  expect_count(rep, "samples_consumed", 20);
+  expect_count(rep, "samples_dropped", 0); /* 20 = 5 x 4 */
+  expect_count(rep, "errors", 0);
+  expect_count(rep, "samples_in_flight", 0);
+  assert_int_equal(cJSON_GetArraySize(at(rep, "accounting.first_errors")), 0);
+  assert_int_equal(num(rep, "steps.count"), 5);
+  assert_true(cJSON_IsFalse(at(rep, "interrupted")));
+  assert_int_equal(batch_sample_bytes(rep), 32 * 32 * 3 * 4); /* [3,32,32] float32 */
+  assert_accounting_balances(rep);
+}
+
+/* ---------- 2. gen: idempotent, refuses to overwrite, --force ---------- */
+
+static void test_gen_idempotent_and_refuses_other_data(void **state) {
+  const char *data = tmp_path("idem-data");
+  const char *cfg = jpeg_config("idem", data);
+  result *r = run_pb(ARGS("gen", "--config", cfg));
+  if (r->status != 0) fail_msg("gen: exit %d: %s", r->status, r->err);
+  assert_int_equal(count_files(data, ".jpg"), 10);
+  static char before[1 << 14], after[1 << 14];
+  dir_snapshot(data, before, sizeof before);
+
+  r = run_pb(ARGS("gen", "--config", cfg)); /* same settings: nothing to do */
+  if (r->status != 0) fail_msg("second gen: exit %d: %s", r->status, r->err);
+  if (!strstr(r->err, "up to date")) fail_msg("second gen does not say up to date: %s", r->err);
+  dir_snapshot(data, after, sizeof after);
+  assert_string_equal(before, after);
+
+  /* other settings over an existing dataset: exit 2, one line naming dataset.path, files untouched */
+  r = run_pb(ARGS("gen", "--config", cfg, "--set", "dataset.generate.num_files=6"));
+  assert_one_error_line(r, 2, "dataset.path");
+  assert_non_null(strstr(r->err, "--force"));
+  dir_snapshot(data, after, sizeof after);
+  assert_string_equal(before, after);
+
+  /* a directory holding files pipebench did not write is refused too */
+  const char *foreign = tmp_path("idem-foreign");
+  assert_int_equal(mkdir(foreign, 0777), 0);
+  char note[500];
+  snprintf(note, sizeof note, "%s/notes.txt", foreign);
+  write_bytes(note, "mine\n", 5, false);
+  char set[500];
+  snprintf(set, sizeof set, "dataset.path=%s", foreign);
+  r = run_pb(ARGS("gen", "--config", cfg, "--set", set));
+  assert_one_error_line(r, 2, "dataset.path");
+  assert_int_equal(count_files(foreign, ""), 1);
+}
+
+static void test_gen_force_rewrites(void **state) {
+  const char *data = tmp_path("force-data");
+  const char *cfg = jpeg_config("force", data);
+  gen_ok(cfg);
+  assert_int_equal(count_files(data, ".jpg"), 10);
+  result *r = run_pb(ARGS("gen", "--config", cfg, "--set", "dataset.generate.num_files=12", "--force"));
+  if (r->status != 0) fail_msg("gen --force: exit %d: %s", r->status, r->err);
+  assert_int_equal(count_files(data, ".jpg"), 12);
+  cJSON *rep = run_report(cfg, "force", ARGS("--set", "dataset.generate.num_files=12", "--set", "run.epochs=1"));
+  expect_count(rep, "files_read", 12);
+  expect_count(rep, "samples_read", 12);
+  assert_accounting_balances(rep);
+}
+
+/* FAILS: gen --force with fewer files rewrites img-0..5 and the manifest (which says 6 files) but leaves
+ * the stale img-00000006..9.jpg in place: the directory still holds 10 images and a run reads 10. */
+static void test_gen_force_fewer_files_leaves_no_stale_files(void **state) {
+  const char *data = tmp_path("shrink-data");
+  const char *cfg = jpeg_config("shrink", data);
+  gen_ok(cfg);
+  assert_int_equal(count_files(data, ".jpg"), 10);
+  result *r = run_pb(ARGS("gen", "--config", cfg, "--set", "dataset.generate.num_files=6", "--force"));
+  if (r->status != 0) fail_msg("gen --force: exit %d: %s", r->status, r->err);
+  int n = count_files(data, ".jpg");
+  if (n != 6) fail_msg("after gen --force with num_files 6 the directory holds %d images (expected 6)", n);
+  cJSON *rep = run_report(cfg, "shrink", ARGS("--set", "dataset.generate.num_files=6", "--set", "run.epochs=1"));
+  expect_count(rep, "files_read", 6);
+}
+
+/* ---------- 3. a run generates a missing dataset first ---------- */
+
+static void test_run_generates_missing_dataset(void **state) {
+  const char *data = tmp_path("auto/nested/data"); /* neither the directory nor its parents exist */
+  const char *cfg = jpeg_config("auto", data);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-auto", g_tmp);
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir));
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  if (!strstr(r->err, "generating")) fail_msg("stderr does not mention generating: %s", r->err);
+  assert_non_null(strstr(r->err, data));
+  assert_int_equal(count_files(data, ".jpg"), 10);
+  cJSON *rep = load_report(dir);
+  expect_count(rep, "files_read", 20);
+  expect_count(rep, "samples_consumed", 20);
+  assert_accounting_balances(rep);
+
+  /* the second run finds the data and does not generate again */
+  r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir));
+  if (r->status != 0) fail_msg("second run: exit %d: %s", r->status, r->err);
+  if (strstr(r->err, "generating")) fail_msg("second run generated again: %s", r->err);
+
+  /* an existing, empty directory counts as missing data */
+  const char *empty = tmp_path("auto-empty");
+  assert_int_equal(mkdir(empty, 0777), 0);
+  cfg = jpeg_config("auto-empty", empty);
+  rep = run_report(cfg, "auto-empty", NULL);
+  assert_int_equal(count_files(empty, ".jpg"), 10);
+  expect_count(rep, "samples_read", 20);
+  assert_accounting_balances(rep);
+}
+
+/* ---------- 4. tfrecord ---------- */
+
+static void test_tfrecord_jpeg_payload(void **state) {
+  const char *data = tmp_path("tfj-data");
+  const char *cfg = write_config(
+      "tfj",
+      "{'name':'tfj','seed':7,'dataset':{'path':'%s','format':'tfrecord','payload':'jpeg',"
+      "  'generate':{'num_files':3,'samples_per_file':4,'image':{'width':64,'height':48}}},"
+      "'stages':[{'type':'read','threads':2},{'type':'decode','threads':2},"
+      "  {'type':'batch','size':4},{'type':'prefetch'},{'type':'h2d'}],"
+      "'device':{'kind':'emulated','step_ms':0.5},'run':{'epochs':2,'warmup_steps':0}}",
+      data);
+  gen_ok(cfg);
+  assert_int_equal(count_files(data, ".tfrecord"), 3);
+  cJSON *rep = run_report(cfg, "tfj", NULL);
+  expect_count(rep, "files_read", 6);
+  expect_count(rep, "samples_read", 24);
+  expect_count(rep, "samples_decoded", 24);
+  expect_count(rep, "samples_consumed", 24);
+  expect_count(rep, "samples_dropped", 0);
+  expect_count(rep, "errors", 0);
+  assert_int_equal(num(rep, "steps.count"), 6);
+  assert_int_equal(batch_sample_bytes(rep), 48 * 64 * 3); /* the decoded image */
+  assert_accounting_balances(rep);
+}
+
+static const char *tfr_raw_config(const char *name, const char *data, int epochs) {
+  return plain_config(name, data,
+                      "'format':'tfrecord','payload':'raw',"
+                      "'generate':{'num_files':3,'samples_per_file':8,'record_bytes':256}",
+                      ",'threads':2", 4, epochs);
+}
+
+static void test_tfrecord_raw_payload(void **state) {
+  const char *data = tmp_path("tfr-data");
+  const char *cfg = tfr_raw_config("tfr", data, 2);
+  gen_ok(cfg);
+  assert_int_equal(count_files(data, ".tfrecord"), 3);
+  cJSON *rep = run_report(cfg, "tfr", NULL);
+  expect_count(rep, "files_read", 6);
+  expect_count(rep, "samples_read", 48);
+  expect_count(rep, "samples_decoded", 0);
+  expect_count(rep, "samples_consumed", 48);
+  expect_count(rep, "samples_dropped", 0);
+  expect_count(rep, "errors", 0);
+  assert_int_equal(num(rep, "steps.count"), 12);
+  assert_int_equal(batch_sample_bytes(rep), 256);
+  assert_accounting_balances(rep);
+
+  /* dataset.feature naming a feature the Examples lack: every record is an error naming its file */
+  rep = run_report(cfg, "tfr-feature", ARGS("--set", "dataset.feature=image/other", "--set", "run.epochs=1"));
+  expect_count(rep, "samples_read", 24);
+  expect_count(rep, "errors", 24);
+  expect_count(rep, "samples_consumed", 0);
+  cJSON *e0 = cJSON_GetArrayItem(at(rep, "accounting.first_errors"), 0);
+  assert_non_null(e0);
+  assert_non_null(strstr(str(e0, "file"), ".tfrecord"));
+  assert_non_null(strstr(str(e0, "message"), "image/other"));
+  assert_accounting_balances(rep);
+}
+
+/* ---------- 5. npy, npz ---------- */
+
+static void npy_like(const char *format) {
+  char name[32], dataset[300];
+  snprintf(name, sizeof name, "%s", format);
+  const char *data = tmp_path(format);
+  snprintf(dataset, sizeof dataset,
+           "'format':'%s','generate':{'num_files':3,'samples_per_file':4,'record_bytes':128}", format);
+  const char *cfg = plain_config(name, data, dataset, "", 4, 2);
+  gen_ok(cfg);
+  char suffix[8];
+  snprintf(suffix, sizeof suffix, ".%s", format);
+  assert_int_equal(count_files(data, suffix), 3);
+  cJSON *rep = run_report(cfg, name, NULL);
+  expect_count(rep, "files_read", 6);
+  expect_count(rep, "samples_read", 24); /* 12 per epoch */
+  expect_count(rep, "samples_consumed", 24);
+  expect_count(rep, "samples_dropped", 0);
+  expect_count(rep, "errors", 0);
+  assert_int_equal(num(rep, "steps.count"), 6);
+  assert_int_equal(batch_sample_bytes(rep), 128); /* one row of the [4,128] array */
+  assert_accounting_balances(rep);
+}
+
+static void test_npy(void **state) { npy_like("npy"); }
+static void test_npz(void **state) { npy_like("npz"); }
+
+/* FAILS (intermittently per run, so the run is repeated up to 30 times): with warmup_steps 0 the measured
+ * window opens when the device thread starts, which is after the pipeline has started, so work done in
+ * between is missing from the per-stage counters.  On this tiny dataset the read stage often reports
+ * "calls": 0 and "bytes_out": 0 although it read all 24 samples (in about 1 run in 5 inside this suite,
+ * 3 in 5 alone); its bytes_out (counted by a chunk's first emit time) can also disagree with its calls
+ * (counted by the call's end time).  METRICS.md: the measured window starts "at the start of the run
+ * when warmup_steps is 0". */
+static void test_warmup0_read_stage_counts_whole_run(void **state) {
+  const char *data = tmp_path("npy0-data");
+  const char *cfg = plain_config("npy0", data,
+                                 "'format':'npy','generate':{'num_files':3,'samples_per_file':4,'record_bytes':128}",
+                                 "", 4, 2);
+  gen_ok(cfg);
+  for (int i = 0; i < 30; i++) {
+    cJSON *rep = run_report(cfg, "npy0", NULL);
+    expect_count(rep, "samples_read", 24);
+    cJSON *read = stage(rep, "read");
+    double calls = num(read, "calls"), bytes_out = num(read, "bytes_out");
+    if (calls != 24 || bytes_out != 24 * 128)
+      fail_msg("run %d: read stage calls %.0f, bytes_out %.0f (expected 24 calls and %d bytes: the whole run)",
+               i + 1, calls, bytes_out, 24 * 128);
+  }
+}
+
+/* ---------- 6. raw ---------- */
+
+static void test_raw_and_trailing_partial_record(void **state) {
+  const char *data = tmp_path("raw-data");
+  const char *cfg = plain_config("raw", data, "'format':'raw','generate':{'num_files':3,'samples_per_file':5,"
+                                              "'record_bytes':100}",
+                                 ",'threads':2", 5, 2);
+  gen_ok(cfg);
+  assert_int_equal(count_files(data, ".bin"), 3);
+  cJSON *rep = run_report(cfg, "raw", NULL);
+  expect_count(rep, "files_read", 6);
+  expect_count(rep, "samples_read", 30);
+  expect_count(rep, "samples_consumed", 30);
+  expect_count(rep, "samples_dropped", 0);
+  expect_count(rep, "errors", 0);
+  assert_int_equal(num(rep, "steps.count"), 6);
+  assert_int_equal(batch_sample_bytes(rep), 100);
+  assert_accounting_balances(rep);
+
+  /* 7 bytes more in one file: its 5 records still count, the partial one is an error (per epoch) */
+  char bad[500];
+  snprintf(bad, sizeof bad, "%s/records-00001.bin", data);
+  write_bytes(bad, "ABCDEFG", 7, true);
+  rep = run_report(cfg, "raw-trailing", NULL);
+  expect_count(rep, "files_read", 6);
+  expect_count(rep, "samples_read", 32);
+  expect_count(rep, "errors", 2);
+  assert_int_equal(num(rep, "accounting.samples_consumed") + num(rep, "accounting.samples_dropped"), 30);
+  cJSON *errs = at(rep, "accounting.first_errors");
+  assert_int_equal(cJSON_GetArraySize(errs), 2);
+  cJSON *e;
+  cJSON_ArrayForEach(e, errs) {
+    assert_string_equal(str(e, "file"), bad);
+    assert_non_null(strstr(str(e, "message"), "offset 500"));
+    assert_non_null(strstr(str(e, "message"), "7 trailing bytes"));
+  }
+  assert_accounting_balances(rep);
+}
+
+/* ---------- 7. bad JPEGs ---------- */
+
+static const char *bad_jpeg_dir(char paths[3][400]) {
+  const char *data = tmp_path("badjpeg-data");
+  const char *cfg = jpeg_config("badjpeg", data);
+  gen_ok(cfg);
+  snprintf(paths[0], 400, "%s/img-bad-empty.jpg", data);
+  snprintf(paths[1], 400, "%s/img-bad-truncated.jpg", data);
+  snprintf(paths[2], 400, "%s/img-bad-random.jpg", data);
+  write_bytes(paths[0], "", 0, false);
+  char good[500];
+  snprintf(good, sizeof good, "%s/img-00000000.jpg", data);
+  uint8_t *jpeg;
+  size_t n = slurp(good, &jpeg);
+  write_bytes(paths[1], jpeg, n / 3, false); /* header intact, the scan cut short */
+  free(jpeg);
+  uint8_t noise[3000];
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  for (size_t i = 0; i < sizeof noise; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    noise[i] = (uint8_t)(x >> 24);
+  }
+  noise[0] = 0x00; /* certainly not FF D8 */
+  write_bytes(paths[2], noise, sizeof noise, false);
+  return cfg;
+}
+
+static bool names_one_of(const char *text, char paths[3][400]) {
+  for (int i = 0; i < 3; i++)
+    if (strstr(text, paths[i])) return true;
+  return false;
+}
+
+static void test_bad_jpegs_skip_fail_and_max_errors(void **state) {
+  char paths[3][400];
+  const char *cfg = bad_jpeg_dir(paths);
+
+  /* skip (the default): 3 errors per epoch, the 10 good images go through */
+  cJSON *rep = run_report(cfg, "badjpeg-skip", NULL);
+  expect_count(rep, "files_read", 26);
+  expect_count(rep, "samples_read", 26);
+  expect_count(rep, "errors", 6);
+  expect_count(rep, "samples_decoded", 20);
+  expect_count(rep, "samples_consumed", 20);
+  expect_count(rep, "samples_dropped", 0);
+  cJSON *errs = at(rep, "accounting.first_errors");
+  assert_int_equal(cJSON_GetArraySize(errs), 6);
+  int seen[3] = {0};
+  cJSON *e;
+  cJSON_ArrayForEach(e, errs) {
+    const char *file = str(e, "file");
+    int which = -1;
+    for (int i = 0; i < 3; i++)
+      if (strcmp(file, paths[i]) == 0) which = i;
+    if (which < 0) fail_msg("first_errors names %s, not one of the bad files", file);
+    seen[which]++;
+    assert_true(strlen(str(e, "message")) > 0);
+  }
+  assert_int_equal(seen[0], 2);
+  assert_int_equal(seen[1], 2);
+  assert_int_equal(seen[2], 2);
+  assert_accounting_balances(rep);
+
+  /* fail: exit 1, one line naming a bad file; the report is still written and balances */
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-badjpeg-fail", g_tmp);
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", "run.on_error=fail"));
+  assert_one_error_line(r, 1, NULL);
+  if (!names_one_of(r->err, paths)) fail_msg("the error line names none of the bad files: %s", r->err);
+  rep = load_report(dir);
+  assert_true(num(rep, "accounting.errors") >= 1);
+  assert_accounting_balances(rep);
+
+  /* max_errors 1: the second error stops the run with exit 1 */
+  snprintf(dir, sizeof dir, "%s/out-badjpeg-max1", g_tmp);
+  r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", "run.max_errors=1"));
+  assert_one_error_line(r, 1, NULL);
+  if (!names_one_of(r->err, paths)) fail_msg("the error line names none of the bad files: %s", r->err);
+  rep = load_report(dir);
+  assert_true(num(rep, "accounting.errors") >= 2);
+  assert_accounting_balances(rep);
+
+  /* max_errors 6 = exactly the errors of the run: not more than N, so it succeeds */
+  rep = run_report(cfg, "badjpeg-max6", ARGS("--set", "run.max_errors=6"));
+  expect_count(rep, "errors", 6);
+}
+
+/* on_error fail stops a long run early instead of running it to the end. */
+static void test_on_error_fail_stops_early(void **state) {
+  char paths[3][400];
+  const char *cfg = bad_jpeg_dir(paths);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-badjpeg-long", g_tmp);
+  /* 200 epochs of 26 files, 6 steps of 2 ms each per epoch: 2.4 s of device time if it ran to the end */
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", "run.on_error=fail", "--set",
+                          "run.epochs=200", "--set", "device.step_ms=2"));
+  assert_one_error_line(r, 1, NULL);
+  if (!names_one_of(r->err, paths)) fail_msg("the error line names none of the bad files: %s", r->err);
+  cJSON *rep = load_report(dir);
+  double read = num(rep, "accounting.samples_read");
+  if (read >= 200 * 26) fail_msg("the run read all %.0f samples although the first error should stop it", read);
+  assert_accounting_balances(rep);
+}
+
+/* ---------- 8. corrupt TFRecord ---------- */
+
+static uint64_t le64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+/* FAILS: after a record whose data CRC is wrong (its length and length CRC are fine, so the framing is
+ * intact) the reader abandons the rest of the shard: records 3..8 of that shard are neither read nor
+ * counted as errors (samples_read 18 instead of 24, with "balanced": true). */
+static void test_corrupt_tfrecord_crc(void **state) {
+  const char *data = tmp_path("tfc-data");
+  const char *cfg = tfr_raw_config("tfc", data, 1);
+  gen_ok(cfg);
+  char shard[500];
+  snprintf(shard, sizeof shard, "%s/shard-00001.tfrecord", data);
+  uint8_t *b;
+  size_t n = slurp(shard, &b);
+  size_t len1 = (size_t)le64(b), second = 8 + 4 + len1 + 4; /* length, its crc, data, data crc */
+  assert_true(second + 12 < n);
+  size_t len2 = (size_t)le64(b + second), crc2 = second + 12 + len2;
+  assert_true(crc2 + 4 <= n);
+  b[crc2] ^= 0x5A;
+  write_bytes(shard, b, n, false);
+  free(b);
+
+  cJSON *rep = run_report(cfg, "tfc", NULL);
+  expect_count(rep, "errors", 1);
+  cJSON *e0 = cJSON_GetArrayItem(at(rep, "accounting.first_errors"), 0);
+  assert_non_null(e0);
+  assert_string_equal(str(e0, "file"), shard);
+  char offset[64];
+  snprintf(offset, sizeof offset, "offset %zu", second);
+  if (!strstr(str(e0, "message"), offset)) fail_msg("message lacks \"%s\": %s", offset, str(e0, "message"));
+  assert_accounting_balances(rep);
+  /* the other 23 records of the epoch still count */
+  expect_count(rep, "files_read", 3);
+  expect_count(rep, "samples_read", 24);
+  assert_int_equal(num(rep, "accounting.samples_consumed") + num(rep, "accounting.samples_dropped"), 23);
+}
+
+/* ---------- 9. a dataset path that does not exist ---------- */
+
+static void test_missing_dataset_path(void **state) {
+  const char *missing = tmp_path("no/such/dir");
+  const char *cfg = write_config(
+      "missing",
+      "{'name':'missing','dataset':{'path':'%s','format':'jpeg'},"
+      "'stages':[{'type':'read'},{'type':'decode'},{'type':'map','ops':[{'op':'center_crop','size':32}]},"
+      "  {'type':'batch','size':4},{'type':'h2d'}],"
+      "'device':{'kind':'emulated','step_ms':1},'run':{'steps':3,'warmup_steps':0}}",
+      missing);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-missing", g_tmp);
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir));
+  /* exit 2 (the binary treats it as a config error; 1 would be defensible too, as an I/O failure) */
+  assert_one_error_line(r, 2, "dataset.path");
+  assert_non_null(strstr(r->err, missing));
+  assert_non_null(strstr(r->err, cfg));
+  assert_false(exists(missing)); /* nothing generated, nothing created */
+}
+
+/* ---------- 10. --data synthetic never touches the dataset ---------- */
+
+static void test_synthetic_skips_dataset(void **state) {
+  const char *missing = tmp_path("synthetic-never-made");
+  const char *cfg = jpeg_config("synth", missing);
+  cJSON *rep = run_report(cfg, "synth", ARGS("--data", "synthetic"));
+  assert_false(exists(missing)); /* not read, not generated */
+  assert_string_equal(str(rep, "data"), "synthetic");
+  const char *skipped[] = {"read", "decode", "augment"};
+  for (int i = 0; i < 3; i++) {
+    cJSON *s = stage(rep, skipped[i]);
+    if (!cJSON_IsTrue(at(s, "skipped"))) fail_msg("stage %s is not reported skipped", skipped[i]);
+    assert_true(cJSON_IsNull(at(s, "calls")));
+  }
+  assert_false(cJSON_IsTrue(at(stage(rep, "batch"), "skipped")));
+  expect_count(rep, "files_read", 0);
+  expect_count(rep, "samples_read", 20); /* the epoch size comes from dataset.generate */
+  expect_count(rep, "samples_consumed", 20);
+  expect_count(rep, "errors", 0);
+  assert_int_equal(batch_sample_bytes(rep), 32 * 32 * 3 * 4); /* what augment would emit */
+  assert_accounting_balances(rep);
+}
+
+/* ---------- 11. O_DIRECT ---------- */
+
+/* Either the file system takes O_DIRECT and the counts are exact, or every file is an error whose
+ * message mentions O_DIRECT; never a crash. */
+static void expect_direct(cJSON *rep, double samples, double files) {
+  double errors = num(rep, "accounting.errors");
+  if (errors == 0) {
+    expect_count(rep, "files_read", files);
+    expect_count(rep, "samples_read", samples);
+    expect_count(rep, "samples_consumed", samples);
+  } else {
+    cJSON *e;
+    cJSON_ArrayForEach(e, at(rep, "accounting.first_errors")) {
+      if (!strstr(str(e, "message"), "O_DIRECT"))
+        fail_msg("a direct-I/O error that does not mention O_DIRECT: %s: %s", str(e, "file"), str(e, "message"));
+    }
+    assert_true(cJSON_GetArraySize(at(rep, "accounting.first_errors")) > 0);
+  }
+  assert_accounting_balances(rep);
+}
+
+static void test_direct_io(void **state) {
+  const char *data = tmp_path("direct-jpeg");
+  const char *cfg = jpeg_config("direct-jpeg", data);
+  gen_ok(cfg);
+  cJSON *rep = run_report(cfg, "direct-jpeg", ARGS("--set", "stages.read.direct=true"));
+  expect_direct(rep, 20, 20);
+
+  /* multi-sample files read in several blocks: block_bytes 1000 is rounded up to the 4096 alignment */
+  data = tmp_path("direct-raw");
+  cfg = plain_config("direct-raw", data,
+                     "'format':'raw','generate':{'num_files':3,'samples_per_file':5,'record_bytes':3000}",
+                     ",'threads':2,'direct':true,'block_bytes':1000", 5, 2);
+  gen_ok(cfg);
+  rep = run_report(cfg, "direct-raw", NULL);
+  expect_direct(rep, 30, 6);
+  if (num(rep, "accounting.errors") == 0) assert_int_equal(batch_sample_bytes(rep), 3000);
+}
+
+/* ---------- 12. the read stage's emulation caps ---------- */
+
+static void test_read_latency_cap(void **state) {
+  const char *data = tmp_path("latency-data");
+  const char *cfg = plain_config("latency", data,
+                                 "'format':'raw','generate':{'num_files':20,'samples_per_file':1,'record_bytes':64}",
+                                 ",'threads':1,'latency_us':2000", 4, 1);
+  gen_ok(cfg);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-latency", g_tmp);
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir));
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  expect_count(rep, "samples_read", 20);
+  expect_count(rep, "samples_consumed", 20);
+  cJSON *read = stage(rep, "read");
+  assert_true(num(read, "calls") > 0);
+  double mean = num(read, "mean_us");
+  if (mean < 2000) fail_msg("read mean_us %.1f < latency_us 2000", mean);
+  if (mean > 200000) fail_msg("read mean_us %.1f: far more than the 2000 us asked for", mean);
+  if (r->wall_s < 20 * 0.002) fail_msg("20 reads of 2 ms on one thread took %.3f s", r->wall_s);
+  assert_accounting_balances(rep);
+}
+
+static void test_read_bandwidth_cap(void **state) {
+  const char *data = tmp_path("bandwidth-data");
+  /* 20 files of 10,000 bytes = 0.2 MB at 1 MB/s for the whole stage (2 threads): about 0.2 s */
+  const char *cfg = plain_config("bandwidth", data,
+                                 "'format':'raw','generate':{'num_files':20,'samples_per_file':1,"
+                                 "'record_bytes':10000}",
+                                 ",'threads':2,'bandwidth_mb_per_s':1", 4, 1);
+  gen_ok(cfg);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-bandwidth", g_tmp);
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir));
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  expect_count(rep, "samples_read", 20);
+  expect_count(rep, "samples_consumed", 20);
+  if (r->wall_s < 0.15) fail_msg("0.2 MB at 1 MB/s took only %.3f s", r->wall_s);
+  double measured = num(rep, "measured_s");
+  if (measured < 0.12) fail_msg("measured_s %.3f for 0.2 MB at 1 MB/s", measured);
+  if (r->wall_s > 30) fail_msg("0.2 MB at 1 MB/s took %.1f s", r->wall_s);
+  assert_accounting_balances(rep);
+}
+
+/* ---------- fixture ---------- */
+
+static int make_tmp(void **state) {
+  snprintf(g_tmp, sizeof g_tmp, "/tmp/pipebench-e2e-data-XXXXXX");
+  return mkdtemp(g_tmp) ? 0 : -1;
+}
+
+static int remove_tmp(void **state) {
+  if (getenv("PB_E2E_KEEP")) return fprintf(stderr, "kept %s\n", g_tmp), 0;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_jpeg_two_epochs, free_reports),
+      cmocka_unit_test_teardown(test_gen_idempotent_and_refuses_other_data, free_reports),
+      cmocka_unit_test_teardown(test_gen_force_rewrites, free_reports),
+      cmocka_unit_test_teardown(test_gen_force_fewer_files_leaves_no_stale_files, free_reports),
+      cmocka_unit_test_teardown(test_run_generates_missing_dataset, free_reports),
+      cmocka_unit_test_teardown(test_tfrecord_jpeg_payload, free_reports),
+      cmocka_unit_test_teardown(test_tfrecord_raw_payload, free_reports),
+      cmocka_unit_test_teardown(test_npy, free_reports),
+      cmocka_unit_test_teardown(test_npz, free_reports),
+      cmocka_unit_test_teardown(test_warmup0_read_stage_counts_whole_run, free_reports),
+      cmocka_unit_test_teardown(test_raw_and_trailing_partial_record, free_reports),
+      cmocka_unit_test_teardown(test_bad_jpegs_skip_fail_and_max_errors, free_reports),
+      cmocka_unit_test_teardown(test_on_error_fail_stops_early, free_reports),
+      cmocka_unit_test_teardown(test_corrupt_tfrecord_crc, free_reports),
+      cmocka_unit_test_teardown(test_missing_dataset_path, free_reports),
+      cmocka_unit_test_teardown(test_synthetic_skips_dataset, free_reports),
+      cmocka_unit_test_teardown(test_direct_io, free_reports),
+      cmocka_unit_test_teardown(test_read_latency_cap, free_reports),
+      cmocka_unit_test_teardown(test_read_bandwidth_cap, free_reports),
+  };
+  return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
+}
