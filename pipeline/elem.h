@@ -21,6 +21,8 @@ typedef struct pb_elem {
   uint32_t nsamples;         /* 1 for a sample, the member count for a batch */
   uint32_t epoch;
   uint32_t file_index;       /* the sample's file in the run's file list (PB_NO_FILE: in-memory) */
+  uint32_t record;           /* the sample's position in its file: with file_index and epoch, a key that
+                              * does not depend on thread scheduling (random augmentations use it) */
   uint16_t height, width;    /* a decoded image's size (0 for other payloads) */
   uint8_t channels;
   uint8_t dtype;             /* pb_dtype of an image payload */

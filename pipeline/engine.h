@@ -110,6 +110,8 @@ struct pb_engine {
   bool synthetic;               /* --data synthetic: per-sample stages replaced by the source */
   struct pb_device *device;
   pb_file_list files;           /* real data: the dataset's files (stage 0 reads them) */
+  int rank, world_size;         /* sharding hook for multi-process runs: this process reads every
+                                 * world_size-th file from `rank` (0 and 1 for a single process) */
   bool have_files;
   int nstages;
   pb_stage stages[PB_MAX_STAGES + 1];

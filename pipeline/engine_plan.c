@@ -177,6 +177,10 @@ static int plan_files(pb_engine *e, pb_err *err) {
     return -ENOENT;
   }
   e->have_files = true;
+  if (e->world_size > 1) {
+    pb_file_list_shard(&e->files, e->rank, e->world_size);
+    for (size_t i = 0; i < e->files.count; i++) e->files.files[i].index = i; /* read indexes by position */
+  }
   return 0;
 }
 
@@ -185,6 +189,8 @@ int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consu
   e->cfg = cfg;
   e->synthetic = synthetic;
   e->consumers = consumers;
+  e->rank = 0;
+  e->world_size = 1;
   atomic_store(&e->window_start_ns, UINT64_MAX);
   atomic_store(&e->window_end_ns, UINT64_MAX);
   uv_mutex_init(&e->errors_lock);

@@ -217,8 +217,18 @@ static int map_fail(pb_worker *w, pb_elem *in, map_ctx *c, const char *what) {
   return 0;
 }
 
+/* Each sample's random draws come from its own key (file, record, epoch; or its id in memory), so
+ * augmentations are the same for the same seed however the threads are scheduled. */
+static void seed_for_sample(pb_worker *w, const pb_elem *in) {
+  uint64_t key = in->file_index == PB_NO_FILE
+                     ? in->id
+                     : ((uint64_t)in->epoch << 44) ^ ((uint64_t)in->file_index << 20) ^ in->record;
+  pb_rng_seed(&w->rng, w->stage->engine->cfg->seed ^ (key * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)w->stage->index);
+}
+
 static int map_process(pb_worker *w, pb_elem *in) {
   const pb_stage_cfg *sc = w->stage->cfg;
+  seed_for_sample(w, in);
   map_ctx c = {.w = w, .in = in, .cur = view_of(in)};
   if (needs_image(sc) && in->height == 0)
     return map_fail(w, in, &c, "image ops need a decoded image (expected a decode stage before this map)");

@@ -47,6 +47,7 @@ typedef struct read_worker {
   uint32_t epoch;
   size_t offset;                /* tfrecord: next record; raw/npy: next sample */
   size_t sample_bytes, nsamples, emitted;
+  uint32_t record;              /* tfrecord: records seen in this file */
   const uint8_t *data;          /* raw/npy: first sample */
 } read_worker;
 
@@ -152,15 +153,17 @@ static void read_errno(pb_worker *w, uint32_t file_index, int rc, const char *do
 
 /* ---------- emitting samples ---------- */
 
-static int emit_sample(pb_worker *w, pb_buf *buf, size_t bytes, uint32_t file_index, uint32_t epoch) {
+static int emit_sample(pb_worker *w, pb_buf *buf, size_t bytes, uint32_t file_index, uint32_t epoch,
+                       uint32_t record) {
   pb_elem e = {.id = atomic_fetch_add(&w->stage->engine->next_sample_id, 1), .batch_id = PB_NO_BATCH,
                .data = buf->data, .bytes = bytes, .buf = buf, .nsamples = 1, .epoch = epoch,
-               .file_index = file_index};
+               .file_index = file_index, .record = record};
   return pb_emit(w, &e);
 }
 
 /* Copies one sample out of the file buffer into its own pooled buffer and hands it on. */
-static int emit_copy(pb_worker *w, const uint8_t *data, size_t bytes, uint32_t file_index, uint32_t epoch) {
+static int emit_copy(pb_worker *w, const uint8_t *data, size_t bytes, uint32_t file_index, uint32_t epoch,
+                     uint32_t record) {
   read_state *st = w->stage->state;
   pb_buf *b = pb_worker_get_buf(w, &st->pool);
   if (!b) return -ECANCELED;
@@ -170,7 +173,7 @@ static int emit_copy(pb_worker *w, const uint8_t *data, size_t bytes, uint32_t f
     return 0;
   }
   memcpy(b->data, data, bytes);
-  return emit_sample(w, b, bytes, file_index, epoch);
+  return emit_sample(w, b, bytes, file_index, epoch, record);
 }
 
 static void count_bytes_read(pb_worker *w, size_t bytes) {
@@ -194,7 +197,7 @@ static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
     return rc ? read_errno(w, fi, rc, "cannot read") : read_error(w, fi, "empty file (expected a sample)"), 0;
   }
   count_bytes_read(w, got);
-  return emit_sample(w, b, got, fi, epoch);
+  return emit_sample(w, b, got, fi, epoch, 0);
 }
 
 /* Multi-sample formats: the whole file into the worker's buffer. */
@@ -309,16 +312,19 @@ static int next_record(pb_worker *w, read_worker *rw) {
     rw->pending = false;
     return 0;
   }
-  if (pb_example_get_bytes(rec, rec_bytes, d->feature, &val, &val_bytes, path, at, &err))
+  if (pb_example_get_bytes(rec, rec_bytes, d->feature, &val, &val_bytes, path, at, &err)) {
+    rw->record++;
     return read_error(w, rw->file_index, err.msg), 1;
-  return emit_copy(w, val, val_bytes, rw->file_index, rw->epoch) < 0 ? -ECANCELED : 1;
+  }
+  return emit_copy(w, val, val_bytes, rw->file_index, rw->epoch, rw->record++) < 0 ? -ECANCELED : 1;
 }
 
 static int next_sample(pb_worker *w, read_worker *rw) {
   if (w->stage->engine->cfg->dataset.format == PB_FMT_TFRECORD) return next_record(w, rw);
+  uint32_t record = (uint32_t)rw->emitted;
   const uint8_t *p = rw->data + rw->emitted * rw->sample_bytes;
   if (++rw->emitted == rw->nsamples) rw->pending = false;
-  return emit_copy(w, p, rw->sample_bytes, rw->file_index, rw->epoch) < 0 ? -ECANCELED : 1;
+  return emit_copy(w, p, rw->sample_bytes, rw->file_index, rw->epoch, record) < 0 ? -ECANCELED : 1;
 }
 
 /* Files read with no copy: JPEGs, and raw files of exactly one record. */

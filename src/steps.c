@@ -19,6 +19,14 @@ int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d)
   if (!s->v) return -ENOMEM;
   uv_mutex_init(&s->lock);
   uv_cond_init(&s->changed);
+  /* The run starts now, before the pipeline's threads do: without warm-up steps the window opens here,
+   * so the stage counters see the pipeline filling. */
+  s->start_ns = pb_now_ns();
+  if (s->warmup == 0) {
+    s->window_open = true;
+    s->window_start_ns = s->window_end_ns = s->start_ns;
+    pb_engine_open_window(s->engine, s->start_ns);
+  }
   return 0;
 }
 
@@ -155,12 +163,6 @@ static void device_main(void *p) {
 }
 
 int pb_steps_start(pb_steps *s, pb_err *err) {
-  s->start_ns = pb_now_ns();
-  if (s->warmup == 0) {
-    s->window_open = true;
-    s->window_start_ns = s->window_end_ns = s->start_ns;
-    pb_engine_open_window(s->engine, s->start_ns);
-  }
   s->active_devices = s->device->count;
   for (int i = 0; i < s->device->count; i++) {
     s->threads[i].steps = s;

@@ -55,6 +55,7 @@ struct pb_steps {
   pb_device_thread threads[PB_MAX_DEVICES];
 };
 
+/* Call before pb_engine_start: the run's clock (and, without warm-up, the window) starts here. */
 int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d);
 /* Starts one thread per device; the window opens at once when there are no warm-up steps. */
 int pb_steps_start(pb_steps *s, pb_err *err);

@@ -379,6 +379,28 @@ static void test_epochs_without_size_refused(void **state) {
   assert_one_error_line(run_pb(args), 2, "run.epochs");
 }
 
+/* Records written by TensorFlow's own TFRecordWriter (tests/fixtures, see make_fixtures.py): framing,
+ * CRCs and tf.train.Example parse, the JPEG payloads decode. */
+static void test_tensorflow_written_tfrecord(void **state) {
+  const char *dir = out_dir("tf");
+  const char *cfg = write_config(
+      "tf", "{\"dataset\":{\"path\":\"" PB_SOURCE_DIR "/tests/fixtures/images.tfrecord\",\"format\":\"tfrecord\"},"
+            "\"stages\":[{\"type\":\"read\"},{\"type\":\"decode\"},"
+            "{\"type\":\"map\",\"ops\":[{\"op\":\"resize\",\"size\":4}]},{\"type\":\"batch\",\"size\":3}],"
+            "\"device\":{\"kind\":\"emulated\",\"step_ms\":1},\"run\":{\"epochs\":2,\"warmup_steps\":0}}");
+  const char *args[] = {"--config", cfg, "--quiet", "--out", dir, NULL};
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  assert_int_equal(num(rep, "accounting.files_read"), 2);
+  assert_int_equal(num(rep, "accounting.samples_decoded"), 6);
+  assert_int_equal(num(rep, "accounting.errors"), 0);
+  cJSON *batch = cJSON_GetArrayItem(at(rep, "stages"), 3);
+  assert_int_equal(num(batch, "bytes_out"), 6 * 4 * 4 * 3); /* 8x8 images resized to 4x4 RGB */
+  assert_accounting_balances(rep);
+  cJSON_Delete(rep);
+}
+
 static int make_tmp(void **state) {
   snprintf(g_tmp, sizeof g_tmp, "/tmp/pipebench-e2e-XXXXXX");
   return mkdtemp(g_tmp) ? 0 : -1;
@@ -408,6 +430,7 @@ int main(void) {
       cmocka_unit_test(test_sigterm_writes_partial_report),
       cmocka_unit_test(test_bad_out_dir),
       cmocka_unit_test(test_epochs_without_size_refused),
+      cmocka_unit_test(test_tensorflow_written_tfrecord),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }
