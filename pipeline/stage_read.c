@@ -299,7 +299,20 @@ static void start_file(pb_worker *w, uint32_t fi, uint32_t epoch) {
   if (fmt != PB_FMT_TFRECORD && rw->nsamples == 0) rw->pending = false;
 }
 
-/* tfrecord: the next record's feature; 1 emitted, 0 file done, -ECANCELED. */
+/* After a bad record: when its length (and the length's CRC) is sound, only its data is bad, and
+ * reading goes on with the next record. */
+static bool skip_bad_record(read_worker *rw) {
+  uint64_t data_bytes;
+  size_t at = rw->offset;
+  if (rw->file_bytes - at < PB_TFRECORD_HEADER_BYTES || pb_tfrecord_header(rw->file_buf + at, &data_bytes)) return false;
+  if (data_bytes > rw->file_bytes - at - PB_TFRECORD_HEADER_BYTES) return false;
+  size_t framed = pb_tfrecord_framed_bytes((size_t)data_bytes);
+  if (framed > rw->file_bytes - at) return false;
+  rw->offset = at + framed;
+  return true;
+}
+
+/* tfrecord: the next record's feature; 1 made (a sample, or an error), 0 file done, -ECANCELED. */
 static int next_record(pb_worker *w, read_worker *rw) {
   const pb_dataset_cfg *d = &w->stage->engine->cfg->dataset;
   const char *path = pb_engine_file_path(w->stage->engine, rw->file_index);
@@ -307,8 +320,13 @@ static int next_record(pb_worker *w, read_worker *rw) {
   size_t rec_bytes, val_bytes, at = rw->offset;
   pb_err err;
   int rc = pb_tfrecord_next(rw->file_buf, rw->file_bytes, &rw->offset, &rec, &rec_bytes, path, &err);
-  if (rc <= 0) {
-    if (rc < 0) read_error(w, rw->file_index, err.msg); /* framing is lost: the rest of the file too */
+  if (rc < 0) {
+    read_error(w, rw->file_index, err.msg);
+    rw->record++;
+    if (!skip_bad_record(rw)) rw->pending = false; /* framing lost: nothing after it can be trusted */
+    return 1;
+  }
+  if (rc == 0) {
     rw->pending = false;
     return 0;
   }

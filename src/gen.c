@@ -244,6 +244,12 @@ static int write_npy_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
   return rc;
 }
 
+/* libzip, called from several threads at once, now and then refuses to create an archive ("Read-only
+ * archive", seen about once in 150 files); archives are written one at a time instead. */
+static uv_mutex_t g_zip_lock;
+static uv_once_t g_zip_once = UV_ONCE_INIT;
+static void init_zip_lock(void) { uv_mutex_init(&g_zip_lock); }
+
 static int write_npz_path(gen_worker *gw, uint64_t file, const char *path, pb_err *err) {
   uint8_t *data;
   int64_t shape[2];
@@ -253,7 +259,10 @@ static int write_npz_path(gen_worker *gw, uint64_t file, const char *path, pb_er
   const char *names[1] = {"x"};
   const void *datas[1] = {data};
   const int64_t *shapes[1] = {shape};
+  uv_once(&g_zip_once, init_zip_lock);
+  uv_mutex_lock(&g_zip_lock);
   int rc = pb_npz_write(path, names, datas, &bytes, shapes, &ndims, 1, "|u1", err);
+  uv_mutex_unlock(&g_zip_lock);
   free(data);
   return rc;
 }
@@ -277,7 +286,7 @@ static void fail_job(gen_job *job, const char *path, int rc, const pb_err *err) 
   uv_mutex_lock(&job->err_lock);
   if (!job->failed) {
     job->failed = 1;
-    if (rc == -EINVAL && err->msg[0])
+    if (err->msg[0]) /* the writer said what went wrong */
       snprintf(job->error, sizeof job->error, "%s", err->msg);
     else
       snprintf(job->error, sizeof job->error, "%s: cannot write: %s", path, strerror(rc < 0 ? -rc : EIO));
@@ -311,6 +320,30 @@ static void gen_worker_main(void *arg) {
 }
 
 /* ---------- pb_gen ---------- */
+
+/* Is `name` one of the files gen writes (any format), or a temporary one it left? */
+static bool is_generated(const char *name) {
+  static const char *const prefixes[] = {"img-", "shard-", "sample-", "records-", ".tmp-", MANIFEST};
+  for (size_t i = 0; i < PB_ARRAY_LEN(prefixes); i++)
+    if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
+  return false;
+}
+
+/* --force: removes what an earlier gen wrote (only its own file names), so fewer files leave no
+ * stale ones behind.  Other files in the directory are left alone. */
+static int remove_generated(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return errno == ENOENT ? 0 : -errno;
+  int rc = 0;
+  char path[PB_PATH_LEN + 300];
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!is_generated(e->d_name)) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (unlink(path) && !rc) rc = -errno;
+  }
+  closedir(d);
+  return rc;
+}
 
 /* What gen needs from the config beyond validation; exit 2 with one line when it is missing. */
 static int check_generable(const pb_config *cfg) {
@@ -399,6 +432,11 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
       fprintf(stderr, "pipebench: gen: %s is up to date (same settings); nothing to do\n", cfg->dataset.path);
     cJSON_Delete(spec);
     return existing == 1 ? PB_EXIT_OK : existing;
+  }
+  if (opts->force && (rc = remove_generated(cfg->dataset.path))) {
+    fprintf(stderr, "pipebench: %s: cannot remove the old dataset: %s\n", cfg->dataset.path, strerror(-rc));
+    cJSON_Delete(spec);
+    return PB_EXIT_RUNTIME;
   }
   if ((rc = mkdir_all(cfg->dataset.path))) {
     fprintf(stderr, "pipebench: %s: cannot create the directory: %s\n", cfg->dataset.path, strerror(-rc));

@@ -1,12 +1,11 @@
 /* End-to-end tests of the real-data path (CONTRACT §1-§3): `pipebench gen` writes small datasets into a
  * temporary directory, and runs read them back (jpeg, tfrecord, npy, npz, raw), with corrupt files mixed
  * in, the error policies (run.on_error, run.max_errors), O_DIRECT and the read stage's emulation caps.
- * Every run checks its exit status, exact counts in report.json's accounting, and that the accounting
+ * The runs check their exit status, exact counts in report.json's accounting, and that the accounting
  * balances.  Every child is killed after PB_CHILD_TIMEOUT_S seconds (a hang fails the test, it never
- * blocks the suite).
+ * blocks the suite).  Set PB_E2E_KEEP=1 to keep the temporary directory.
  *
- * Tests marked FAILS assert the correct behaviour of a bug pipebench has at the time of writing; the
- * comment says what happens instead. */
+ * Tests marked "Regression" guard bugs these tests found (their comment says what used to happen). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -209,9 +208,8 @@ static cJSON *stage(cJSON *rep, const char *name) {
 }
 
 /* Bytes of one sample entering `batch`.  The batch stage is called once per sample and counts calls and
- * bytes_in together, so their ratio is exact, but only calls inside the measured window count: on a slow
- * (sanitized) build a tiny run can batch everything before the window opens.  Then the device side gives
- * the same figure: bytes per second over samples per second of the measured steps (rounded). */
+ * bytes_in together, so their ratio is exact.  Should no batch call fall in the measured window, the
+ * device side gives the same figure: bytes per second over samples per second of the measured steps. */
 static double batch_sample_bytes(cJSON *rep) {
   cJSON *b = stage(rep, "batch");
   double calls = num(b, "calls");
@@ -411,8 +409,8 @@ static void test_gen_force_rewrites(void **state) {
   assert_accounting_balances(rep);
 }
 
-/* FAILS: gen --force with fewer files rewrites img-0..5 and the manifest (which says 6 files) but leaves
- * the stale img-00000006..9.jpg in place: the directory still holds 10 images and a run reads 10. */
+/* Regression: gen --force with fewer files used to leave the stale img-00000006..9.jpg in place (the
+ * manifest said 6 files, a run read 10); --force now removes what an earlier gen wrote. */
 static void test_gen_force_fewer_files_leaves_no_stale_files(void **state) {
   const char *data = tmp_path("shrink-data");
   const char *cfg = jpeg_config("shrink", data);
@@ -540,26 +538,34 @@ static void npy_like(const char *format) {
   expect_count(rep, "errors", 0);
   assert_int_equal(num(rep, "steps.count"), 6);
   assert_int_equal(batch_sample_bytes(rep), 128); /* one row of the [4,128] array */
+  cJSON *read = stage(rep, "read");                 /* warmup 0: the window covers the whole run */
+  assert_int_equal(num(read, "calls"), 24);
+  assert_int_equal(num(read, "bytes_out") / num(read, "calls"), 128);
   assert_accounting_balances(rep);
 }
 
 static void test_npy(void **state) { npy_like("npy"); }
+
+/* Regression (was intermittent, about 1 gen in 100-200; gen now writes archives one at a time):
+ * `pipebench gen` of an npz dataset exited 1 with
+ * "pipebench: <dir>/sample-0000000N.npz: cannot write: Bad message".  Only with several gen workers
+ * (never with num_files 1): libzip's zip_open(<dir>/.tmp-sample-0000000N.npz, ZIP_CREATE | ZIP_TRUNCATE)
+ * fails with ZIP_ER_RDONLY (25, "Read-only archive"), which npz.c's open_error maps to EBADMSG, and gen
+ * prints strerror of that instead of libzip's message. */
 static void test_npz(void **state) { npy_like("npz"); }
 
-/* FAILS (intermittently per run, so the run is repeated up to 30 times): with warmup_steps 0 the measured
- * window opens when the device thread starts, which is after the pipeline has started, so work done in
- * between is missing from the per-stage counters.  On this tiny dataset the read stage often reports
- * "calls": 0 and "bytes_out": 0 although it read all 24 samples (in about 1 run in 5 inside this suite,
- * 3 in 5 alone); its bytes_out (counted by a chunk's first emit time) can also disagree with its calls
- * (counted by the call's end time).  METRICS.md: the measured window starts "at the start of the run
- * when warmup_steps is 0". */
+/* With warmup_steps 0 the measured window opens at the start of the run (METRICS.md), before the
+ * pipeline's threads start, so the per-stage counters cover the whole run.  Regression test: before
+ * commit 12d8294 the window opened when the device thread started, and on this tiny dataset the read
+ * stage often reported "calls": 0 and "bytes_out": 0 (or calls 24 with bytes_out 0) although it read all
+ * 24 samples.  It was a race, so the run is repeated. */
 static void test_warmup0_read_stage_counts_whole_run(void **state) {
   const char *data = tmp_path("npy0-data");
   const char *cfg = plain_config("npy0", data,
                                  "'format':'npy','generate':{'num_files':3,'samples_per_file':4,'record_bytes':128}",
                                  "", 4, 2);
   gen_ok(cfg);
-  for (int i = 0; i < 30; i++) {
+  for (int i = 0; i < 10; i++) {
     cJSON *rep = run_report(cfg, "npy0", NULL);
     expect_count(rep, "samples_read", 24);
     cJSON *read = stage(rep, "read");
@@ -721,8 +727,8 @@ static uint64_t le64(const uint8_t *p) {
   return v;
 }
 
-/* FAILS: after a record whose data CRC is wrong (its length and length CRC are fine, so the framing is
- * intact) the reader abandons the rest of the shard: records 3..8 of that shard are neither read nor
+/* Regression: after a record whose data CRC is wrong (its length and length CRC are fine, so the framing
+ * is intact) the reader used to abandon the rest of the shard: records 3..8 of that shard are neither read nor
  * counted as errors (samples_read 18 instead of 24, with "balanced": true). */
 static void test_corrupt_tfrecord_crc(void **state) {
   const char *data = tmp_path("tfc-data");
