@@ -763,6 +763,45 @@ static void test_corrupt_tfrecord_crc(void **state) {
 
 /* ---------- 9. a dataset path that does not exist ---------- */
 
+/* decode.max_pixels refuses images from their header, before decoding: each is an error that gives both
+ * numbers, and nothing reaches the batch. */
+static void test_max_pixels_refuses_oversized(void **state) {
+  const char *data = tmp_path("mp-data");
+  const char *cfg = jpeg_config("mp", data);
+  gen_ok(cfg);
+  cJSON *rep = run_report(cfg, "mp", ARGS("--set", "stages.decode.max_pixels=1000", "--set", "run.epochs=1"));
+  expect_count(rep, "errors", 10);
+  expect_count(rep, "samples_decoded", 0);
+  expect_count(rep, "samples_consumed", 0);
+  const char *msg = str(cJSON_GetArrayItem(at(rep, "accounting.first_errors"), 0), "message");
+  if (!strstr(msg, "3072") || !strstr(msg, "1000")) fail_msg("max_pixels message lacks the numbers: %s", msg);
+  assert_accounting_balances(rep);
+}
+
+/* A file that vanishes while the run goes on (listed at the start, deleted later): every later attempt to
+ * read it is one error naming it; nothing crashes and the accounting balances. */
+static void test_file_vanishes_mid_run(void **state) {
+  const char *data = tmp_path("vanish-data");
+  const char *cfg = jpeg_config("vanish", data);
+  gen_ok(cfg);
+  char out_dir[400], out[400], err[400], victim[500];
+  snprintf(out_dir, sizeof out_dir, "%s/out-vanish", g_tmp);
+  snprintf(out, sizeof out, "%s/vanish.out", g_tmp);
+  snprintf(err, sizeof err, "%s/vanish.err", g_tmp);
+  snprintf(victim, sizeof victim, "%s/img-00000003.jpg", data);
+  pid_t pid = spawn_pb(ARGS("run", "--config", cfg, "--quiet", "--out", out_dir, "--set",
+                            "run={\"epochs\":400,\"warmup_steps\":0}"), out, err);
+  usleep(300 * 1000);
+  assert_int_equal(unlink(victim), 0);
+  int status = wait_status_timeout(pid, PB_CHILD_TIMEOUT_S, "vanish");
+  if (status != 0) fail_msg("exit %d", status);
+  cJSON *rep = load_report(out_dir);
+  assert_true(num(rep, "accounting.errors") >= 1);
+  const char *file = str(cJSON_GetArrayItem(at(rep, "accounting.first_errors"), 0), "file");
+  if (strcmp(file, victim) != 0) fail_msg("first error names %s, expected %s", file, victim);
+  assert_accounting_balances(rep);
+}
+
 static void test_missing_dataset_path(void **state) {
   const char *missing = tmp_path("no/such/dir");
   const char *cfg = write_config(
@@ -920,6 +959,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_bad_jpegs_skip_fail_and_max_errors, free_reports),
       cmocka_unit_test_teardown(test_on_error_fail_stops_early, free_reports),
       cmocka_unit_test_teardown(test_corrupt_tfrecord_crc, free_reports),
+      cmocka_unit_test_teardown(test_max_pixels_refuses_oversized, free_reports),
+      cmocka_unit_test_teardown(test_file_vanishes_mid_run, free_reports),
       cmocka_unit_test_teardown(test_missing_dataset_path, free_reports),
       cmocka_unit_test_teardown(test_synthetic_skips_dataset, free_reports),
       cmocka_unit_test_teardown(test_direct_io, free_reports),
