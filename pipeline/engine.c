@@ -1,5 +1,7 @@
 #include "engine.h"
 
+#define PB_HOPELESS_ERRORS 10000
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,8 +47,21 @@ void pb_worker_error(pb_worker *w, pb_elem *el, const char *file, const char *me
     snprintf(r->message, sizeof r->message, "%s", message);
   }
   bool stop = fatal || run->on_error_fail || (run->max_errors && e->errors_total > (uint64_t)run->max_errors);
-  if (stop && !atomic_load(&e->failed)) {
-    snprintf(e->failure, sizeof e->failure, "%s%s%s", file ? file : "", file ? ": " : "", message);
+  /* on_error skip must not spin forever on data that cannot work at all (wrong format, O_DIRECT refused
+   * by the file system): 10,000 errors before a single batch ends the run. */
+  bool hopeless = e->errors_total >= PB_HOPELESS_ERRORS && atomic_load(&e->batches_made) == 0;
+  if ((stop || hopeless) && !atomic_load(&e->failed)) {
+    snprintf(e->failure, sizeof e->failure, "%s%s%s%s", hopeless && !stop ? "no sample has worked: " : "",
+             file ? file : "", file ? ": " : "", message);
+    atomic_store(&e->failed, true);
+  }
+  uv_mutex_unlock(&e->errors_lock);
+}
+
+void pb_engine_fail(pb_engine *e, const char *message) {
+  uv_mutex_lock(&e->errors_lock);
+  if (!atomic_load(&e->failed)) {
+    snprintf(e->failure, sizeof e->failure, "%s", message);
     atomic_store(&e->failed, true);
   }
   uv_mutex_unlock(&e->errors_lock);

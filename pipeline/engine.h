@@ -127,6 +127,7 @@ struct pb_engine {
   pb_error_record first_errors[PB_FIRST_ERRORS];
   _Atomic bool failed;
   char failure[600];
+  _Atomic uint64_t batches_made; /* any batch at all: with none, a flood of errors is a broken run */
 };
 
 /* Lays out the stages for cfg (synthetic: source + batch and after), checks every stage is implemented
@@ -171,6 +172,8 @@ int pb_emit(pb_worker *w, const pb_elem *e);
  * exceeded, or when `fatal` (a device failure). */
 void pb_worker_error(pb_worker *w, pb_elem *e, const char *file, const char *message, bool fatal);
 bool pb_engine_failed(pb_engine *e);
+/* Stops the run with exit 1 and this message (first call wins). */
+void pb_engine_fail(pb_engine *e, const char *message);
 /* The path of file `index` of the run's file list, or NULL (in-memory data). */
 const char *pb_engine_file_path(const pb_engine *e, uint32_t index);
 /* Counts a sample-carrying element as in flight and releases its buffer. */

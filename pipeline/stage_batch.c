@@ -79,6 +79,7 @@ static int emit_batch(pb_worker *w, batch_worker *b) {
   b->cur = NULL;
   b->count = 0;
   b->used_bytes = 0;
+  atomic_fetch_add_explicit(&w->stage->engine->batches_made, 1, memory_order_relaxed);
   return pb_emit(w, &batch);
 }
 

@@ -74,6 +74,13 @@ static int decode_process(pb_worker *w, pb_elem *in) {
   pb_err err;
   int width, height, out_w, out_h;
   if (pb_jpeg_header(dec, in->data, in->bytes, &width, &height, &err)) return decode_fail(w, in, NULL, err.msg);
+  int64_t max_pixels = w->stage->cfg->max_pixels;
+  if (max_pixels > 0 && (int64_t)width * height > max_pixels) { /* refuse before reserving its memory */
+    char msg[200];
+    snprintf(msg, sizeof msg, "image of %dx%d = %lld pixels is over max_pixels %lld (expected at most that many)",
+             width, height, (long long)width * height, (long long)max_pixels);
+    return decode_fail(w, in, NULL, msg);
+  }
   int denom = st->fixed_denom ? st->fixed_denom
                               : (st->auto_min_side ? pb_jpeg_auto_scale(width, height, st->auto_min_side) : 1);
   pb_buf *out = pb_worker_get_buf(w, &st->pool);

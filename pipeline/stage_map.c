@@ -47,8 +47,16 @@ static int last_new_image(const pb_stage_cfg *sc) {
   return last;
 }
 
+/* A pool is needed when the map makes new images, or flips (a shared payload, e.g. a cache replay, is
+ * flipped into a pooled copy, never in place). */
+static bool needs_pool(const pb_stage_cfg *sc) {
+  for (int i = 0; i < sc->nops; i++)
+    if (sc->ops[i].kind == PB_OP_FLIP || makes_new_image(&sc->ops[i])) return true;
+  return false;
+}
+
 static uint64_t map_memory(const pb_stage *s) {
-  return last_new_image(s->cfg) < 0 ? 0 : (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes;
+  return needs_pool(s->cfg) ? (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes : 0;
 }
 
 static int map_init(pb_stage *s, pb_err *err) {
@@ -60,7 +68,7 @@ static int map_init(pb_stage *s, pb_err *err) {
     return pb_err_set(err, "out of memory for stage %s", s->name), -ENOMEM;
   }
   st->last_new_image = last_new_image(s->cfg);
-  if (st->last_new_image >= 0) {
+  if (needs_pool(s->cfg)) {
     if (pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
       free(st);
       free(ws);
@@ -109,17 +117,25 @@ typedef struct map_ctx {
   pb_buf *out_buf; /* the pooled result, once the last new-image op has run */
   pb_image cur;
   int next_scratch;
+  bool cancelled;
 } map_ctx;
+
+/* The pooled buffer the map's result goes into (NULL: cancelled, or out of memory; c->cancelled says). */
+static void *pooled(map_ctx *c, size_t bytes) {
+  map_state *st = c->w->stage->state;
+  c->out_buf = pb_worker_get_buf(c->w, &st->pool);
+  if (!c->out_buf) {
+    c->cancelled = true; /* a pool wait fails only when the run is cancelled */
+    return NULL;
+  }
+  return pb_buf_reserve(c->out_buf, bytes) ? NULL : c->out_buf->data;
+}
 
 /* Where op k writes: the pooled output for the last new-image op, else the other scratch buffer. */
 static void *destination(map_ctx *c, int k, size_t bytes) {
   map_state *st = c->w->stage->state;
   map_worker *mw = c->w->state;
-  if (k == st->last_new_image) {
-    c->out_buf = pb_worker_get_buf(c->w, &st->pool);
-    if (!c->out_buf || pb_buf_reserve(c->out_buf, bytes)) return NULL;
-    return c->out_buf->data;
-  }
+  if (k == st->last_new_image) return pooled(c, bytes);
   int i = c->next_scratch;
   c->next_scratch ^= 1;
   return grow(&mw->scratch[i], &mw->scratch_bytes[i], bytes);
@@ -128,7 +144,7 @@ static void *destination(map_ctx *c, int k, size_t bytes) {
 static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
   map_worker *mw = c->w->state;
   pb_image out = out_dims(op, &c->cur);
-  if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return c->w->cancelled ? -ECANCELED : -ENOMEM;
+  if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : -ENOMEM;
   size_t need = pb_crop_resize_scratch_bytes(&c->cur, c->cur.height, c->cur.width, out.height, out.width,
                                              PB_RESAMPLE_BILINEAR);
   void *rs = grow(&mw->resample, &mw->resample_bytes, need ? need : 1);
@@ -150,21 +166,26 @@ static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
   return rc < 0 ? rc : 0;
 }
 
-/* Flip mirrors in place, but never a payload shared by many samples (the in-memory source's). */
+/* Flip mirrors in place, but never a payload shared by many samples (the in-memory source's, a cache
+ * replay): that one is flipped into a copy, pooled unless a later op makes a new image anyway. */
 static int run_flip(map_ctx *c, const pb_op_cfg *op, int k) {
   if (!pb_flip_draw(&c->w->rng, op->p)) return 0;
-  if (c->cur.data == c->in->data && !c->in->buf) {
+  bool shared = c->cur.data == c->in->data && !c->in->buf;
+  if (!shared) return pb_hflip(&c->cur, &c->cur) < 0 ? -EINVAL : 0;
+  map_state *st = c->w->stage->state;
+  size_t bytes = pb_image_bytes(&c->cur);
+  pb_image out = c->cur;
+  if (k > st->last_new_image) {
+    out.data = pooled(c, bytes);
+  } else {
     map_worker *mw = c->w->state;
-    void *copy = grow(&mw->scratch[c->next_scratch], &mw->scratch_bytes[c->next_scratch], pb_image_bytes(&c->cur));
-    if (!copy) return -ENOMEM;
+    out.data = grow(&mw->scratch[c->next_scratch], &mw->scratch_bytes[c->next_scratch], bytes);
     c->next_scratch ^= 1;
-    pb_image out = c->cur;
-    out.data = copy;
-    pb_hflip(&c->cur, &out);
-    c->cur = out;
-    return 0;
   }
-  return pb_hflip(&c->cur, &c->cur) < 0 ? -EINVAL : 0;
+  if (!out.data) return c->cancelled ? -ECANCELED : -ENOMEM;
+  pb_hflip(&c->cur, &out);
+  c->cur = out;
+  return 0;
 }
 
 static int run_op(map_ctx *c, const pb_op_cfg *op, int k) {
@@ -187,10 +208,6 @@ static bool needs_image(const pb_stage_cfg *sc) {
 /* The map's result becomes the element handed on: the pooled output, or the input's own buffer. */
 static int hand_on(map_ctx *c) {
   pb_elem out = *c->in;
-  if (c->cur.data != c->in->data && !c->out_buf) { /* ended in scratch (a flip of a shared payload) */
-    map_state *st = c->w->stage->state;
-    if (!st->pool_ready) return -EINVAL;
-  }
   if (c->out_buf) {
     pb_buf_release(c->in->buf);
     out.buf = c->out_buf;
@@ -234,7 +251,10 @@ static int map_process(pb_worker *w, pb_elem *in) {
     return map_fail(w, in, &c, "image ops need a decoded image (expected a decode stage before this map)");
   for (int k = 0; k < sc->nops; k++) {
     int rc = run_op(&c, &sc->ops[k], k);
-    if (rc == -ECANCELED) return map_fail(w, in, &c, "cancelled");
+    if (rc == -ECANCELED) {
+      w->cancelled = true;
+      return map_fail(w, in, &c, "cancelled");
+    }
     if (rc < 0) return map_fail(w, in, &c, rc == -ENOMEM ? "out of memory" : "an op failed on this image");
   }
   return hand_on(&c);

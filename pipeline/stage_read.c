@@ -33,6 +33,8 @@ typedef struct read_state {
   uint32_t epoch;
   uint32_t epochs;              /* 0 = endless */
   bool finished;
+  _Atomic uint64_t good_samples; /* samples read so far (not errors) */
+  _Atomic uint64_t files_done;   /* files completely read or failed */
   uv_mutex_t bw_lock;           /* bandwidth cap: the time the stage's "link" is free again */
   uint64_t bw_free_at_ns;
 } read_state;
@@ -63,7 +65,11 @@ static void shuffle_epoch(read_state *st, const pb_engine *e) {
 static bool claim_file(pb_stage *s, uint32_t *index, uint32_t *epoch) {
   read_state *st = s->state;
   uv_mutex_lock(&st->order_lock);
-  if (st->next == st->order.count && !st->finished) {
+  if (st->next == st->order.count && !st->finished && atomic_load(&st->files_done) >= st->order.count &&
+      atomic_load(&st->good_samples) == 0) {
+    st->finished = true; /* a whole epoch and not one sample read: stop rather than loop on errors */
+    pb_engine_fail(s->engine, "no sample of a whole epoch could be read (see accounting.first_errors)");
+  } else if (st->next == st->order.count && !st->finished) {
     if (st->epochs && st->epoch + 1 >= st->epochs) {
       st->finished = true; /* every epoch handed out; stays so for every later call */
     } else {
@@ -155,6 +161,8 @@ static void read_errno(pb_worker *w, uint32_t file_index, int rc, const char *do
 
 static int emit_sample(pb_worker *w, pb_buf *buf, size_t bytes, uint32_t file_index, uint32_t epoch,
                        uint32_t record) {
+  read_state *st = w->stage->state;
+  atomic_fetch_add_explicit(&st->good_samples, 1, memory_order_relaxed);
   pb_elem e = {.id = atomic_fetch_add(&w->stage->engine->next_sample_id, 1), .batch_id = PB_NO_BATCH,
                .data = buf->data, .bytes = bytes, .buf = buf, .nsamples = 1, .epoch = epoch,
                .file_index = file_index, .record = record};
@@ -188,7 +196,8 @@ static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
   int fd = open_file(w->stage, path, &bytes);
   if (fd < 0) return read_errno(w, fi, fd, "cannot open"), 0;
   pb_buf *b = pb_worker_get_buf(w, &st->pool);
-  int rc = !b ? -ECANCELED : pb_buf_reserve(b, direct_round(bytes ? bytes : 1));
+  size_t room = w->stage->cfg->direct ? direct_round(bytes ? bytes : 1) : (bytes ? bytes : 1);
+  int rc = !b ? -ECANCELED : pb_buf_reserve(b, room);
   if (!rc) rc = read_blocks(w->stage, fd, b->data, bytes, b->capacity_bytes, &got);
   close(fd);
   if (rc == -ECANCELED) return rc;
@@ -345,6 +354,11 @@ static int next_sample(pb_worker *w, read_worker *rw) {
   return emit_copy(w, p, rw->sample_bytes, rw->file_index, rw->epoch, record) < 0 ? -ECANCELED : 1;
 }
 
+static void file_done(pb_worker *w) {
+  read_state *st = w->stage->state;
+  atomic_fetch_add_explicit(&st->files_done, 1, memory_order_relaxed);
+}
+
 /* Files read with no copy: JPEGs, and raw files of exactly one record. */
 static bool is_one_sample(const pb_engine *e, uint32_t fi) {
   const pb_dataset_cfg *d = &e->cfg->dataset;
@@ -362,17 +376,20 @@ static int read_produce(pb_worker *w, int max) {
       int rc = next_sample(w, rw);
       if (rc < 0) return -ECANCELED;
       n += rc; /* 0: the file ended (or its record failed, counted as an error) */
+      if (!rw->pending) file_done(w);
       continue;
     }
     uint32_t fi, epoch;
     if (!claim_file(w->stage, &fi, &epoch)) break;
     if (!is_one_sample(w->stage->engine, fi)) {
       start_file(w, fi, epoch);
+      if (!rw->pending) file_done(w);
       continue;
     }
     w->ctr.files_read_total++;
     n++;
     if (read_whole(w, fi, epoch) < 0) return -ECANCELED;
+    file_done(w);
   }
   return w->cancelled ? -ECANCELED : n;
 }
@@ -385,9 +402,12 @@ static uint64_t largest_file(const pb_file_list *l) {
   return max;
 }
 
+static size_t sample_align(const pb_stage *s) { return s->cfg->direct ? DIRECT_ALIGN : 64; }
+
 static uint64_t read_memory(const pb_stage *s) {
   const pb_engine *e = s->engine;
-  uint64_t pool = (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes;
+  size_t align = sample_align(s);
+  uint64_t pool = (uint64_t)pb_stage_pool_buffers(s) * ((s->sample_bytes + align - 1) / align * align);
   bool whole = e->cfg->dataset.format == PB_FMT_JPEG; /* raw may be either: plan for the file buffer */
   return pool + (whole ? 0 : (uint64_t)s->threads * largest_file(&e->files));
 }
@@ -396,7 +416,9 @@ static int read_init(pb_stage *s, pb_err *err) {
   const pb_engine *e = s->engine;
   read_state *st = calloc(1, sizeof *st);
   read_worker *ws = calloc((size_t)s->threads, sizeof *ws);
-  if (!st || !ws || pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, DIRECT_ALIGN)) {
+  /* Sample buffers are read into with O_DIRECT only when `direct`; page alignment for small records
+   * would cost a page each. */
+  if (!st || !ws || pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, sample_align(s))) {
     free(st);
     free(ws);
     return pb_err_set(err, "out of memory for the read stage's buffers"), -ENOMEM;

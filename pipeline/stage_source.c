@@ -12,6 +12,7 @@ typedef struct source_state {
   size_t sample_bytes;
   uint64_t epoch_samples; /* 0 when the dataset has no size */
   uint64_t limit;         /* total samples to emit; 0 = endless */
+  pb_elem proto;          /* every element is this one, with its own id and epoch */
 } source_state;
 
 /* Samples per epoch: the in-memory dataset's num_samples, or what `gen` would write. */
@@ -39,6 +40,17 @@ static void fill_sample(void *data, size_t bytes, pb_dtype dtype, uint64_t seed)
     for (size_t i = 1; i < bytes; i += 2) b[i] = (uint8_t)(0x38 | (b[i] & 0x07));
 }
 
+/* A 3-d sample is an image ([H,W,C], or [C,H,W] after to_chw): say so, so map's image ops accept it. */
+static void describe_image(pb_elem *e, const pb_shape *shape) {
+  if (shape->ndims != 3 || shape->dims[0] > 65535 || shape->dims[1] > 65535 || shape->dims[2] > 255) return;
+  bool chw = shape->chw;
+  e->height = (uint16_t)shape->dims[chw ? 1 : 0];
+  e->width = (uint16_t)shape->dims[chw ? 2 : 1];
+  e->channels = (uint8_t)shape->dims[chw ? 0 : 2];
+  e->dtype = (uint8_t)shape->dtype;
+  e->chw = chw;
+}
+
 static int source_init(pb_stage *s, pb_err *err) {
   const pb_config *cfg = s->engine->cfg;
   source_state *st = calloc(1, sizeof *st);
@@ -52,6 +64,9 @@ static int source_init(pb_stage *s, pb_err *err) {
   }
   fill_sample(st->sample, st->sample_bytes, s->sample_shape.dtype, cfg->seed);
   st->epoch_samples = epoch_samples(cfg);
+  st->proto = (pb_elem){.batch_id = PB_NO_BATCH, .data = st->sample, .bytes = st->sample_bytes, .nsamples = 1,
+                        .file_index = PB_NO_FILE};
+  describe_image(&st->proto, &s->sample_shape);
   uint32_t epochs = pb_engine_source_epochs(s->engine);
   if (epochs) st->limit = st->epoch_samples * epochs; /* endless when the size is unknown (0) */
   s->state = st;
@@ -69,9 +84,9 @@ static int source_produce(pb_worker *w, int max) {
   }
   for (int i = 0; i < n; i++) {
     uint64_t id = first + (uint64_t)i;
-    pb_elem e = {.id = id, .batch_id = PB_NO_BATCH, .data = st->sample, .bytes = st->sample_bytes,
-                 .nsamples = 1, .epoch = st->epoch_samples ? (uint32_t)(id / st->epoch_samples) : 0,
-                 .file_index = PB_NO_FILE};
+    pb_elem e = st->proto;
+    e.id = id;
+    e.epoch = st->epoch_samples ? (uint32_t)(id / st->epoch_samples) : 0;
     if (pb_emit(w, &e) < 0) return -ECANCELED; /* the rest were never made: nothing to count */
   }
   return n;

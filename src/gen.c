@@ -39,9 +39,11 @@ static cJSON *spec_json(const pb_config *cfg) {
   return j;
 }
 
-static cJSON *read_manifest(const char *dir) {
+/* The spec an earlier gen recorded (NULL: no manifest), and whether that gen finished. */
+static cJSON *read_manifest(const char *dir, bool *complete) {
   char path[PB_PATH_LEN + 64];
   snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+  *complete = false;
   FILE *f = fopen(path, "r");
   if (!f) return NULL;
   static char text[1 << 16];
@@ -49,25 +51,32 @@ static cJSON *read_manifest(const char *dir) {
   fclose(f);
   text[n] = '\0';
   cJSON *m = cJSON_Parse(text);
+  *complete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "complete"));
   cJSON *spec = cJSON_DetachItemFromObject(m, "spec");
   cJSON_Delete(m);
   return spec;
 }
 
-static int write_manifest(const char *dir, cJSON *spec, uint64_t files, uint64_t samples, uint64_t bytes) {
-  char path[PB_PATH_LEN + 64];
+/* Written twice: before the first file ("complete": false) and after the last, so a gen that was
+ * interrupted is recognised as unfinished and done again, never used as a dataset. */
+static int write_manifest(const char *dir, cJSON *spec, bool complete, uint64_t files, uint64_t samples,
+                          uint64_t bytes) {
+  char path[PB_PATH_LEN + 64], tmp[PB_PATH_LEN + 80];
   snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+  snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, MANIFEST);
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "written_by", "pipebench " PB_VERSION);
+  cJSON_AddBoolToObject(m, "complete", complete);
   cJSON_AddItemReferenceToObject(m, "spec", spec);
   cJSON_AddNumberToObject(m, "files", (double)files);
   cJSON_AddNumberToObject(m, "samples", (double)samples);
   cJSON_AddNumberToObject(m, "bytes", (double)bytes);
   char *text = cJSON_Print(m);
   cJSON_Delete(m);
-  FILE *f = fopen(path, "w");
-  int rc = f && text && fputs(text, f) >= 0 ? 0 : -errno;
+  FILE *f = fopen(tmp, "w");
+  int rc = f && text && fputs(text, f) >= 0 ? 0 : -EIO;
   if (f && fclose(f)) rc = -errno;
+  if (!rc && rename(tmp, path)) rc = -errno;
   free(text);
   return rc;
 }
@@ -87,7 +96,10 @@ bool pb_gen_missing(const pb_config *cfg) {
   const pb_dataset_cfg *d = &cfg->dataset;
   if (!d->generate.present || d->format == PB_FMT_SYNTHETIC || !d->path[0]) return false;
   if (d->path[0] == '@' || strpbrk(d->path, "*?[{")) return false;
-  return count_entries(d->path) == 0;
+  bool complete;
+  cJSON *spec = read_manifest(d->path, &complete);
+  cJSON_Delete(spec);
+  return count_entries(d->path) == 0 || (spec && !complete); /* empty, or a gen that was cut short */
 }
 
 /* ---------- one file's payloads ---------- */
@@ -376,15 +388,17 @@ static int mkdir_all(const char *path) {
 }
 
 /* An existing dataset: 1 up to date, 0 go ahead (empty, or --force), or an exit status. */
-static int check_existing(const pb_config *cfg, const pb_gen_opts *opts, cJSON *spec) {
-  cJSON *old = read_manifest(cfg->dataset.path);
-  bool same = old && cJSON_Compare(old, spec, true);
+static int check_existing(const pb_config *cfg, const pb_gen_opts *opts, cJSON *spec, bool *ours) {
+  bool complete;
+  cJSON *old = read_manifest(cfg->dataset.path, &complete);
+  bool same = old && complete && cJSON_Compare(old, spec, true);
+  *ours = old != NULL;
   cJSON_Delete(old);
   if (same && !opts->force) return 1;
-  if (count_entries(cfg->dataset.path) == 0 || opts->force) return 0;
+  if (count_entries(cfg->dataset.path) == 0 || opts->force || (*ours && !complete)) return 0;
   fprintf(stderr, "pipebench: %s: dataset.path: %s already holds %s (expected an empty directory, or --force to "
                   "write over it)\n", cfg->file, cfg->dataset.path,
-          old ? "a dataset generated with other settings" : "files pipebench did not write");
+          *ours ? "a dataset generated with other settings" : "files pipebench did not write");
   return PB_EXIT_USAGE;
 }
 
@@ -426,20 +440,26 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
   int rc = check_generable(cfg);
   if (rc) return rc;
   cJSON *spec = spec_json(cfg);
-  int existing = check_existing(cfg, opts, spec);
+  bool ours = false;
+  int existing = check_existing(cfg, opts, spec, &ours);
   if (existing) {
     if (existing == 1 && !opts->quiet)
       fprintf(stderr, "pipebench: gen: %s is up to date (same settings); nothing to do\n", cfg->dataset.path);
     cJSON_Delete(spec);
     return existing == 1 ? PB_EXIT_OK : existing;
   }
-  if (opts->force && (rc = remove_generated(cfg->dataset.path))) {
+  if ((opts->force || ours) && (rc = remove_generated(cfg->dataset.path))) {
     fprintf(stderr, "pipebench: %s: cannot remove the old dataset: %s\n", cfg->dataset.path, strerror(-rc));
     cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }
   if ((rc = mkdir_all(cfg->dataset.path))) {
     fprintf(stderr, "pipebench: %s: cannot create the directory: %s\n", cfg->dataset.path, strerror(-rc));
+    cJSON_Delete(spec);
+    return PB_EXIT_RUNTIME;
+  }
+  if ((rc = write_manifest(cfg->dataset.path, spec, false, 0, 0, 0))) {
+    fprintf(stderr, "pipebench: %s: cannot write %s: %s\n", cfg->dataset.path, MANIFEST, strerror(-rc));
     cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }
@@ -450,7 +470,7 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
   double secs = (double)(pb_now_ns() - t0) / 1e9;
   uint64_t files = atomic_load(&job.files_done), samples = atomic_load(&job.samples_done);
   uint64_t bytes = atomic_load(&job.bytes_done);
-  if (!job.failed && write_manifest(cfg->dataset.path, spec, files, samples, bytes))
+  if (!job.failed && write_manifest(cfg->dataset.path, spec, true, files, samples, bytes))
     snprintf(job.error, sizeof job.error, "%.*s/%s: cannot write", PB_PATH_LEN, cfg->dataset.path, MANIFEST), job.failed = 1;
   if (job.failed) fprintf(stderr, "pipebench: %s\n", job.error);
   else if (!opts->quiet)

@@ -177,7 +177,7 @@ static int cmd_run(cli *c, pb_config *cfg) {
     return PB_EXIT_USAGE;
   }
   if (!c->run.synthetic && pb_gen_missing(cfg)) {
-    fprintf(stderr, "pipebench: %s holds no data yet; generating it first (%lld files, `pipebench gen`)\n",
+    fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
             cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
     pb_gen_opts g = {.quiet = c->run.quiet};
     int rc = pb_gen(cfg, &g);
