@@ -802,6 +802,23 @@ static void test_file_vanishes_mid_run(void **state) {
   assert_accounting_balances(rep);
 }
 
+/* Data that cannot work at all (every file garbage) must not spin forever under on_error skip with a
+ * steps target: the run stops with exit 1 and says no sample worked. */
+static void test_all_samples_fail_stops(void **state) {
+  const char *data = tmp_path("allbad-data");
+  mkdir(data, 0777);
+  for (int i = 0; i < 3; i++) {
+    char path[500];
+    snprintf(path, sizeof path, "%s/x%d.jpg", data, i);
+    write_bytes(path, "not a jpeg at all", 17, false);
+  }
+  const char *cfg = write_config("allbad", "{'dataset':{'path':'%s','format':'jpeg'},'stages':[{'type':'read'},"
+                                           "{'type':'decode'},{'type':'batch','size':2}],"
+                                           "'device':{'kind':'emulated','step_ms':1},'run':{'steps':10}}", data);
+  result *r = run_pb(ARGS("run", "--config", cfg, "--quiet", "--out", tmp_path("allbad-out")));
+  assert_one_error_line(r, 1, "no sample");
+}
+
 static void test_missing_dataset_path(void **state) {
   const char *missing = tmp_path("no/such/dir");
   const char *cfg = write_config(
@@ -961,6 +978,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_corrupt_tfrecord_crc, free_reports),
       cmocka_unit_test_teardown(test_max_pixels_refuses_oversized, free_reports),
       cmocka_unit_test_teardown(test_file_vanishes_mid_run, free_reports),
+      cmocka_unit_test_teardown(test_all_samples_fail_stops, free_reports),
       cmocka_unit_test_teardown(test_missing_dataset_path, free_reports),
       cmocka_unit_test_teardown(test_synthetic_skips_dataset, free_reports),
       cmocka_unit_test_teardown(test_direct_io, free_reports),

@@ -223,6 +223,23 @@ static void test_cache_replays_epochs(void **state) {
   free_run(m);
 }
 
+/* Image ops on in-memory images, and a flip of cache replays (shared payloads: flipped into a copy). */
+static void test_image_ops_on_memory_and_cache(void **state) {
+  const char *cfg = "{\"dataset\":{\"format\":\"synthetic\",\"shape\":[16,12,3],\"num_samples\":50},"
+                    "\"stages\":[{\"type\":\"cache\"},{\"type\":\"map\",\"threads\":2,\"ops\":[{\"op\":\"flip\",\"p\":1}]},"
+                    "{\"name\":\"crop\",\"type\":\"map\",\"ops\":[{\"op\":\"random_resized_crop\",\"size\":8}]},"
+                    "{\"type\":\"batch\",\"size\":5}],\"run\":{\"epochs\":3,\"warmup_steps\":0}}";
+  mini_run *m = run_config(cfg, false, 0);
+  assert_int_equal(m->report.samples_read, 150);
+  assert_int_equal(m->report.samples_consumed, 150);
+  assert_int_equal(m->report.errors, 0);
+  const pb_stage_report *batch = &m->report.stages[4];
+  assert_string_equal(batch->name, "batch");
+  assert_int_equal(batch->bytes_in / batch->calls, 8 * 8 * 3);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
 static void test_step_breakdown_parts(void **state) {
   /* Waited 3 ms (2 ms for the pipeline, then 1 ms of copy), computed 5 ms, 0.5 ms of overhead. */
   pb_step st = {.prev_end_ns = 0, .h2d_start_ns = 2000000, .h2d_end_ns = 3000000, .ready_ns = 3000000,
@@ -258,6 +275,7 @@ int main(void) {
       cmocka_unit_test(test_multi_device_window),
       cmocka_unit_test(test_shuffle_loses_nothing),
       cmocka_unit_test(test_cache_replays_epochs),
+      cmocka_unit_test(test_image_ops_on_memory_and_cache),
       cmocka_unit_test(test_step_breakdown_parts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
