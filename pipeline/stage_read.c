@@ -65,13 +65,12 @@ static void shuffle_epoch(read_state *st, const pb_engine *e) {
 static bool claim_file(pb_stage *s, uint32_t *index, uint32_t *epoch) {
   read_state *st = s->state;
   uv_mutex_lock(&st->order_lock);
-  if (st->next == st->order.count && !st->finished && atomic_load(&st->files_done) >= st->order.count &&
-      atomic_load(&st->good_samples) == 0) {
-    st->finished = true; /* a whole epoch and not one sample read: stop rather than loop on errors */
-    pb_engine_fail(s->engine, "no sample of a whole epoch could be read (see accounting.first_errors)");
-  } else if (st->next == st->order.count && !st->finished) {
+  if (st->next == st->order.count && !st->finished) {
     if (st->epochs && st->epoch + 1 >= st->epochs) {
       st->finished = true; /* every epoch handed out; stays so for every later call */
+    } else if (atomic_load(&st->files_done) >= st->order.count && atomic_load(&st->good_samples) == 0) {
+      st->finished = true; /* a whole epoch and not one sample read: stop rather than loop on errors */
+      pb_engine_fail(s->engine, "no sample of a whole epoch could be read (see accounting.first_errors)");
     } else {
       st->epoch++;
       st->next = 0;
