@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <uv.h>
 
@@ -93,4 +94,16 @@ int pb_edit_distance(const char *a, const char *b) {
     }
   }
   return row[lb];
+}
+
+int pb_mkdir_p(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) && errno != EEXIST) return -errno;
+    *p = '/';
+  }
+  return mkdir(buf, 0777) && errno != EEXIST ? -errno : 0;
 }

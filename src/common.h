@@ -38,6 +38,9 @@ uint64_t pb_rng_next(pb_rng *r);
 double pb_rng_uniform(pb_rng *r);               /* [0, 1) */
 double pb_rng_normal(pb_rng *r, double mean, double stdev);
 
+/* mkdir -p: creates path and its missing parents.  0 (also when it exists) or -errno. */
+int pb_mkdir_p(const char *path);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 int pb_edit_distance(const char *a, const char *b);
 

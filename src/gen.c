@@ -375,18 +375,6 @@ static int check_generable(const pb_config *cfg) {
   return PB_EXIT_USAGE;
 }
 
-static int mkdir_all(const char *path) {
-  char buf[PB_PATH_LEN];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0777) && errno != EEXIST) return -errno;
-    *p = '/';
-  }
-  return mkdir(buf, 0777) && errno != EEXIST ? -errno : 0;
-}
-
 /* An existing dataset: 1 up to date, 0 go ahead (empty, or --force), or an exit status. */
 static int check_existing(const pb_config *cfg, const pb_gen_opts *opts, cJSON *spec, bool *ours) {
   bool complete;
@@ -453,7 +441,7 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
     cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }
-  if ((rc = mkdir_all(cfg->dataset.path))) {
+  if ((rc = pb_mkdir_p(cfg->dataset.path))) {
     fprintf(stderr, "pipebench: %s: cannot create the directory: %s\n", cfg->dataset.path, strerror(-rc));
     cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;

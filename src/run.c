@@ -54,19 +54,6 @@ int pb_parse_formats(const char *list, unsigned *formats, pb_err *err) {
   return 0;
 }
 
-static int mkdir_p(const char *path) {
-  char buf[PB_PATH_LEN];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0777) && errno != EEXIST) return -errno;
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) && errno != EEXIST) return -errno;
-  return 0;
-}
-
 /* pipebench-out/<name>-<UTC yyyymmdd-HHMMSS>, made here; -2, -3.. when a run in the same second already
  * took the name (mkdir fails with EEXIST, so two runs can never share a directory). */
 static int make_default_out_dir(const pb_config *cfg, char *out, size_t len) {
@@ -75,7 +62,7 @@ static int make_default_out_dir(const pb_config *cfg, char *out, size_t len) {
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  int rc = mkdir_p("pipebench-out");
+  int rc = pb_mkdir_p("pipebench-out");
   for (int k = 1; !rc && k < 1000; k++) {
     if (k == 1)
       snprintf(out, len, "pipebench-out/%s-%s", cfg->name, stamp);
@@ -89,7 +76,7 @@ static int make_default_out_dir(const pb_config *cfg, char *out, size_t len) {
 
 /* --out DIR: made if missing; it must end up a directory we can write in. */
 static int make_given_out_dir(const char *dir) {
-  int rc = mkdir_p(dir);
+  int rc = pb_mkdir_p(dir);
   struct stat st;
   if (!rc && stat(dir, &st) != 0) rc = -errno;
   if (!rc && !S_ISDIR(st.st_mode)) rc = -ENOTDIR;
