@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------- the measured window ---------- */
 
@@ -73,9 +74,63 @@ const char *pb_engine_file_path(const pb_engine *e, uint32_t index) {
   return e->have_files && index < e->files.count ? e->files.files[index].path : NULL;
 }
 
+/* ---------- trace segments (trace.h) ---------- */
+
+static void seg_open(pb_worker *w, uint64_t t0, uint64_t key, uint64_t bytes, uint8_t flags) {
+  w->in_segment = true;
+  w->seg_t0_ns = t0;
+  w->seg_key = key;
+  w->seg_out = PB_NO_KEY;
+  w->seg_bytes = bytes;
+  w->seg_flags = flags;
+}
+
+static void seg_close(pb_worker *w, uint64_t t1) {
+  if (!w->in_segment) return;
+  w->in_segment = false;
+  pb_trace_add(&w->trace, PB_EV_PROCESS, w->seg_flags, w->seg_t0_ns, t1, w->seg_key, w->seg_out, w->seg_bytes);
+}
+
+/* The segment goes on after a cut (a block, an emit): same input, no longer the call's start. */
+static void seg_continue(pb_worker *w, uint64_t t) {
+  uint8_t keep = w->seg_flags & PB_EVF_PRODUCE;
+  seg_open(w, t, w->seg_key, w->producing ? 0 : w->seg_bytes, keep);
+}
+
+void pb_worker_trace_joined(pb_worker *w, uint64_t batch_id) {
+  if (!w->in_segment) return;
+  w->seg_out = PB_BATCH_KEY(batch_id);
+  w->seg_flags |= PB_EVF_JOINED;
+}
+
+/* An element was handed on: a producing segment ends at every emit; a call's segment carries it. */
+static void seg_emitted(pb_worker *w, uint64_t key) {
+  if (!w->trace.ev || !w->in_segment) return;
+  if (w->producing || (w->seg_flags & PB_EVF_EMITTED)) {
+    uint64_t now = pb_now_ns();
+    if (w->producing) {
+      w->seg_out = key;
+      w->seg_flags |= PB_EVF_EMITTED;
+      seg_close(w, now);
+      seg_continue(w, now);
+      return;
+    }
+    seg_close(w, now); /* a second emit in one call: one emitted element per segment */
+    seg_continue(w, now);
+  }
+  w->seg_out = key;
+  w->seg_flags |= PB_EVF_EMITTED;
+}
+
 /* Time blocked on the output (a full queue, an empty pool): counted as blocked-out within the window,
  * and remembered so the call it happened in does not count it as service time. */
-static void note_blocked(pb_worker *w, uint64_t t0, uint64_t t1) {
+static void note_blocked(pb_worker *w, uint64_t t0, uint64_t t1, bool pool) {
+  if (w->trace.ev) {
+    bool was_in = w->in_segment;
+    seg_close(w, t0);
+    pb_trace_add(&w->trace, PB_EV_BLOCKED, pool ? PB_EVF_BLOCKED_POOL : 0, t0, t1, PB_NO_KEY, PB_NO_KEY, 0);
+    if (was_in) seg_continue(w, t1);
+  }
   uint64_t clipped = pb_engine_clip(w->stage->engine, t0, t1);
   w->ctr.blocked_out_ns += clipped;
   w->blocked_in_call_ns += t1 - t0;
@@ -91,7 +146,7 @@ static int flush_out(pb_worker *w) {
   if (w->stage->out == pb_engine_output(e)) /* the device's input: it tells input wait from overhead */
     for (int i = 0; i < w->nout; i++) w->out[i].handoff_ns = t0;
   int rc = pb_queue_push_many(w->stage->out, w->out, w->nout, &pushed);
-  note_blocked(w, t0, pb_now_ns());
+  note_blocked(w, t0, pb_now_ns(), false);
   for (int i = pushed; i < w->nout; i++) pb_worker_abandon(w, &w->out[i]);
   w->nout = 0;
   if (rc < 0) w->cancelled = true;
@@ -106,6 +161,7 @@ int pb_emit(pb_worker *w, const pb_elem *e) {
     w->ctr.samples_out += e->nsamples;
     w->ctr.bytes_out += e->bytes;
   }
+  seg_emitted(w, pb_elem_key(e));
   return w->nout >= w->stage->out_chunk ? flush_out(w) : 0;
 }
 
@@ -117,7 +173,7 @@ pb_buf *pb_worker_get_buf(pb_worker *w, pb_pool *pool) {
   if (flush_out(w) < 0) return NULL;
   uint64_t t0 = pb_now_ns();
   b = pb_pool_get(pool);
-  note_blocked(w, t0, pb_now_ns());
+  note_blocked(w, t0, pb_now_ns(), true);
   return b;
 }
 
@@ -133,6 +189,7 @@ static void count_call(pb_worker *w, uint64_t samples, uint64_t bytes, uint64_t 
   uint64_t service = t1 - t0 - PB_MIN(w->blocked_in_call_ns, t1 - t0);
   uint64_t in_window = pb_engine_clip(e, t0, t1);
   w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
+  w->ctr.busy_total_ns += service;
   if (!pb_engine_in_window(e, t1)) return;
   w->ctr.calls++;
   w->ctr.samples_in += samples;
@@ -151,8 +208,10 @@ static int process_chunk(pb_worker *w, int n) {
   for (int i = 0; i < n; i++) {
     uint64_t samples = w->in[i].nsamples, bytes = w->in[i].bytes;
     start_call(w);
+    if (w->trace.ev) seg_open(w, t0, pb_elem_key(&w->in[i]), bytes, PB_EVF_CALL_START);
     int rc = ops->process(w, &w->in[i]);
     uint64_t t1 = pb_now_ns();
+    seg_close(w, t1);
     count_call(w, samples, bytes, t0, t1);
     if (rc < 0 || w->cancelled) {
       abandon_inputs(w, i + 1, n);
@@ -170,6 +229,20 @@ static int process_chunk(pb_worker *w, int n) {
   return flush_out(w);
 }
 
+/* A source's produce() or a flush(): work not on one input, cut into a segment per element handed on. */
+static void produce_begin(pb_worker *w, uint64_t t0) {
+  if (!w->trace.ev) return;
+  w->producing = true;
+  seg_open(w, t0, PB_NO_KEY, 0, PB_EVF_PRODUCE);
+}
+
+static void produce_end(pb_worker *w) {
+  if (!w->trace.ev) return;
+  uint64_t t1 = pb_now_ns();
+  if (t1 > w->seg_t0_ns) seg_close(w, t1); /* work after the last emit */
+  w->in_segment = w->producing = false;
+}
+
 static void run_transform(pb_worker *w) {
   pb_stage *s = w->stage;
   for (;;) {
@@ -177,10 +250,17 @@ static void run_transform(pb_worker *w) {
     /* Chunks follow the payload size (engine_plan.c); batches move one at a time, so a worker never
      * hoards buffers it is not working on. */
     int n = pb_queue_pop_many(s->in, w->in, s->chunk);
-    w->ctr.wait_in_ns += pb_engine_clip(s->engine, t0, pb_now_ns());
+    uint64_t t1 = pb_now_ns();
+    w->ctr.wait_in_ns += pb_engine_clip(s->engine, t0, t1);
+    pb_trace_add(&w->trace, PB_EV_WAIT, 0, t0, t1, PB_NO_KEY, PB_NO_KEY, 0);
     if (n < 0 || (n > 0 && process_chunk(w, n) < 0)) return; /* cancelled */
     if (n == 0) {                                             /* end of data */
-      if (s->ops->flush && s->ops->flush(w) < 0) return;
+      if (s->ops->flush) {
+        produce_begin(w, t1);
+        int rc = s->ops->flush(w);
+        produce_end(w);
+        if (rc < 0) return;
+      }
       flush_out(w);
       return;
     }
@@ -192,6 +272,7 @@ static void count_source_call(pb_worker *w, int n, uint64_t t0, uint64_t t1) {
   uint64_t service = t1 - t0 - PB_MIN(w->blocked_in_call_ns, t1 - t0);
   uint64_t in_window = pb_engine_clip(e, t0, t1);
   w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
+  w->ctr.busy_total_ns += service;
   if (!pb_engine_in_window(e, t1)) return;
   /* A source makes several elements in one call; each is charged an equal share. */
   w->ctr.calls += (uint64_t)n;
@@ -203,7 +284,9 @@ static void run_source(pb_worker *w) {
   while (!w->cancelled) {
     start_call(w);
     uint64_t t0 = pb_now_ns();
+    produce_begin(w, t0);
     int n = s->ops->produce(w, s->out_chunk);
+    produce_end(w);
     uint64_t t1 = pb_now_ns();
     if (n <= 0) break;
     count_source_call(w, n, t0, t1);
@@ -212,9 +295,16 @@ static void run_source(pb_worker *w) {
   if (!w->cancelled) flush_out(w);
 }
 
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void worker_main(void *arg) {
   pb_worker *w = arg;
   pb_stage *s = w->stage;
+  uint64_t cpu0 = thread_cpu_ns();
   pb_thread_precise_timers();
   if (s->is_source)
     run_source(w);
@@ -223,10 +313,17 @@ static void worker_main(void *arg) {
   if (w->cancelled || atomic_load(&s->engine->cancelled)) {
     if (s->ops->abandon) w->ctr.samples_in_flight += s->ops->abandon(w);
   }
+  w->cpu_ns = thread_cpu_ns() - cpu0;
   pb_queue_producer_done(s->out);
 }
 
 /* ---------- start / stop ---------- */
+
+int pb_engine_workers(const pb_engine *e) {
+  int n = 0;
+  for (int i = 0; i < e->nstages; i++) n += e->stages[i].threads;
+  return n;
+}
 
 static int init_stage(pb_engine *e, int i, pb_err *err) {
   pb_stage *s = &e->stages[i];
@@ -241,6 +338,8 @@ static int init_stage(pb_engine *e, int i, pb_err *err) {
     s->workers[k] = (pb_worker){.stage = s, .index = k};
     pb_rng_seed(&s->workers[k].rng, e->cfg->seed ^ ((uint64_t)i << 32) ^ (uint64_t)k);
     pb_hist_reset(&s->workers[k].hist);
+    if (e->tracing && pb_trace_ring_init(&s->workers[k].trace, pb_trace_ring_capacity(pb_engine_workers(e))))
+      return pb_err_set(err, "out of memory for the trace of stage %s (expected --no-trace)", s->name), -ENOMEM;
   }
   return s->ops->init ? s->ops->init(s, err) : 0;
 }
@@ -294,6 +393,7 @@ void pb_engine_close(pb_engine *e) {
   for (int i = 0; i < e->nstages; i++) {
     pb_stage *s = &e->stages[i];
     if (s->ops->close) s->ops->close(s);
+    for (int k = 0; s->workers && k < s->threads; k++) pb_trace_ring_free(&s->workers[k].trace);
     free(s->workers);
     s->workers = NULL;
     pb_queue_close(&e->queues[i]);
@@ -312,6 +412,7 @@ void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist) {
     ctr->samples_in += c->samples_in;
     ctr->samples_out += c->samples_out;
     ctr->busy_ns += c->busy_ns;
+    ctr->busy_total_ns += c->busy_total_ns;
     ctr->wait_in_ns += c->wait_in_ns;
     ctr->blocked_out_ns += c->blocked_out_ns;
     ctr->bytes_in += c->bytes_in;

@@ -23,6 +23,7 @@
 #include "pool.h"
 #include "queue.h"
 #include "stats.h"
+#include "trace.h"
 
 #define PB_CHUNK 64                     /* elements moved per queue operation at most */
 #define PB_SAMPLE_QUEUE_CAPACITY 256     /* queues carrying samples (before batch) */
@@ -58,6 +59,7 @@ typedef struct pb_stage_ops {
 typedef struct pb_counters {
   uint64_t calls, samples_in, samples_out;
   uint64_t busy_ns, wait_in_ns, blocked_out_ns;
+  uint64_t busy_total_ns;       /* service time over the whole run (not clipped): with cpu_ns, CPU vs wall */
   uint64_t bytes_in, bytes_out;
   uint64_t samples_out_total, samples_dropped_total, samples_in_flight, samples_error_total;
   uint64_t files_read_total;
@@ -84,6 +86,12 @@ struct pb_worker {
   uint64_t blocked_in_call_ns;  /* blocked time inside the current call, excluded from service time */
   uint64_t blocked_in_call_clipped_ns; /* the part of it inside the measured window */
   bool cancelled;
+  uint64_t cpu_ns;              /* this thread's CPU time, start to exit (CLOCK_THREAD_CPUTIME_ID) */
+  /* tracing (trace.h): the ring, and the PROCESS segment being timed */
+  pb_trace_ring trace;
+  bool in_segment, producing;   /* producing: a source's or flush's work, cut at every emit */
+  uint8_t seg_flags;
+  uint64_t seg_t0_ns, seg_key, seg_out, seg_bytes;
 };
 
 struct pb_stage {
@@ -128,6 +136,7 @@ struct pb_engine {
   _Atomic bool failed;
   char failure[600];
   _Atomic uint64_t batches_made; /* any batch at all: with none, a flood of errors is a broken run */
+  bool tracing;                 /* per-event rings (off with --no-trace; counters are always on) */
 };
 
 /* Lays out the stages for cfg (synthetic: source + batch and after), checks every stage is implemented
@@ -160,6 +169,8 @@ int pb_stage_pool_buffers(const pb_stage *s);
 /* Threads that read stage i's output queue (the next stage's, or the devices'). */
 int pb_engine_next_consumers(const pb_engine *e, int i);
 
+/* Worker threads of all stages. */
+int pb_engine_workers(const pb_engine *e);
 /* Sums the counters and histograms of a stage's workers. */
 void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist);
 
@@ -176,6 +187,12 @@ bool pb_engine_failed(pb_engine *e);
 void pb_engine_fail(pb_engine *e, const char *message);
 /* The path of file `index` of the run's file list, or NULL (in-memory data). */
 const char *pb_engine_file_path(const pb_engine *e, uint32_t index);
+/* The key an element is known by in the trace: its sample id, or PB_BATCH_KEY(batch_id) for a batch. */
+static inline uint64_t pb_elem_key(const pb_elem *e) {
+  return e->batch_id != PB_NO_BATCH ? PB_BATCH_KEY(e->batch_id) : e->id;
+}
+/* Batch membership for the trace: the input of the current call joined batch `batch_id`. */
+void pb_worker_trace_joined(pb_worker *w, uint64_t batch_id);
 /* Counts a sample-carrying element as in flight and releases its buffer. */
 void pb_worker_abandon(pb_worker *w, pb_elem *e);
 /* pb_pool_get with its wait counted as blocked-out time. */

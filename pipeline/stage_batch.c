@@ -27,6 +27,7 @@ struct batch_worker {
   size_t used_bytes;
   uint32_t count;
   uint64_t first_id;
+  uint64_t batch_id; /* given when the batch starts (trace: membership) */
   uint32_t epoch;
 };
 
@@ -69,7 +70,7 @@ oom:
 
 static int emit_batch(pb_worker *w, batch_worker *b) {
   pb_elem batch = {.id = b->first_id,
-                   .batch_id = atomic_fetch_add(&w->stage->engine->next_batch_id, 1),
+                   .batch_id = b->batch_id,
                    .data = b->cur->data,
                    .bytes = b->used_bytes,
                    .buf = b->cur,
@@ -107,7 +108,10 @@ static int batch_process(pb_worker *w, pb_elem *in) {
     }
     b->first_id = in->id;
     b->epoch = in->epoch;
+    /* Numbered when started, so the trace can record each sample's batch as it joins. */
+    b->batch_id = atomic_fetch_add(&w->stage->engine->next_batch_id, 1);
   }
+  pb_worker_trace_joined(w, b->batch_id);
   memcpy((char *)b->cur->data + b->used_bytes, in->data, in->bytes);
   b->used_bytes += in->bytes;
   b->sizes[b->count++] = (uint32_t)in->bytes;

@@ -1,4 +1,5 @@
 #include "metrics.h"
+#include "analysis.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,11 +40,11 @@ typedef struct step_sums {
   double *step_ms; /* one per measured step, for exact percentiles */
 } step_sums;
 
-static void sum_steps(const pb_steps *s, step_sums *t) {
+static void sum_steps(const pb_record *s, step_sums *t) {
   memset(t, 0, sizeof *t);
-  t->step_ms = malloc((s->n ? s->n : 1) * sizeof *t->step_ms);
-  for (size_t i = 0; i < s->n; i++) {
-    const pb_step *st = &s->v[i];
+  t->step_ms = malloc((s->nsteps ? s->nsteps : 1) * sizeof *t->step_ms);
+  for (size_t i = 0; i < s->nsteps; i++) {
+    const pb_step *st = &s->steps[i];
     if (!st->measured) continue;
     pb_step_parts p = pb_step_breakdown(st);
     if (t->step_ms) t->step_ms[t->n] = (double)p.step_ns / 1e6;
@@ -56,14 +57,13 @@ static void sum_steps(const pb_steps *s, step_sums *t) {
     t->compute_ns += p.compute_ns;
     t->other_ns += p.other_ns;
   }
-  for (size_t i = 0; i < s->n; i++) /* device busy time inside the window, every step counted */
-    t->compute_in_window_ns += overlap_ns(s->v[i].compute_start_ns, s->v[i].compute_end_ns,
+  for (size_t i = 0; i < s->nsteps; i++) /* device busy time inside the window, every step counted */
+    t->compute_in_window_ns += overlap_ns(s->steps[i].compute_start_ns, s->steps[i].compute_end_ns,
                                           s->window_start_ns, s->window_end_ns);
 }
 
-static void fill_steps(pb_report *r, const pb_run_record *rec, const step_sums *t) {
-  const pb_steps *s = rec->steps;
-  double n = (double)t->n, wall_s = r->measured_s, devs = rec->device->count;
+static void fill_steps(pb_report *r, const pb_record *rec, const step_sums *t) {
+  double n = (double)t->n, wall_s = r->measured_s, devs = rec->device_count;
   r->step_count = t->n;
   r->samples_per_s = wall_s > 0 ? (double)t->samples / wall_s : NAN;
   r->batches_per_s = wall_s > 0 ? n / wall_s : NAN;
@@ -82,146 +82,98 @@ static void fill_steps(pb_report *r, const pb_run_record *rec, const step_sums *
   r->input_bound_pct =
       t->step_ns ? (double)(t->input_wait_ns + t->h2d_ns) / (double)t->step_ns * 100 : NAN;
   r->classification = pb_classify(r->input_bound_pct);
-  (void)s;
 }
 
-static void fill_stage(pb_stage_report *sr, const pb_stage *s, double wall_s) {
-  pb_counters c;
-  pb_hist *h = malloc(sizeof *h);
-  if (!h) return;
-  pb_stage_totals(s, &c, h);
+static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s) {
+  const pb_counters *c = &s->ctr;
   snprintf(sr->name, sizeof sr->name, "%s", s->name);
-  sr->type = s->ops->type;
+  sr->type = s->type;
   sr->threads = s->threads;
-  sr->calls = c.calls;
-  sr->self_ms = (double)c.busy_ns / 1e6;
-  sr->wait_in_ms = (double)c.wait_in_ns / 1e6;
-  sr->blocked_out_ms = (double)c.blocked_out_ns / 1e6;
-  sr->total_ms = sr->self_ms + sr->wait_in_ms;
-  sr->mean_us = c.calls ? pb_hist_mean(h) / 1e3 : NAN;
-  sr->p50_us = c.calls ? (double)pb_hist_percentile(h, 50) / 1e3 : NAN;
-  sr->p99_us = c.calls ? (double)pb_hist_percentile(h, 99) / 1e3 : NAN;
-  sr->utilization = wall_s > 0 ? sr->self_ms / 1e3 / (s->threads * wall_s) : NAN;
-  uint64_t samples = s->is_source ? c.samples_out : c.samples_in;
-  sr->capacity_per_s = c.busy_ns ? s->threads * (double)samples / ((double)c.busy_ns / 1e9) : NAN;
-  sr->bytes_in = c.bytes_in;
-  sr->bytes_out = c.bytes_out;
-  sr->queue_mean_fill = pb_queue_mean_fill(s->out, (uint64_t)(wall_s * 1e9));
-  sr->queue_capacity = s->out->capacity;
-  sr->critical_path_ms = sr->critical_path_pct = NAN;
-  free(h);
-}
-
-static void fill_skipped(pb_stage_report *sr, const pb_stage_cfg *sc) {
-  memset(sr, 0, sizeof *sr);
-  snprintf(sr->name, sizeof sr->name, "%s", sc->name);
-  sr->type = pb_stage_type_name(sc->type);
-  sr->threads = sc->threads;
-  sr->skipped = true;
-}
-
-/* Report rows: the source, then the config's stages in order (those synthetic mode skipped, marked). */
-static void fill_stages(pb_report *r, const pb_run_record *rec) {
-  const pb_engine *e = rec->engine;
-  int next = 0;
-  if (!e->stages[0].cfg) /* the in-memory source: a row of its own */
-    fill_stage(&r->stages[r->nstages++], &e->stages[next++], r->measured_s);
-  for (int i = 0; i < rec->cfg->nstages; i++) {
-    const pb_stage_cfg *sc = &rec->cfg->stages[i];
-    if (next < e->nstages && e->stages[next].cfg == sc)
-      fill_stage(&r->stages[r->nstages++], &e->stages[next++], r->measured_s);
-    else
-      fill_skipped(&r->stages[r->nstages++], sc);
-  }
-}
-
-/* Until the critical path lands: the device when not input-bound, else the lowest-capacity stage. */
-static void fill_bottleneck(pb_report *r, const pb_run_record *rec) {
-  const pb_config *cfg = rec->cfg;
-  double batch = (double)cfg->stages[pb_config_batch_index(cfg)].size;
-  r->bottleneck_required_per_s =
-      r->compute_ms > 0 ? batch * rec->device->count / (r->compute_ms / 1e3) : NAN;
-  if (!r->classification) return;
-  if (strcmp(r->classification, "not_input_bound") == 0) {
-    snprintf(r->bottleneck_stage, sizeof r->bottleneck_stage, "device");
-    r->bottleneck_capacity_per_s = r->bottleneck_required_per_s;
-    snprintf(r->bottleneck_reason, sizeof r->bottleneck_reason,
-             "not input-bound: the device waited for input %.2f %% of step time (< 5 %%)", r->input_bound_pct);
+  sr->critical_path_ms = sr->critical_path_pct = sr->critical_path_self_ms = NAN;
+  sr->graph_start_ms = sr->graph_total_ms = sr->graph_self_ms = NAN;
+  if (s->skipped) {
+    sr->skipped = true;
+    sr->cpu_fraction = NAN;
     return;
   }
-  const pb_stage_report *min = NULL;
-  for (int i = 0; i < r->nstages; i++) {
-    const pb_stage_report *sr = &r->stages[i];
-    if (!sr->skipped && !isnan(sr->capacity_per_s) && (!min || sr->capacity_per_s < min->capacity_per_s))
-      min = sr;
-  }
-  if (!min) return;
-  snprintf(r->bottleneck_stage, sizeof r->bottleneck_stage, "%s", min->name);
-  r->bottleneck_capacity_per_s = min->capacity_per_s;
-  snprintf(r->bottleneck_reason, sizeof r->bottleneck_reason,
-           "lowest capacity (threads / mean service time) of all stages: %.1f samples/s; capacity model "
-           "only (the critical-path analysis is not in this version)",
-           min->capacity_per_s);
+  sr->calls = c->calls;
+  sr->self_ms = (double)c->busy_ns / 1e6;
+  sr->wait_in_ms = (double)c->wait_in_ns / 1e6;
+  sr->blocked_out_ms = (double)c->blocked_out_ns / 1e6;
+  sr->total_ms = sr->self_ms + sr->wait_in_ms;
+  sr->mean_us = c->calls ? pb_hist_mean(&s->hist) / 1e3 : NAN;
+  sr->p50_us = c->calls ? (double)pb_hist_percentile(&s->hist, 50) / 1e3 : NAN;
+  sr->p99_us = c->calls ? (double)pb_hist_percentile(&s->hist, 99) / 1e3 : NAN;
+  sr->utilization = wall_s > 0 ? sr->self_ms / 1e3 / (s->threads * wall_s) : NAN;
+  uint64_t samples = s->is_source ? c->samples_out : c->samples_in;
+  sr->capacity_per_s = c->busy_ns ? s->threads * (double)samples / ((double)c->busy_ns / 1e9) : NAN;
+  sr->bytes_in = c->bytes_in;
+  sr->bytes_out = c->bytes_out;
+  sr->queue_mean_fill = s->queue_mean_fill;
+  sr->queue_capacity = s->queue_capacity;
+  double f = c->busy_total_ns ? (double)s->cpu_ns / (double)c->busy_total_ns : NAN;
+  sr->cpu_fraction = isnan(f) ? NAN : f > 1 ? 1 : f;
 }
 
-static void fill_accounting(pb_report *r, const pb_run_record *rec) {
-  const pb_engine *e = rec->engine;
+static void fill_stages(pb_report *r, const pb_record *rec) {
+  for (int i = 0; i < rec->nstages; i++) fill_stage(&r->stages[r->nstages++], &rec->stages[i], r->measured_s);
+}
+
+static void fill_accounting(pb_report *r, const pb_record *rec) {
   uint64_t in_flight = rec->queued_samples;
-  for (int i = 0; i < e->nstages; i++) {
-    pb_counters c;
-    pb_hist *h = malloc(sizeof *h);
-    if (!h) continue;
-    pb_stage_totals(&e->stages[i], &c, h);
-    free(h);
-    in_flight += c.samples_in_flight;
-    r->errors += c.samples_error_total;
-    r->samples_dropped += c.samples_dropped_total;
-    r->samples_read += c.samples_replayed_total; /* a cache's replays count as samples yielded */
-    if (e->stages[i].is_source) {
-      r->samples_read += c.samples_out_total;
-      r->files_read = c.files_read_total;
+  for (int i = 0; i < rec->nstages; i++) {
+    const pb_stage_rec *sr = &rec->stages[i];
+    const pb_counters *c = &sr->ctr;
+    if (sr->skipped) continue;
+    in_flight += c->samples_in_flight;
+    r->errors += c->samples_error_total;
+    r->samples_dropped += c->samples_dropped_total;
+    r->samples_read += c->samples_replayed_total; /* a cache's replays count as samples yielded */
+    if (sr->is_source) {
+      r->samples_read += c->samples_out_total;
+      r->files_read = c->files_read_total;
     }
-    if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_BATCH) r->samples_batched = c.samples_out_total;
-    if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_DECODE) r->samples_decoded = c.samples_out_total;
+    if (strcmp(sr->type, "batch") == 0) r->samples_batched = c->samples_out_total;
+    if (strcmp(sr->type, "decode") == 0) r->samples_decoded = c->samples_out_total;
   }
-  r->samples_consumed = rec->steps->samples_consumed;
-  for (int i = 0; i < e->nfirst_errors && r->nfirst_errors < PB_MAX_FIRST_ERRORS; i++) {
+  r->samples_consumed = rec->samples_consumed;
+  for (int i = 0; i < rec->nfirst_errors && r->nfirst_errors < PB_MAX_FIRST_ERRORS; i++) {
     pb_first_error *fe = &r->first_errors[r->nfirst_errors++];
-    snprintf(fe->file, sizeof fe->file, "%s", e->first_errors[i].file);
-    snprintf(fe->message, sizeof fe->message, "%s", e->first_errors[i].message);
+    snprintf(fe->file, sizeof fe->file, "%s", rec->first_errors[i].file);
+    snprintf(fe->message, sizeof fe->message, "%s", rec->first_errors[i].message);
   }
-  r->errors += rec->steps->samples_failed;
-  if (rec->steps->failed && r->nfirst_errors < PB_MAX_FIRST_ERRORS) {
+  r->errors += rec->samples_failed;
+  if (rec->steps_failed && r->nfirst_errors < PB_MAX_FIRST_ERRORS) {
     pb_first_error *fe = &r->first_errors[r->nfirst_errors++];
     snprintf(fe->file, sizeof fe->file, "%s", "(device)");
-    snprintf(fe->message, sizeof fe->message, "%s", rec->steps->failure);
+    snprintf(fe->message, sizeof fe->message, "%s", rec->steps_failure);
   }
   r->samples_in_flight = in_flight;
   r->balanced = r->samples_read == r->samples_consumed + r->samples_dropped + r->errors + in_flight;
 }
 
-void pb_metrics_compute(pb_report *r, const pb_run_record *rec) {
-  const pb_steps *s = rec->steps;
+void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->version = PB_VERSION;
   r->synthetic = rec->synthetic;
   r->interrupted = rec->interrupted;
   snprintf(r->config_name, sizeof r->config_name, "%s", rec->cfg->name);
-  r->device_kind = rec->device->kind;
-  snprintf(r->device_name, sizeof r->device_name, "%s", rec->device->name);
-  r->device_count = rec->device->count;
-  r->timing_source = rec->device->timing_source;
+  r->device_kind = rec->device_kind;
+  snprintf(r->device_name, sizeof r->device_name, "%s", rec->device_name);
+  r->device_count = rec->device_count;
+  r->timing_source = rec->timing_source;
   r->warmup_steps = rec->cfg->run.warmup_steps;
-  bool measured = s->measured_count > 0;
-  r->measured_s = measured && s->window_end_ns > s->window_start_ns
-                     ? (double)(s->window_end_ns - s->window_start_ns) / 1e9
+  bool measured = rec->measured_count > 0;
+  r->measured_s = measured && rec->window_end_ns > rec->window_start_ns
+                     ? (double)(rec->window_end_ns - rec->window_start_ns) / 1e9
                      : 0;
   step_sums t;
-  sum_steps(s, &t);
+  sum_steps(rec, &t);
   fill_steps(r, rec, &t);
   free(t.step_ms);
   fill_stages(r, rec);
-  fill_bottleneck(r, rec);
   fill_accounting(r, rec);
   r->cpu_s = rec->cpu_s;
   r->cpu_ns_per_sample = r->samples_read ? rec->cpu_s * 1e9 / (double)r->samples_read : NAN;
+  r->ncpu = rec->ncpu;
+  pb_analysis_run(r, rec);
 }

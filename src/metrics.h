@@ -7,20 +7,12 @@
 #include "device.h"
 #include "engine.h"
 #include "report.h"
+#include "record.h"
 #include "steps.h"
 
-typedef struct pb_run_record {
-  const pb_config *cfg;
-  pb_engine *engine;            /* joined: every worker has exited */
-  pb_steps *steps;              /* joined */
-  pb_device *device;
-  bool synthetic, interrupted;
-  uint64_t queued_samples;      /* samples drained from the queues after the run */
-  double cpu_s;
-} pb_run_record;
-
-/* Fills r (which the caller zeroed); r->config is left for the caller. */
-void pb_metrics_compute(pb_report *r, const pb_run_record *rec);
+/* Fills r (which the caller zeroed) from what the run recorded, analysis included; r->config is left
+ * for the caller.  `rec` must outlive r (r points at its strings). */
+void pb_metrics_compute(pb_report *r, const pb_record *rec);
 
 /* The step time breakdown of one step (ns), as defined in docs/METRICS.md. */
 typedef struct pb_step_parts {

@@ -27,8 +27,27 @@ typedef struct pb_stage_report {
   uint64_t bytes_in, bytes_out;
   double queue_mean_fill;       /* mean occupancy of the stage's output queue, 0..1 of its capacity */
   int queue_capacity;           /* elements */
-  double critical_path_ms, critical_path_pct; /* NAN until the trace analysis exists */
+  double critical_path_ms, critical_path_pct; /* time on the critical path (NAN without a trace) */
+  double critical_path_self_ms; /* the part of critical_path_ms spent processing (the rest: hand-offs) */
+  double cpu_fraction;          /* CPU time / busy time of its threads, 0..1: ~1 CPU-bound, ~0 waiting */
+  /* stage graph node, rebuilt from the trace's lineage (NAN / "" without a trace) */
+  char parent[PB_NAME_LEN];     /* the node its inputs came from ("" for a source) */
+  double graph_start_ms;        /* first event in the analysed window, ms after the window opened */
+  double graph_total_ms, graph_self_ms; /* from the events: self + wait-in, and processing */
+  uint64_t graph_calls;
 } pb_stage_report;
+
+#define PB_MAX_RECOMMENDATIONS 8
+typedef struct pb_recommendation {
+  char action[256];             /* a --set expression when one fits, else a change in words */
+  char reason[512];
+  double predicted_samples_per_s;
+} pb_recommendation;
+
+typedef struct pb_path_segment {
+  char stage[PB_NAME_LEN];      /* a stage name or "device" */
+  double ms, self_ms;
+} pb_path_segment;
 
 typedef struct pb_first_error {
   char file[256];
@@ -63,6 +82,30 @@ typedef struct pb_report {
 
   int nstages;
   pb_stage_report stages[PB_MAX_STAGES + 1]; /* + the in-memory source */
+
+  /* critical path (trace analysis; available = false without a trace) */
+  bool critical_path_available;
+  double critical_path_total_ms;
+  int npath_segments;
+  pb_path_segment path_segments[PB_MAX_STAGES + 2];
+  uint64_t critical_path_hops;  /* events walked */
+  char critical_path_stop[128]; /* why the walk ended: "window start", "trace window start", ... */
+
+  /* the trace behind it */
+  bool traced;
+  uint64_t trace_events, trace_events_dropped;
+  bool trace_complete;          /* the rings held the whole measured window */
+  double trace_window_ms;       /* the part of the measured window the analysis covers */
+
+  /* capacity model (Plumber-style) */
+  char model_stage[PB_NAME_LEN];/* lowest-capacity stage */
+  double model_capacity_per_s;
+  double cpu_limit_per_s;       /* samples/s the machine's cores allow for the CPU-bound stages */
+  int ncpu;
+  double device_rate_per_s;     /* samples/s the device(s) could take: batch x devices / compute time */
+
+  int nrecommendations;
+  pb_recommendation recommendations[PB_MAX_RECOMMENDATIONS];
 
   /* bottleneck */
   char bottleneck_stage[PB_NAME_LEN]; /* "" = not available */

@@ -13,6 +13,8 @@
 #include "device.h"
 #include "engine.h"
 #include "metrics.h"
+#include "record.h"
+#include "trace_json.h"
 #include "report.h"
 #include "steps.h"
 
@@ -111,6 +113,7 @@ static int plan(run_ctx *c) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }
+  c->engine.tracing = !c->opts->no_trace;
   char who[512];
   uint64_t bytes = pb_engine_memory_bytes(&c->engine, who, sizeof who);
   uint64_t limit = (uint64_t)c->cfg->max_memory_mb * 1000000u;
@@ -210,6 +213,19 @@ static int make_out_dir(run_ctx *c) {
   return 0;
 }
 
+/* trace.json (CONTRACT §5): written when asked for and the run was traced. */
+static int write_trace(run_ctx *c, const pb_record *rec) {
+  if (!(c->opts->formats & PB_FMT_TRACE) || !rec->traced) return 0;
+  char path[PB_PATH_LEN + 32];
+  snprintf(path, sizeof path, "%s/trace.json", c->out_dir);
+  int rc = pb_trace_write_file(rec, path);
+  if (rc) {
+    fprintf(stderr, "pipebench: %s: cannot write the trace: %s\n", path, strerror(-rc));
+    return PB_EXIT_RUNTIME;
+  }
+  return 0;
+}
+
 static int write_outputs(run_ctx *c, pb_report *r) {
   const pb_run_opts *o = c->opts;
   snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
@@ -221,9 +237,9 @@ static int write_outputs(run_ctx *c, pb_report *r) {
     fprintf(stderr, "pipebench: %s: cannot write the report: %s\n", c->out_dir, strerror(-rc));
     return PB_EXIT_RUNTIME;
   }
-  unsigned missing = o->formats & (PB_FMT_CSV | PB_FMT_HTML | PB_FMT_TRACE);
+  unsigned missing = o->formats & (PB_FMT_CSV | PB_FMT_HTML);
   if (missing && o->formats_given && !o->quiet)
-    fprintf(stderr, "pipebench: note: formats csv, html and trace are not written by this version\n");
+    fprintf(stderr, "pipebench: note: formats csv and html are not written by this version\n");
   if (o->json_stdout) {
     cJSON *json = pb_report_to_json(r);
     char *text = json ? cJSON_Print(json) : NULL;
@@ -238,19 +254,27 @@ static int write_outputs(run_ctx *c, pb_report *r) {
 
 static int report(run_ctx *c, double cpu0) {
   pb_report *r = calloc(1, sizeof *r);
-  if (!r) return PB_EXIT_RUNTIME;
-  pb_run_record rec = {.cfg = c->cfg, .engine = &c->engine, .steps = &c->steps, .device = &c->device,
-                       .synthetic = c->opts->synthetic, .interrupted = c->interrupted,
-                       .queued_samples = c->queued_samples, .cpu_s = cpu_seconds() - cpu0};
-  pb_metrics_compute(r, &rec);
+  pb_record *rec = calloc(1, sizeof *rec);
+  int rc = PB_EXIT_RUNTIME;
+  if (!r || !rec ||
+      pb_record_from_run(rec, c->cfg, &c->engine, &c->steps, &c->device, c->opts->synthetic, c->interrupted,
+                         c->queued_samples, cpu_seconds() - cpu0)) {
+    fprintf(stderr, "pipebench: out of memory for the run's record\n");
+    goto out;
+  }
+  pb_metrics_compute(r, rec);
   r->config = pb_config_to_json(c->cfg);
   if (!r->balanced)
     fprintf(stderr, "pipebench: internal error: the sample accounting does not balance (see report)\n");
   if (c->steps.measured_count == 0 && !c->opts->quiet)
     fprintf(stderr, "pipebench: warning: the run ended before any measured step (%zu steps, %lld warm-up)\n",
             c->steps.n, (long long)c->cfg->run.warmup_steps);
-  int rc = write_outputs(c, r);
+  rc = write_trace(c, rec);
+  if (!rc) rc = write_outputs(c, r);
   cJSON_Delete(r->config);
+out:
+  if (rec) pb_record_free(rec);
+  free(rec);
   free(r);
   return rc;
 }

@@ -104,6 +104,7 @@ static bool is_done(pb_steps *s) {
 /* One step: the batch is on the host; copy it unless the h2d stage already did, then compute. */
 static int run_step(pb_steps *s, int index, pb_elem *batch, pb_step *st) {
   st->bytes = batch->bytes;
+  st->key = pb_elem_key(batch);
   st->samples = batch->nsamples;
   st->device = (uint16_t)index;
   st->h2d_start_ns = batch->h2d_start_ns;

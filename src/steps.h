@@ -19,6 +19,7 @@ typedef struct pb_step {
   uint64_t h2d_start_ns, h2d_end_ns;
   uint64_t compute_start_ns, compute_end_ns;
   uint64_t bytes;
+  uint64_t key;            /* the batch's trace key (PB_BATCH_KEY of its batch id) */
   uint32_t samples;
   uint16_t device;
   bool measured;

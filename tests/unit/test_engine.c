@@ -21,6 +21,7 @@ typedef struct mini_run {
   pb_device device;
   pb_steps steps;
   pb_report report;
+  pb_record rec;
 } mini_run;
 
 /* Runs cfg_json to its end (or cancels it after cancel_after_ms when > 0) and computes the report. */
@@ -46,13 +47,16 @@ static mini_run *run_config(const char *cfg_json, bool synthetic, int cancel_aft
   pb_engine_cancel(&m->engine);
   pb_steps_join(&m->steps);
   pb_engine_join(&m->engine);
-  pb_run_record rec = {.cfg = &m->cfg, .engine = &m->engine, .steps = &m->steps, .device = &m->device,
-                       .synthetic = synthetic, .queued_samples = pb_engine_drain(&m->engine)};
-  pb_metrics_compute(&m->report, &rec);
+  uint64_t queued = pb_engine_drain(&m->engine);
+  assert_int_equal(pb_record_from_run(&m->rec, &m->cfg, &m->engine, &m->steps, &m->device, synthetic, false,
+                                      queued, 0),
+                   0);
+  pb_metrics_compute(&m->report, &m->rec);
   return m;
 }
 
 static void free_run(mini_run *m) {
+  pb_record_free(&m->rec);
   pb_steps_close(&m->steps);
   pb_engine_close(&m->engine);
   pb_device_close(&m->device);

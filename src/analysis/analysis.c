@@ -1,0 +1,173 @@
+#include "analysis.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* pb_evref packed into a keymap value: row (8 bits), worker (16 bits), index (32 bits). */
+static uint64_t pack(int row, int worker, uint32_t idx) {
+  return ((uint64_t)row << 48) | ((uint64_t)worker << 32) | idx;
+}
+
+static pb_evref unpack(uint64_t v) {
+  return (pb_evref){.row = (int)(v >> 48), .worker = (int)((v >> 32) & 0xffff), .idx = (uint32_t)v};
+}
+
+const pb_event *pb_analysis_event(const pb_analysis *a, pb_evref ref) {
+  return &a->rec->stages[ref.row].workers[ref.worker].ev[ref.idx];
+}
+
+bool pb_analysis_emitter(const pb_analysis *a, int row, uint64_t key, pb_evref *ref) {
+  uint64_t v;
+  if (row < 0 || !pb_keymap_get(&a->emits[row], key, &v)) return false;
+  *ref = unpack(v);
+  return true;
+}
+
+static bool row_traced(const pb_stage_rec *sr) { return !sr->skipped && sr->workers; }
+
+/* The analysed window: the measured window, from where every ring that overwrote events still has
+ * them (rings keep the end of the run). */
+static void find_window(pb_analysis *a) {
+  const pb_record *rec = a->rec;
+  a->t_stop = rec->window_start_ns;
+  a->t_end = rec->window_end_ns;
+  a->complete = true;
+  for (int i = 0; i < rec->nstages; i++) {
+    const pb_stage_rec *sr = &rec->stages[i];
+    if (!row_traced(sr)) continue;
+    for (int k = 0; k < sr->threads; k++) {
+      const pb_worker_trace *t = &sr->workers[k];
+      a->events += t->n;
+      a->dropped += t->dropped;
+      if (!t->dropped) continue;
+      uint64_t first = t->n ? t->ev[0].t0_ns : UINT64_MAX;
+      if (first > rec->window_start_ns) a->complete = false;
+      if (first > a->t_stop) a->t_stop = first;
+    }
+  }
+  if (a->t_stop > a->t_end) a->t_stop = a->t_end;
+}
+
+static int build_emits(pb_analysis *a, int row) {
+  const pb_stage_rec *sr = &a->rec->stages[row];
+  size_t n = 0;
+  for (int k = 0; k < sr->threads; k++) n += sr->workers[k].n;
+  if (pb_keymap_init(&a->emits[row], n)) return -ENOMEM;
+  for (int k = 0; k < sr->threads; k++) {
+    const pb_worker_trace *t = &sr->workers[k];
+    for (uint32_t i = 0; i < t->n; i++)
+      if (t->ev[i].kind == PB_EV_PROCESS && (t->ev[i].flags & PB_EVF_EMITTED))
+        pb_keymap_put(&a->emits[row], t->ev[i].out, pack(row, k, i));
+  }
+  return 0;
+}
+
+/* Which row handed `key` on last, no later than `t`?  (PB_NO_ROW when none did.) */
+static int latest_emitter(const pb_analysis *a, int self, uint64_t key, uint64_t t) {
+  int best = PB_NO_ROW;
+  uint64_t best_t = 0;
+  for (int u = 0; u < a->rec->nstages; u++) {
+    pb_evref ref;
+    if (u == self || !pb_analysis_emitter(a, u, key, &ref)) continue;
+    uint64_t te = pb_analysis_event(a, ref)->t1_ns;
+    if (te <= t && (best == PB_NO_ROW || te >= best_t)) {
+      best = u;
+      best_t = te;
+    }
+  }
+  return best;
+}
+
+#define VOTE_SAMPLES 4096 /* inputs looked at per stage: plenty to name its parent */
+
+/* A row's parent is the row that most of its inputs last came from: the graph comes from lineage. */
+static int find_parent(const pb_analysis *a, int row) {
+  const pb_stage_rec *sr = &a->rec->stages[row];
+  int votes[PB_MAX_STAGES + 1] = {0};
+  int seen = 0;
+  for (int k = 0; k < sr->threads && seen < VOTE_SAMPLES; k++) {
+    const pb_worker_trace *t = &sr->workers[k];
+    uint32_t step = t->n / (VOTE_SAMPLES / sr->threads + 1) + 1; /* spread over the window */
+    for (uint32_t i = 0; i < t->n && seen < VOTE_SAMPLES; i += step) {
+      const pb_event *e = &t->ev[i];
+      if (e->kind != PB_EV_PROCESS || !(e->flags & PB_EVF_CALL_START) || e->key == PB_NO_KEY) continue;
+      int u = latest_emitter(a, row, e->key, e->t0_ns);
+      if (u >= 0) votes[u]++;
+      seen++;
+    }
+  }
+  int best = PB_NO_ROW;
+  for (int u = 0; u < a->rec->nstages; u++)
+    if (votes[u] > 0 && (best == PB_NO_ROW || votes[u] > votes[best])) best = u;
+  return best;
+}
+
+static int find_device_parent(const pb_analysis *a) {
+  int votes[PB_MAX_STAGES + 1] = {0};
+  const pb_record *rec = a->rec;
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    int u = latest_emitter(a, PB_NO_ROW, rec->steps[i].key, rec->steps[i].compute_start_ns);
+    if (u >= 0) votes[u]++;
+  }
+  int best = PB_NO_ROW;
+  for (int u = 0; u < rec->nstages; u++)
+    if (votes[u] > 0 && (best == PB_NO_ROW || votes[u] > votes[best])) best = u;
+  return best;
+}
+
+/* Steps are recorded in completion order; per device that is also step order. */
+static int order_steps(pb_analysis *a) {
+  const pb_record *rec = a->rec;
+  a->prev_step = malloc((rec->nsteps ? rec->nsteps : 1) * sizeof *a->prev_step);
+  if (!a->prev_step) return -ENOMEM;
+  long last[PB_MAX_DEVICES];
+  for (int d = 0; d < PB_MAX_DEVICES; d++) last[d] = -1;
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    int d = rec->steps[i].device < PB_MAX_DEVICES ? rec->steps[i].device : 0;
+    a->prev_step[i] = last[d];
+    last[d] = (long)i;
+  }
+  return 0;
+}
+
+int pb_analysis_init(pb_analysis *a, const pb_record *rec) {
+  memset(a, 0, sizeof *a);
+  a->rec = rec;
+  a->device_parent = PB_NO_ROW;
+  for (int i = 0; i <= PB_MAX_STAGES; i++) a->parent[i] = PB_NO_ROW;
+  if (order_steps(a)) return -ENOMEM;
+  a->traced = rec->traced;
+  if (!a->traced) return 0;
+  find_window(a);
+  for (int i = 0; i < rec->nstages; i++)
+    if (row_traced(&rec->stages[i]) && build_emits(a, i)) return -ENOMEM;
+  for (int i = 0; i < rec->nstages; i++)
+    if (row_traced(&rec->stages[i]) && !rec->stages[i].is_source) a->parent[i] = find_parent(a, i);
+  a->device_parent = find_device_parent(a);
+  return 0;
+}
+
+void pb_analysis_free(pb_analysis *a) {
+  for (int i = 0; i <= PB_MAX_STAGES; i++) pb_keymap_free(&a->emits[i]);
+  free(a->prev_step);
+  a->prev_step = NULL;
+}
+
+void pb_analysis_run(pb_report *r, const pb_record *rec) {
+  pb_analysis *a = calloc(1, sizeof *a);
+  bool ok = a && pb_analysis_init(a, rec) == 0;
+  r->traced = rec->traced;
+  if (ok && a->traced) {
+    r->trace_events = a->events;
+    r->trace_events_dropped = a->dropped;
+    r->trace_complete = a->complete;
+    r->trace_window_ms = a->t_end > a->t_stop ? (double)(a->t_end - a->t_stop) / 1e6 : 0;
+    pb_graph_fill(r, a);
+    pb_critical_path(r, a);
+  }
+  if (a) pb_analysis_free(a);
+  free(a);
+  pb_bottleneck(r, rec);
+  pb_recommend(r, rec);
+}

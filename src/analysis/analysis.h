@@ -1,0 +1,65 @@
+/* The analysis: from a pb_record (what a run recorded) to the report's diagnosis.
+ *
+ *   graph.c          the stage graph rebuilt from the trace's lineage, and each node's figures
+ *   critical_path.c  the critical path, walked back over the event dependency graph
+ *   bottleneck.c     the capacity model and the bottleneck (critical path cross-checked with the model)
+ *   recommend.c      recommendations with their predicted samples/s
+ *
+ * Every function reads only the record (never a running engine), so `pipebench analyze` and a live run
+ * give the same answers. */
+#ifndef PB_ANALYSIS_H
+#define PB_ANALYSIS_H
+
+#include <stdint.h>
+
+#include "keymap.h"
+#include "record.h"
+#include "report.h"
+
+#define PB_NO_ROW (-1)
+#define PB_DEVICE_ROW (-2) /* "the device" where a stage row is expected */
+
+/* One event of the record: stage row, worker, index in that worker's events. */
+typedef struct pb_evref {
+  int row, worker;
+  uint32_t idx;
+} pb_evref;
+
+typedef struct pb_analysis {
+  const pb_record *rec;
+  bool traced;
+  uint64_t t_stop, t_end;       /* the analysed window: the measured window, clipped to what the trace kept */
+  bool complete;                /* the trace covers the whole measured window */
+  uint64_t events, dropped;
+  pb_keymap emits[PB_MAX_STAGES + 1]; /* per row: emitted element key -> packed pb_evref */
+  int parent[PB_MAX_STAGES + 1];      /* per row: the row its inputs came from (PB_NO_ROW: source/none) */
+  int device_parent;                  /* the row that feeds the device */
+  long *prev_step;              /* per step: the previous step on the same device, or -1 */
+} pb_analysis;
+
+/* Builds emit maps, the stage graph (parents from lineage) and the per-step device order.
+ * Returns 0, or -ENOMEM (the analysis then falls back to counters only). */
+int pb_analysis_init(pb_analysis *a, const pb_record *rec);
+void pb_analysis_free(pb_analysis *a);
+
+const pb_event *pb_analysis_event(const pb_analysis *a, pb_evref ref);
+/* The event that handed element `key` on in row `row` (any worker); false when not in the trace. */
+bool pb_analysis_emitter(const pb_analysis *a, int row, uint64_t key, pb_evref *ref);
+
+/* graph.c: the stage-graph node figures of each row (parent, start, total, self, calls). */
+void pb_graph_fill(pb_report *r, const pb_analysis *a);
+
+/* critical_path.c: walks the path back from the end of the last measured step; fills the report's
+ * critical_path section and the stages' critical_path_* figures. */
+void pb_critical_path(pb_report *r, const pb_analysis *a);
+
+/* bottleneck.c: capacity model (model_*, cpu_limit_per_s, device_rate_per_s) and the bottleneck. */
+void pb_bottleneck(pb_report *r, const pb_record *rec);
+
+/* recommend.c: recommendations, each with a predicted samples/s. */
+void pb_recommend(pb_report *r, const pb_record *rec);
+
+/* Everything above, in order (metrics.c calls it after the step and stage figures are in r). */
+void pb_analysis_run(pb_report *r, const pb_record *rec);
+
+#endif

@@ -1,0 +1,113 @@
+#include "record.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Copies one worker's ring, oldest event first. */
+static int copy_traces(pb_stage_rec *sr, const pb_stage *s) {
+  sr->workers = calloc((size_t)s->threads, sizeof *sr->workers);
+  if (!sr->workers) return -ENOMEM;
+  for (int k = 0; k < s->threads; k++) {
+    pb_worker_trace *t = &sr->workers[k];
+    if (pb_trace_ring_linearize(&s->workers[k].trace, &t->ev, &t->n, &t->dropped)) return -ENOMEM;
+  }
+  return 0;
+}
+
+static int stage_from_run(pb_stage_rec *sr, const pb_stage *s, const pb_config *cfg, bool traced) {
+  snprintf(sr->name, sizeof sr->name, "%s", s->name);
+  snprintf(sr->type, sizeof sr->type, "%s", s->ops->type);
+  sr->threads = s->threads;
+  sr->cfg_index = s->cfg ? (int)(s->cfg - cfg->stages) : -1;
+  sr->is_source = s->is_source;
+  sr->batched = s->batched;
+  pb_stage_totals(s, &sr->ctr, &sr->hist);
+  for (int k = 0; k < s->threads; k++) sr->cpu_ns += s->workers[k].cpu_ns;
+  sr->queue_capacity = s->out->capacity;
+  return traced ? copy_traces(sr, s) : 0;
+}
+
+static void stage_skipped(pb_stage_rec *sr, const pb_stage_cfg *sc, int index) {
+  snprintf(sr->name, sizeof sr->name, "%s", sc->name);
+  snprintf(sr->type, sizeof sr->type, "%s", pb_stage_type_name(sc->type));
+  sr->threads = sc->threads;
+  sr->cfg_index = index;
+  sr->skipped = true;
+  pb_hist_reset(&sr->hist);
+}
+
+static int copy_steps(pb_record *rec, const pb_steps *s) {
+  rec->steps = malloc((s->n ? s->n : 1) * sizeof *rec->steps);
+  if (!rec->steps) return -ENOMEM;
+  memcpy(rec->steps, s->v, s->n * sizeof *rec->steps);
+  rec->nsteps = s->n;
+  rec->start_ns = s->start_ns;
+  rec->window_start_ns = s->window_start_ns;
+  rec->window_end_ns = s->window_end_ns;
+  rec->measured_count = s->measured_count;
+  rec->samples_consumed = s->samples_consumed;
+  rec->samples_failed = s->samples_failed;
+  rec->steps_failed = s->failed;
+  snprintf(rec->steps_failure, sizeof rec->steps_failure, "%s", s->failure);
+  return 0;
+}
+
+int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e, const pb_steps *s,
+                       const pb_device *d, bool synthetic, bool interrupted, uint64_t queued_samples,
+                       double cpu_s) {
+  memset(rec, 0, sizeof *rec);
+  rec->cfg = cfg;
+  rec->synthetic = synthetic;
+  rec->interrupted = interrupted;
+  snprintf(rec->device_kind, sizeof rec->device_kind, "%s", d->kind);
+  snprintf(rec->timing_source, sizeof rec->timing_source, "%s", d->timing_source);
+  snprintf(rec->device_name, sizeof rec->device_name, "%s", d->name);
+  rec->device_count = d->count;
+  rec->queued_samples = queued_samples;
+  rec->cpu_s = cpu_s;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  rec->ncpu = n > 0 ? (int)n : 1;
+  rec->traced = e->tracing;
+  rec->nfirst_errors = e->nfirst_errors;
+  memcpy(rec->first_errors, e->first_errors, sizeof rec->first_errors);
+  if (copy_steps(rec, s)) return -ENOMEM;
+  uint64_t window_ns = s->window_end_ns > s->window_start_ns ? s->window_end_ns - s->window_start_ns : 0;
+  int next = 0;
+  if (!e->stages[0].cfg) { /* the in-memory source: a row of its own */
+    if (stage_from_run(&rec->stages[rec->nstages++], &e->stages[next++], cfg, e->tracing)) return -ENOMEM;
+    rec->stages[0].queue_mean_fill = pb_queue_mean_fill(e->stages[0].out, window_ns);
+  }
+  for (int i = 0; i < cfg->nstages; i++) {
+    pb_stage_rec *sr = &rec->stages[rec->nstages++];
+    if (next < e->nstages && e->stages[next].cfg == &cfg->stages[i]) {
+      if (stage_from_run(sr, &e->stages[next], cfg, e->tracing)) return -ENOMEM;
+      sr->queue_mean_fill = pb_queue_mean_fill(e->stages[next].out, window_ns);
+      next++;
+    } else {
+      stage_skipped(sr, &cfg->stages[i], i);
+    }
+  }
+  return 0;
+}
+
+void pb_record_free(pb_record *rec) {
+  for (int i = 0; i < rec->nstages; i++) {
+    pb_stage_rec *sr = &rec->stages[i];
+    for (int k = 0; sr->workers && k < sr->threads; k++) free(sr->workers[k].ev);
+    free(sr->workers);
+    sr->workers = NULL;
+  }
+  free(rec->steps);
+  rec->steps = NULL;
+  free(rec->owned_cfg);
+  rec->owned_cfg = NULL;
+}
+
+int pb_record_last_stage(const pb_record *rec) {
+  for (int i = rec->nstages - 1; i >= 0; i--)
+    if (!rec->stages[i].skipped) return i;
+  return -1;
+}

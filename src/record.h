@@ -1,0 +1,76 @@
+/* What a run recorded, as plain data: the step timeline, each stage's counters and histogram, each
+ * worker's trace events, the accounting.  The analysis (metrics.c, analysis/) reads only this, so that
+ * a live run (pb_record_from_run) and `pipebench analyze` (pb_record_load, from trace.json) take the
+ * same code path and give the same report. */
+#ifndef PB_RECORD_H
+#define PB_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "engine.h"
+#include "stats.h"
+#include "steps.h"
+#include "trace.h"
+
+typedef struct pb_worker_trace {
+  pb_event *ev;                 /* kept events, oldest first (owned) */
+  uint32_t n;
+  uint64_t dropped;             /* older events the ring overwrote */
+} pb_worker_trace;
+
+typedef struct pb_stage_rec {
+  char name[PB_NAME_LEN];
+  char type[16];                /* "read", "map", ... or "source" for the in-memory source */
+  int threads;
+  int cfg_index;                /* index in cfg->stages; -1 for the in-memory source */
+  bool is_source;               /* makes elements (no input queue) */
+  bool skipped;                 /* in the config but not run (synthetic mode) */
+  bool batched;                 /* elements leaving it are batches */
+  pb_counters ctr;              /* summed over workers */
+  pb_hist hist;                 /* service time per call, measured window */
+  uint64_t cpu_ns;              /* CPU time of its threads, whole run */
+  double queue_mean_fill;       /* output queue, 0..1 */
+  int queue_capacity;
+  pb_worker_trace *workers;     /* `threads` entries when traced, else NULL (owned) */
+} pb_stage_rec;
+
+typedef struct pb_record {
+  const pb_config *cfg;
+  pb_config *owned_cfg;         /* set when the record owns its config (loaded from a trace) */
+  bool synthetic, interrupted;
+  /* device */
+  char device_kind[16], timing_source[16], device_name[128];
+  int device_count;
+  /* steps (the device timeline) */
+  pb_step *steps;               /* owned copy, in completion order */
+  size_t nsteps;
+  uint64_t start_ns;            /* when the run started (trace timestamps are relative to it) */
+  uint64_t window_start_ns, window_end_ns;
+  uint64_t measured_count, samples_consumed, samples_failed;
+  bool steps_failed;
+  char steps_failure[256];
+  /* stages: report rows in order (the in-memory source first when there is one, then the config's) */
+  int nstages;
+  pb_stage_rec stages[PB_MAX_STAGES + 1];
+  /* accounting that is not per stage */
+  uint64_t queued_samples;      /* drained from the queues after the run: in flight */
+  int nfirst_errors;
+  pb_error_record first_errors[PB_FIRST_ERRORS];
+  /* the machine and the engine's cost */
+  double cpu_s;                 /* process CPU during the run */
+  int ncpu;                     /* online CPUs */
+  bool traced;                  /* per-event tracing was on */
+} pb_record;
+
+/* Builds the record of a joined run (copies everything it needs).  0 or -ENOMEM. */
+int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e, const pb_steps *s,
+                       const pb_device *d, bool synthetic, bool interrupted, uint64_t queued_samples,
+                       double cpu_s);
+void pb_record_free(pb_record *rec);
+
+/* The stage row that feeds the device (the last one that ran), or -1. */
+int pb_record_last_stage(const pb_record *rec);
+
+#endif
