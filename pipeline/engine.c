@@ -124,8 +124,8 @@ static void seg_emitted(pb_worker *w, uint64_t key) {
 
 /* Time blocked on the output (a full queue, an empty pool): counted as blocked-out within the window,
  * and remembered so the call it happened in does not count it as service time. */
-static void note_blocked(pb_worker *w, uint64_t t0, uint64_t t1, bool pool) {
-  if (w->trace.ev) {
+static void note_blocked(pb_worker *w, uint64_t t0, uint64_t t1, bool pool, bool waited) {
+  if (w->trace.ev && waited) { /* a push that found room is not a block: no cut in the trace */
     bool was_in = w->in_segment;
     seg_close(w, t0);
     pb_trace_add(&w->trace, PB_EV_BLOCKED, pool ? PB_EVF_BLOCKED_POOL : 0, t0, t1, PB_NO_KEY, PB_NO_KEY, 0);
@@ -145,8 +145,9 @@ static int flush_out(pb_worker *w) {
   uint64_t t0 = pb_now_ns();
   if (w->stage->out == pb_engine_output(e)) /* the device's input: it tells input wait from overhead */
     for (int i = 0; i < w->nout; i++) w->out[i].handoff_ns = t0;
-  int rc = pb_queue_push_many(w->stage->out, w->out, w->nout, &pushed);
-  note_blocked(w, t0, pb_now_ns(), false);
+  bool waited;
+  int rc = pb_queue_push_many(w->stage->out, w->out, w->nout, &pushed, &waited);
+  note_blocked(w, t0, pb_now_ns(), false, waited);
   for (int i = pushed; i < w->nout; i++) pb_worker_abandon(w, &w->out[i]);
   w->nout = 0;
   if (rc < 0) w->cancelled = true;
@@ -173,7 +174,7 @@ pb_buf *pb_worker_get_buf(pb_worker *w, pb_pool *pool) {
   if (flush_out(w) < 0) return NULL;
   uint64_t t0 = pb_now_ns();
   b = pb_pool_get(pool);
-  note_blocked(w, t0, pb_now_ns(), true);
+  note_blocked(w, t0, pb_now_ns(), true, true);
   return b;
 }
 

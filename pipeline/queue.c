@@ -55,11 +55,13 @@ static void wake(uv_cond_t *cond, int waiting, int n) {
   for (int i = 0; i < n; i++) uv_cond_signal(cond);
 }
 
-int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed) {
+int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bool *waited) {
   int done = 0;
+  if (waited) *waited = false;
   uv_mutex_lock(&q->lock);
   while (done < n) {
     while (q->count == q->capacity && !q->cancelled) {
+      if (waited) *waited = true;
       q->waiting_producers++;
       uv_cond_wait(&q->not_full, &q->lock);
       q->waiting_producers--;

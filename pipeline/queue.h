@@ -34,8 +34,9 @@ typedef struct pb_queue {
 int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers);
 void pb_queue_close(pb_queue *q);
 
-/* Appends all n elements, waiting while full.  Returns 0, or -ECANCELED (then `*pushed` of them went in). */
-int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed);
+/* Appends all n elements, waiting while full.  Returns 0, or -ECANCELED (then `*pushed` of them went in).
+ * `*waited` (optional) tells whether it had to wait for room. */
+int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bool *waited);
 /* Takes between 1 and max elements, waiting while empty.  When several consumers share the queue, one
  * takes at most its fair share of the backlog so that slow stages keep every thread busy.
  * Returns the count, 0 at end of data, or -ECANCELED. */

@@ -87,6 +87,19 @@ static cJSON *breakdown_json(const pb_report *r) {
   return finish(o, ok);
 }
 
+/* The stage-graph node rebuilt from the trace (TF Profiler fields); null without a trace. */
+static cJSON *graph_node_json(const pb_stage_report *s) {
+  if (s->skipped || isnan(s->graph_self_ms)) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "parent", s->parent[0] ? cJSON_CreateString(s->parent) : cJSON_CreateNull(), &ok);
+  put(o, "start_ms", num(s->graph_start_ms, MS), &ok);
+  put(o, "total_ms", num(s->graph_total_ms, MS), &ok);
+  put(o, "self_ms", num(s->graph_self_ms, MS), &ok);
+  put(o, "calls", u64(s->graph_calls), &ok);
+  return finish(o, ok);
+}
+
 /* One table drives both the measured stage and the skipped one (all nulls), so the two cannot drift. */
 typedef struct stage_field {
   const char *key;
@@ -106,6 +119,8 @@ static cJSON *stage_json(const pb_stage_report *s) {
       {"queue_capacity", s->queue_capacity, INT},
       {"critical_path_ms", s->critical_path_ms, MS},
       {"critical_path_pct", s->critical_path_pct, PCT},
+      {"critical_path_self_ms", s->critical_path_self_ms, MS},
+      {"cpu_fraction", s->cpu_fraction, FRAC},
   };
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
@@ -115,6 +130,7 @@ static cJSON *stage_json(const pb_stage_report *s) {
   put(o, "skipped", cJSON_CreateBool(s->skipped), &ok);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     put(o, f[i].key, s->skipped ? cJSON_CreateNull() : num(f[i].v, f[i].decimals), &ok);
+  put(o, "graph", graph_node_json(s), &ok);
   return finish(o, ok);
 }
 
@@ -140,6 +156,67 @@ static cJSON *bottleneck_json(const pb_report *r) {
   put(o, "capacity_per_s", num(r->bottleneck_capacity_per_s, PER_S), &ok);
   put(o, "required_per_s", num(r->bottleneck_required_per_s, PER_S), &ok);
   return finish(o, ok);
+}
+
+static cJSON *critical_path_json(const pb_report *r) {
+  if (!r->critical_path_available) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject(), *segs = cJSON_CreateArray();
+  bool ok = segs != NULL;
+  put(o, "total_ms", num(r->critical_path_total_ms, MS), &ok);
+  for (int i = 0; ok && i < r->npath_segments; i++) {
+    cJSON *e = cJSON_CreateObject();
+    put(e, "stage", cJSON_CreateString(r->path_segments[i].stage), &ok);
+    put(e, "ms", num(r->path_segments[i].ms, MS), &ok);
+    put(e, "self_ms", num(r->path_segments[i].self_ms, MS), &ok);
+    if (!ok || !cJSON_AddItemToArray(segs, e)) {
+      cJSON_Delete(e);
+      ok = false;
+    }
+  }
+  put(o, "segments", segs, &ok);
+  put(o, "hops", u64(r->critical_path_hops), &ok);
+  put(o, "ended_at", cJSON_CreateString(r->critical_path_stop), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *trace_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "enabled", cJSON_CreateBool(r->traced), &ok);
+  put(o, "events", u64(r->trace_events), &ok);
+  put(o, "events_dropped", u64(r->trace_events_dropped), &ok);
+  put(o, "complete", r->traced ? cJSON_CreateBool(r->trace_complete) : cJSON_CreateNull(), &ok);
+  put(o, "analysed_ms", r->traced ? num(r->trace_window_ms, MS) : cJSON_CreateNull(), &ok);
+  put(o, "measured_ms", num(r->measured_s * 1e3, MS), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *model_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "lowest_capacity_stage", r->model_stage[0] ? cJSON_CreateString(r->model_stage) : cJSON_CreateNull(), &ok);
+  put(o, "lowest_capacity_per_s", num(r->model_capacity_per_s, PER_S), &ok);
+  put(o, "device_rate_per_s", num(r->device_rate_per_s, PER_S), &ok);
+  put(o, "cpu_limit_per_s", num(r->cpu_limit_per_s, PER_S), &ok);
+  put(o, "cpus", cJSON_CreateNumber(r->ncpu), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *recommendations_json(const pb_report *r) {
+  cJSON *a = cJSON_CreateArray();
+  bool ok = a != NULL;
+  for (int i = 0; ok && i < r->nrecommendations; i++) {
+    const pb_recommendation *rc = &r->recommendations[i];
+    cJSON *e = cJSON_CreateObject();
+    put(e, "action", cJSON_CreateString(rc->action), &ok);
+    put(e, "reason", cJSON_CreateString(rc->reason), &ok);
+    put(e, "predicted_samples_per_s", num(rc->predicted_samples_per_s, PER_S), &ok);
+    if (!ok || !cJSON_AddItemToArray(a, e)) {
+      cJSON_Delete(e);
+      ok = false;
+    }
+  }
+  return finish(a, ok);
 }
 
 static cJSON *first_errors_json(const pb_report *r) {
@@ -205,10 +282,11 @@ cJSON *pb_report_to_json(const pb_report *r) {
   bool ok = true;
   put_run(root, r, &ok);
   put(root, "stages", stages_json(r), &ok);
-  /* Filled by the trace-based analysis once it exists; null keeps the keys present meanwhile. */
-  put(root, "critical_path", cJSON_CreateNull(), &ok);
+  put(root, "critical_path", critical_path_json(r), &ok);
   put(root, "bottleneck", bottleneck_json(r), &ok);
-  put(root, "recommendations", cJSON_CreateNull(), &ok);
+  put(root, "capacity_model", model_json(r), &ok);
+  put(root, "recommendations", recommendations_json(r), &ok);
+  put(root, "trace", trace_json(r), &ok);
   put(root, "ranks", cJSON_CreateNull(), &ok);
   put(root, "most_input_bound_rank", cJSON_CreateNull(), &ok);
   put(root, "accounting", accounting_json(r), &ok);

@@ -105,10 +105,43 @@ static void print_bottleneck(const pb_report *r, FILE *out) {
   }
 }
 
+/* "critical path  812.3 ms: augment 98.7 % (self 98.5 %), device 1.0 %" */
+static void print_critical_path(const pb_report *r, FILE *out) {
+  if (!r->critical_path_available) {
+    fprintf(out, "%-*s%s\n", LABEL, "critical path", r->traced ? "n/a (no measured step)" : "n/a (--no-trace)");
+    return;
+  }
+  char text[1024];
+  size_t n = 0;
+  numbuf a;
+  n += (size_t)snprintf(text, sizeof text, "%s ms:", fmtd(&a, "%.1f", r->critical_path_total_ms));
+  for (int i = 0; i < r->npath_segments && n < sizeof text; i++) {
+    const pb_path_segment *p = &r->path_segments[i];
+    double pct = r->critical_path_total_ms > 0 ? p->ms / r->critical_path_total_ms * 100 : 0;
+    double self = r->critical_path_total_ms > 0 ? p->self_ms / r->critical_path_total_ms * 100 : 0;
+    n += (size_t)snprintf(text + n, sizeof text - n, "%s %s %.1f %% (self %.1f %%)", i ? "," : "", p->stage, pct,
+                          self);
+  }
+  if (!r->trace_complete && n < sizeof text)
+    snprintf(text + n, sizeof text - n, "; last %.0f ms of the run only (trace buffers full)", r->trace_window_ms);
+  wrapped(out, "critical path", text);
+}
+
+static void print_recommendations(const pb_report *r, FILE *out) {
+  for (int i = 0; i < r->nrecommendations; i++) {
+    const pb_recommendation *rc = &r->recommendations[i];
+    char text[1024];
+    numbuf a;
+    snprintf(text, sizeof text, "%s  -> %s samples/s predicted (%s)", rc->action,
+             fmtd(&a, "%.0f", rc->predicted_samples_per_s), rc->reason);
+    wrapped(out, i == 0 ? "recommend" : "", text);
+  }
+}
+
 /* Column widths: name, type, thr, calls, mean/p50/p99, util, capacity, wait, blocked, fill.  With the
  * 12-column name the row is 98 columns. */
 #define NAME_W 12
-#define ROW_FMT "%-*.*s %-8.8s %3s %9s %7s %7s %7s %4s %8s %8s %8s %6s\n"
+#define ROW_FMT "%-*.*s %-8.8s %3s %9s %7s %7s %7s %4s %8s %8s %8s %6s %5s\n"
 
 static void print_stage(const pb_stage_report *s, FILE *out) {
   char thr[16];
@@ -124,16 +157,17 @@ static void print_stage(const pb_stage_report *s, FILE *out) {
     snprintf(calls, sizeof calls, "%" PRIu64, s->calls);
   else
     snprintf(calls, sizeof calls, "%.3e", (double)s->calls);
-  numbuf b[8];
+  numbuf b[9];
   fprintf(out, ROW_FMT, NAME_W, NAME_W, s->name, s->type ? s->type : "?", thr, calls,
           cell(&b[0], s->mean_us), cell(&b[1], s->p50_us), cell(&b[2], s->p99_us),
           fmtd(&b[3], "%.2f", s->utilization), cell(&b[4], s->capacity_per_s), cell(&b[5], s->wait_in_ms),
-          cell(&b[6], s->blocked_out_ms), fmtd(&b[7], "%.2f", s->queue_mean_fill));
+          cell(&b[6], s->blocked_out_ms), fmtd(&b[7], "%.2f", s->queue_mean_fill),
+          fmtd(&b[8], "%.0f", s->critical_path_pct));
 }
 
 static void print_stages(const pb_report *r, FILE *out) {
   fprintf(out, ROW_FMT, NAME_W, NAME_W, "stage", "type", "thr", "calls", "mean_us", "p50_us", "p99_us",
-          "util", "cap/s", "wait_ms", "block_ms", "q_fill");
+          "util", "cap/s", "wait_ms", "block_ms", "q_fill", "cp_%");
   for (int i = 0; i < r->nstages; i++) print_stage(&r->stages[i], out);
 }
 
@@ -167,7 +201,9 @@ static void print_engine(const pb_report *r, FILE *out) {
 void pb_report_print_text(const pb_report *r, FILE *out) {
   print_header(r, out);
   print_rates(r, out);
+  print_critical_path(r, out);
   print_bottleneck(r, out);
+  print_recommendations(r, out);
   print_stages(r, out);
   print_accounting(r, out);
   print_engine(r, out);

@@ -39,8 +39,8 @@ typedef struct pb_stage_report {
 
 #define PB_MAX_RECOMMENDATIONS 8
 typedef struct pb_recommendation {
-  char action[256];             /* a --set expression when one fits, else a change in words */
-  char reason[512];
+  char action[768];             /* a --set expression when one fits, else a change in words */
+  char reason[1536];
   double predicted_samples_per_s;
 } pb_recommendation;
 
@@ -109,7 +109,7 @@ typedef struct pb_report {
 
   /* bottleneck */
   char bottleneck_stage[PB_NAME_LEN]; /* "" = not available */
-  char bottleneck_reason[512];
+  char bottleneck_reason[1024];
   double bottleneck_capacity_per_s, bottleneck_required_per_s;
 
   /* accounting (every sample, warm-up included) */

@@ -1,2 +1,278 @@
+/* The critical path: which chain of work the device's last measured step waited on, back to the start
+ * of the analysed window.
+ *
+ * The events form a dependency graph with four kinds of edges (ARCHITECTURE.md):
+ *   data          a call starts on element k after the upstream stage handed k on;
+ *                 a device step starts after its batch was handed to the device;
+ *   worker order  a worker's segment starts after its previous segment ended;
+ *   backpressure  a worker blocked on its output resumes when downstream made room: the downstream
+ *                 event that ended last before it resumed;
+ *   device order  a step starts after the previous step on the same device ended.
+ * Walking backwards from the end of the last measured step, at each event we follow the predecessor
+ * that finished last (the one that actually held this event back), and charge the time between to the
+ * stage we are in: the event's own duration as its self time on the path, the gap before it (hand-off,
+ * wake-up) as path time that is not self time.  The walk ends at the start of the analysed window. */
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "analysis.h"
-void pb_critical_path(pb_report *r, const pb_analysis *a) { (void)r; (void)a; }
+
+typedef struct walk {
+  const pb_analysis *a;
+  uint64_t t;                    /* cursor: everything after it is attributed */
+  bool at_device;
+  size_t step;                   /* at_device */
+  pb_evref ev;                   /* !at_device */
+  uint64_t path_ns[PB_MAX_STAGES + 1], self_ns[PB_MAX_STAGES + 1];
+  uint64_t device_ns, device_self_ns;
+  uint64_t hops;
+  const char *stop;
+} walk;
+
+/* Charges [from, w->t) (clipped to the window) to a row or the device, then moves the cursor to `from`. */
+static void charge(walk *w, int row, uint64_t from, bool self) {
+  uint64_t lo = from > w->a->t_stop ? from : w->a->t_stop;
+  uint64_t ns = w->t > lo ? w->t - lo : 0;
+  if (row == PB_DEVICE_ROW) {
+    w->device_ns += ns;
+    if (self) w->device_self_ns += ns;
+  } else {
+    w->path_ns[row] += ns;
+    if (self) w->self_ns[row] += ns;
+  }
+  if (from < w->t) w->t = from;
+}
+
+static const pb_worker_trace *worker_of(const walk *w, pb_evref r) {
+  return &w->a->rec->stages[r.row].workers[r.worker];
+}
+
+/* The worker's previous segment that was not a wait for input (a wait means it was starved: the data
+ * edge explains that time). */
+static bool prev_on_worker(const walk *w, pb_evref r, pb_evref *out) {
+  const pb_worker_trace *t = worker_of(w, r);
+  for (uint32_t i = r.idx; i-- > 0;) {
+    if (t->ev[i].kind == PB_EV_WAIT) continue;
+    *out = (pb_evref){.row = r.row, .worker = r.worker, .idx = i};
+    return true;
+  }
+  return false;
+}
+
+/* In row `row`, the PROCESS segment (any worker) that ended last at or before t. */
+static bool latest_process_before(const walk *w, int row, uint64_t t, pb_evref *out, uint64_t *end) {
+  const pb_stage_rec *sr = &w->a->rec->stages[row];
+  bool found = false;
+  for (int k = 0; sr->workers && k < sr->threads; k++) {
+    const pb_worker_trace *tr = &sr->workers[k];
+    uint32_t lo = 0, hi = tr->n; /* first event with t1 > t (events are in time order) */
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (tr->ev[mid].t1_ns <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    for (uint32_t i = lo; i-- > 0;) {
+      if (tr->ev[i].kind != PB_EV_PROCESS) continue;
+      if (!found || tr->ev[i].t1_ns > *end) {
+        *out = (pb_evref){.row = row, .worker = k, .idx = i};
+        *end = tr->ev[i].t1_ns;
+        found = true;
+      }
+      break;
+    }
+  }
+  return found;
+}
+
+/* The device step that ended last at or before t. */
+static bool latest_step_before(const walk *w, uint64_t t, size_t *out, uint64_t *end) {
+  const pb_record *rec = w->a->rec;
+  bool found = false;
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    uint64_t e = rec->steps[i].compute_end_ns;
+    if (e <= t && (!found || e > *end)) {
+      *out = i;
+      *end = e;
+      found = true;
+    }
+  }
+  return found;
+}
+
+/* Rows downstream of `row` in the rebuilt graph (children, grandchildren, ...). */
+static bool is_downstream(const pb_analysis *a, int row, int of) {
+  for (int p = a->parent[row], guard = 0; p >= 0 && guard <= PB_MAX_STAGES; p = a->parent[p], guard++)
+    if (p == of) return true;
+  return false;
+}
+
+/* A worker of `row` blocked on its output until t: who made room?  A full queue empties when its
+ * consumer finishes an element and takes the next; a pool refills when any stage downstream releases
+ * a buffer.  Either way: the downstream event that ended last before t. */
+static bool resolve_backpressure(walk *w, int row, const pb_event *blocked) {
+  const pb_analysis *a = w->a;
+  uint64_t t = blocked->t1_ns, best_end = 0;
+  bool found = false, device = false;
+  pb_evref best = {0};
+  bool pool = blocked->flags & PB_EVF_BLOCKED_POOL;
+  for (int c = 0; c < a->rec->nstages; c++) {
+    bool consumer = pool ? is_downstream(a, c, row) : a->parent[c] == row;
+    pb_evref r;
+    uint64_t end = 0;
+    if (!consumer || !latest_process_before(w, c, t, &r, &end)) continue;
+    if (!found || end > best_end) best = r, best_end = end, found = true;
+  }
+  size_t step;
+  uint64_t step_end = 0;
+  bool device_consumes = a->device_parent == row || (pool && a->device_parent >= 0 &&
+                                                     (a->device_parent == row || is_downstream(a, a->device_parent, row)));
+  if (device_consumes && latest_step_before(w, t, &step, &step_end) && (!found || step_end > best_end)) {
+    device = true;
+    best_end = step_end;
+    found = true;
+  }
+  if (!found) return false;
+  charge(w, row, best_end, false); /* the wake-up after room was made */
+  if (device) {
+    w->at_device = true;
+    w->step = step;
+  } else {
+    w->at_device = false;
+    w->ev = best;
+  }
+  return true;
+}
+
+/* One hop back from a worker's PROCESS segment. */
+static bool step_worker(walk *w) {
+  const pb_analysis *a = w->a;
+  pb_evref cur = w->ev;
+  const pb_event *e = pb_analysis_event(a, cur);
+  charge(w, cur.row, e->t0_ns, true);
+  pb_evref prev, data;
+  bool has_prev = prev_on_worker(w, cur, &prev);
+  bool has_data = (e->flags & PB_EVF_CALL_START) && e->key != PB_NO_KEY &&
+                  pb_analysis_emitter(a, a->parent[cur.row], e->key, &data);
+  uint64_t t_prev = has_prev ? pb_analysis_event(a, prev)->t1_ns : 0;
+  uint64_t t_data = has_data ? pb_analysis_event(a, data)->t1_ns : 0;
+  if (!has_prev && !has_data) {
+    w->stop = "trace window start (no earlier event on this worker)";
+    return false;
+  }
+  if (has_data && (!has_prev || t_data > t_prev)) { /* it waited for its input */
+    charge(w, cur.row, t_data, false);
+    w->ev = data;
+    return true;
+  }
+  const pb_event *p = pb_analysis_event(a, prev);
+  charge(w, cur.row, p->t1_ns, false);
+  if (p->kind == PB_EV_BLOCKED) {
+    if (resolve_backpressure(w, cur.row, p)) return true;
+    charge(w, cur.row, p->t0_ns, false); /* nothing downstream in the trace: the block itself */
+    if (!prev_on_worker(w, prev, &prev)) {
+      w->stop = "trace window start (no earlier event on this worker)";
+      return false;
+    }
+    charge(w, cur.row, pb_analysis_event(a, prev)->t1_ns, false);
+  }
+  w->ev = prev;
+  return true;
+}
+
+/* One hop back from a device step: its compute is device time; before it, the later of the previous
+ * step on this device and the hand-off of its batch. */
+static bool step_device(walk *w) {
+  const pb_analysis *a = w->a;
+  const pb_step *st = &a->rec->steps[w->step];
+  charge(w, PB_DEVICE_ROW, st->compute_start_ns, true);
+  long prev = a->prev_step[w->step];
+  pb_evref data;
+  bool has_data = pb_analysis_emitter(a, a->device_parent, st->key, &data);
+  uint64_t t_prev = prev >= 0 ? a->rec->steps[prev].compute_end_ns : 0;
+  uint64_t t_data = has_data ? pb_analysis_event(a, data)->t1_ns : 0;
+  if (prev < 0 && !has_data) {
+    w->stop = "first step";
+    return false;
+  }
+  if (has_data && (prev < 0 || t_data > t_prev)) { /* the device waited for this batch */
+    charge(w, PB_DEVICE_ROW, t_data, false);   /* its own copy (without an h2d stage) and the hand-off */
+    w->at_device = false;
+    w->ev = data;
+    return true;
+  }
+  charge(w, PB_DEVICE_ROW, t_prev, false);
+  w->step = (size_t)prev;
+  return true;
+}
+
+static bool last_measured_step(const pb_record *rec, size_t *out) {
+  bool found = false;
+  for (size_t i = 0; i < rec->nsteps; i++)
+    if (rec->steps[i].measured && (!found || rec->steps[i].compute_end_ns > rec->steps[*out].compute_end_ns)) {
+      *out = i;
+      found = true;
+    }
+  return found;
+}
+
+static void fill_report(pb_report *r, const walk *w) {
+  const pb_record *rec = w->a->rec;
+  uint64_t total = w->device_ns;
+  for (int i = 0; i < rec->nstages; i++) total += w->path_ns[i];
+  r->critical_path_available = true;
+  r->critical_path_total_ms = (double)total / 1e6;
+  r->critical_path_hops = w->hops;
+  snprintf(r->critical_path_stop, sizeof r->critical_path_stop, "%s", w->stop ? w->stop : "window start");
+  r->npath_segments = 0;
+  for (int i = 0; i < rec->nstages && i < r->nstages; i++) {
+    pb_stage_report *sr = &r->stages[i];
+    if (rec->stages[i].skipped) continue;
+    sr->critical_path_ms = (double)w->path_ns[i] / 1e6;
+    sr->critical_path_self_ms = (double)w->self_ns[i] / 1e6;
+    sr->critical_path_pct = total ? (double)w->path_ns[i] / (double)total * 100 : NAN;
+    if (!w->path_ns[i]) continue;
+    pb_path_segment *p = &r->path_segments[r->npath_segments++];
+    snprintf(p->stage, sizeof p->stage, "%s", sr->name);
+    p->ms = sr->critical_path_ms;
+    p->self_ms = sr->critical_path_self_ms;
+  }
+  pb_path_segment *d = &r->path_segments[r->npath_segments++];
+  snprintf(d->stage, sizeof d->stage, "device");
+  d->ms = (double)w->device_ns / 1e6;
+  d->self_ms = (double)w->device_self_ns / 1e6;
+}
+
+void pb_critical_path(pb_report *r, const pb_analysis *a) {
+  walk *w = calloc(1, sizeof *w);
+  if (!w) return;
+  w->a = a;
+  if (!last_measured_step(a->rec, &w->step)) {
+    free(w);
+    return;
+  }
+  w->at_device = true;
+  w->t = a->rec->steps[w->step].compute_end_ns;
+  if (w->t > a->t_end) w->t = a->t_end;
+  /* Every hop moves to an earlier event; the bound only guards against a malformed (loaded) trace. */
+  uint64_t max_hops = 4 * (a->events + a->rec->nsteps) + 16;
+  while (w->t > a->t_stop) {
+    if (++w->hops > max_hops) {
+      w->stop = "hop limit (malformed trace)";
+      break;
+    }
+    if (getenv("PB_DEBUG_PATH")) {
+      if (w->at_device) fprintf(stderr, "t=%.3f device step %zu\n", (w->t - a->t_stop) / 1e6, w->step);
+      else {
+        const pb_event *e = pb_analysis_event(a, w->ev);
+        fprintf(stderr, "t=%.3f row %d w%d #%u kind %d f%x [%.3f,%.3f] key %llx out %llx\n", (w->t - a->t_stop) / 1e6,
+                w->ev.row, w->ev.worker, w->ev.idx, e->kind, e->flags, (e->t0_ns - a->t_stop) / 1e6,
+                (e->t1_ns - a->t_stop) / 1e6, (unsigned long long)e->key, (unsigned long long)e->out);
+      }
+    }
+    if (!(w->at_device ? step_device(w) : step_worker(w))) break;
+  }
+  fill_report(r, w);
+  free(w);
+}

@@ -1,2 +1,277 @@
+/* Recommendations, each with the change to make (a --set expression when one fits) and the samples/s
+ * the capacity model predicts after it.
+ *
+ * The prediction is always the same model: the pipeline delivers the minimum of
+ *   - every stage's capacity (threads / mean service time, in samples/s), with the changed stage's
+ *     capacity scaled by the change (threads t -> t' scales it by t'/t),
+ *   - the device's rate (batch x devices / mean compute time),
+ *   - the cores' limit for the CPU-bound stages (ncpu / CPU seconds per sample, summed),
+ * so a recommendation never promises more than the device or the machine can take.  The rules:
+ *   threads   more threads for the bottleneck, enough to reach the next limit; for a CPU-bound stage
+ *             within the free cores (or taken from a stage with slack when none are free); for a stage
+ *             that waits without CPU (latency), as many as needed
+ *   prefetch  the pipeline is fast enough on average but the device still waits: deeper prefetch, sized
+ *             by Little's law from the p99 input wait (d' = d + ceil(p99 wait / compute time))
+ *   cache     read-bound and the dataset fits in limits.max_memory_mb: cache after read
+ *   pinned    h2d-bound on a GPU with pageable memory: pinned buffers
+ *   scale     decode-bound, DCT scale 1, and the first crop/resize at most half the image: scale 1/2 */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "analysis.h"
-void pb_recommend(pb_report *r, const pb_record *rec) { (void)r; (void)rec; }
+#include "metrics.h"
+
+/* Measured decode speed-up of DCT scale 1/2 over 1 for 500x375 photos (docs/PERFORMANCE.md, decode
+ * stage: 850.8 vs 758 images/s): Huffman decoding dominates, so halving the IDCT gains little. */
+#define PB_DECODE_HALF_SPEEDUP 1.12
+#define PB_MAX_THREADS_SUGGESTED 256
+
+static const pb_stage_report *find_stage(const pb_report *r, const char *name, int *index) {
+  for (int i = 0; i < r->nstages; i++)
+    if (strcmp(r->stages[i].name, name) == 0) {
+      if (index) *index = i;
+      return &r->stages[i];
+    }
+  return NULL;
+}
+
+static bool cpu_bound(const pb_stage_report *s) { return !isnan(s->cpu_fraction) && s->cpu_fraction >= 0.5; }
+
+/* The model's prediction when stage `changed` gets capacity `new_cap` (and `changed2`, if >= 0,
+ * `new_cap2`). */
+static double predict(const pb_report *r, int changed, double new_cap, int changed2, double new_cap2) {
+  double rate = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
+  double cpu_per_sample = 0;
+  for (int i = 0; i < r->nstages; i++) {
+    const pb_stage_report *s = &r->stages[i];
+    if (s->skipped || isnan(s->capacity_per_s)) continue;
+    double cap = i == changed ? new_cap : i == changed2 ? new_cap2 : s->capacity_per_s;
+    if (cap < rate) rate = cap;
+    if (cpu_bound(s) && s->capacity_per_s > 0) cpu_per_sample += s->cpu_fraction * s->threads / s->capacity_per_s;
+  }
+  if (cpu_per_sample > 0 && r->ncpu / cpu_per_sample < rate) rate = r->ncpu / cpu_per_sample;
+  return isinf(rate) ? NAN : rate;
+}
+
+static pb_recommendation *add(pb_report *r) {
+  if (r->nrecommendations >= PB_MAX_RECOMMENDATIONS) return NULL;
+  pb_recommendation *rc = &r->recommendations[r->nrecommendations++];
+  memset(rc, 0, sizeof *rc);
+  return rc;
+}
+
+/* Lowest capacity among the stages other than `except`, and the device. */
+static double next_limit(const pb_report *r, int except) {
+  double lim = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
+  for (int i = 0; i < r->nstages; i++)
+    if (i != except && !r->stages[i].skipped && !isnan(r->stages[i].capacity_per_s) && r->stages[i].capacity_per_s < lim)
+      lim = r->stages[i].capacity_per_s;
+  return lim;
+}
+
+/* A CPU-bound stage with slack that can give one thread to the bottleneck and still keep up. */
+static int find_donor(const pb_report *r, int except, double target) {
+  int best = -1;
+  for (int i = 0; i < r->nstages; i++) {
+    const pb_stage_report *s = &r->stages[i];
+    if (i == except || s->skipped || s->threads < 2 || !cpu_bound(s) || isnan(s->capacity_per_s)) continue;
+    double after = s->capacity_per_s * (s->threads - 1) / s->threads;
+    if (after >= 1.1 * target && (best < 0 || after > r->stages[best].capacity_per_s)) best = i;
+  }
+  return best;
+}
+
+static bool threads_settable(const char *type) {
+  return strcmp(type, "read") == 0 || strcmp(type, "decode") == 0 || strcmp(type, "map") == 0 ||
+         strcmp(type, "batch") == 0 || strcmp(type, "h2d") == 0;
+}
+
+/* Stage rows are copied before use: their names are written into r->recommendations, which is in r. */
+static void recommend_threads(pb_report *r, int bi) {
+  const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
+  if (!threads_settable(b->type) || isnan(b->capacity_per_s) || b->capacity_per_s <= 0) return;
+  double target = next_limit(r, bi);
+  int t = b->threads;
+  int want = isinf(target) ? t + 1 : (int)ceil(t * target / b->capacity_per_s - 1e-9);
+  if (want <= t) want = t + 1;
+  if (want > PB_MAX_THREADS_SUGGESTED) want = PB_MAX_THREADS_SUGGESTED;
+  double cores_used = r->measured_s > 0 ? r->cpu_s / r->measured_s : 0;
+  double free_cores = r->ncpu - cores_used;
+  pb_recommendation *rc;
+  if (!cpu_bound(b)) { /* waits without CPU (latency): threads are cheap, add what the target needs */
+    if (!(rc = add(r))) return;
+    snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
+    rc->predicted_samples_per_s = predict(r, bi, b->capacity_per_s * want / t, -1, 0);
+    snprintf(rc->reason, sizeof rc->reason,
+             "%s is the bottleneck and mostly waits (CPU %.0f %% of its busy time): %d threads instead of %d "
+             "overlap more waits, up to the next limit of %.1f samples/s",
+             b->name, b->cpu_fraction * 100, want, t, target);
+    return;
+  }
+  int extra = (int)floor(free_cores / (b->cpu_fraction > 0 ? b->cpu_fraction : 1) + 1e-9);
+  if (extra >= 1) {
+    if (want > t + extra) want = t + extra;
+    if (!(rc = add(r))) return;
+    snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
+    rc->predicted_samples_per_s = predict(r, bi, b->capacity_per_s * want / t, -1, 0);
+    snprintf(rc->reason, sizeof rc->reason,
+             "%s is the bottleneck and CPU-bound (CPU %.0f %% of its busy time); %.1f of %d cores are free, "
+             "so %d threads instead of %d",
+             b->name, b->cpu_fraction * 100, free_cores > 0 ? free_cores : 0, r->ncpu, want, t);
+    return;
+  }
+  double new_cap = b->capacity_per_s * (t + 1) / t;
+  int donor = find_donor(r, bi, fmin(new_cap, target));
+  if (!(rc = add(r))) return;
+  if (donor >= 0) {
+    const pb_stage_report d_copy = r->stages[donor], *d = &d_copy;
+    snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d --set stages.%s.threads=%d", b->name, t + 1,
+             d->name, d->threads - 1);
+    rc->predicted_samples_per_s = predict(r, bi, new_cap, donor, d->capacity_per_s * (d->threads - 1) / d->threads);
+    snprintf(rc->reason, sizeof rc->reason,
+             "%s is the bottleneck and CPU-bound, and the %d cores are busy (%.1f in use): move a thread from %s, "
+             "whose capacity (%.1f samples/s) stays above the target",
+             b->name, r->ncpu, cores_used, d->name, d->capacity_per_s);
+  } else {
+    snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, t + 1);
+    rc->predicted_samples_per_s = predict(r, bi, new_cap, -1, 0);
+    snprintf(rc->reason, sizeof rc->reason,
+             "%s is the bottleneck and CPU-bound, but the %d cores are busy (%.1f in use) and no stage has a "
+             "thread to spare: more threads help only up to the cores' limit; a machine with more cores, or "
+             "a cheaper %s, would",
+             b->name, r->ncpu, cores_used, b->name);
+  }
+}
+
+/* p99 of the measured steps' input wait, ms. */
+static double p99_input_wait_ms(const pb_record *rec) {
+  double *v = malloc((rec->nsteps ? rec->nsteps : 1) * sizeof *v);
+  if (!v) return NAN;
+  size_t n = 0;
+  for (size_t i = 0; i < rec->nsteps; i++)
+    if (rec->steps[i].measured) v[n++] = (double)pb_step_breakdown(&rec->steps[i]).input_wait_ns / 1e6;
+  double p = pb_percentile(v, n, 99);
+  free(v);
+  return p;
+}
+
+static void recommend_prefetch(pb_report *r, const pb_record *rec) {
+  if (isnan(r->model_capacity_per_s) || isnan(r->device_rate_per_s)) return;
+  if (r->model_capacity_per_s < 1.1 * r->device_rate_per_s) return; /* too slow on average, not variance */
+  double wait = p99_input_wait_ms(rec);
+  if (isnan(wait) || !(r->compute_ms > 0)) return;
+  int extra = (int)ceil(wait / r->compute_ms);
+  if (extra < 1) extra = 1;
+  int pi = -1;
+  for (int i = 0; i < r->nstages; i++)
+    if (!r->stages[i].skipped && strcmp(r->stages[i].type, "prefetch") == 0) pi = i;
+  pb_recommendation *rc = add(r);
+  if (!rc) return;
+  if (pi >= 0) {
+    const pb_stage_cfg *sc = &rec->cfg->stages[rec->stages[pi].cfg_index];
+    snprintf(rc->action, sizeof rc->action, "--set stages.%s.depth=%lld", rec->stages[pi].name,
+             (long long)(sc->depth + extra));
+  } else {
+    snprintf(rc->action, sizeof rc->action, "add {\"type\": \"prefetch\", \"depth\": %d} after batch", extra + 1);
+  }
+  rc->predicted_samples_per_s = predict(r, -1, 0, -1, 0);
+  snprintf(rc->reason, sizeof rc->reason,
+           "the pipeline keeps up on average (%.1f samples/s for %.1f needed) but the device still waits: "
+           "p99 input wait %.1f ms per %.1f ms step; by Little's law %d more batch(es) in flight cover it",
+           r->model_capacity_per_s, r->device_rate_per_s, wait, r->compute_ms, extra);
+}
+
+/* Dataset bytes when the config says how big it is (dataset.generate), else 0 (unknown). */
+static double dataset_bytes(const pb_record *rec, const pb_stage_report *read) {
+  const pb_generate_cfg *g = &rec->cfg->dataset.generate;
+  if (!g->present || !g->num_files || !read->calls) return 0;
+  double per_sample = (double)read->bytes_out / (double)read->calls;
+  return per_sample * (double)g->num_files * (double)(g->samples_per_file ? g->samples_per_file : 1);
+}
+
+static void recommend_cache(pb_report *r, const pb_record *rec, int bi) {
+  for (int i = 0; i < rec->cfg->nstages; i++)
+    if (rec->cfg->stages[i].type == PB_STAGE_CACHE) return;
+  const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
+  double bytes = dataset_bytes(rec, b);
+  double limit = (double)rec->cfg->max_memory_mb * 1e6;
+  if (!(bytes > 0) || bytes > 0.5 * limit) return;
+  pb_recommendation *rc = add(r);
+  if (!rc) return;
+  snprintf(rc->action, sizeof rc->action, "add {\"type\": \"cache\"} after stage %s", b->name);
+  rc->predicted_samples_per_s = predict(r, bi, INFINITY, -1, 0);
+  snprintf(rc->reason, sizeof rc->reason,
+           "read-bound, and the dataset (%.0f MB) fits in limits.max_memory_mb (%lld MB): from the second epoch "
+           "on, samples come from memory",
+           bytes / 1e6, (long long)rec->cfg->max_memory_mb);
+}
+
+static void recommend_pinned(pb_report *r, const pb_record *rec, int bi) {
+  const pb_stage_rec *sr = &rec->stages[bi];
+  if (sr->cfg_index < 0 || rec->cfg->stages[sr->cfg_index].pinned || strcmp(r->device_kind, "gpu") != 0) return;
+  pb_recommendation *rc = add(r);
+  if (!rc) return;
+  snprintf(rc->action, sizeof rc->action, "--set stages.%s.pinned=true", rec->stages[bi].name);
+  rc->predicted_samples_per_s = NAN; /* the pinned/pageable ratio is the machine's (pipebench calibrate) */
+  snprintf(rc->reason, sizeof rc->reason,
+           "H2D-bound with pageable host memory: pinned buffers copy by DMA without a staging copy (typically "
+           "about twice as fast; no prediction without a measurement of this machine)");
+}
+
+/* The first op after decode that sets the image size, and its size; 0 when none. */
+static int64_t crop_size_after(const pb_record *rec, int cfg_index) {
+  for (int i = cfg_index + 1; i < rec->cfg->nstages; i++) {
+    const pb_stage_cfg *sc = &rec->cfg->stages[i];
+    if (sc->type != PB_STAGE_MAP) continue;
+    for (int k = 0; k < sc->nops; k++)
+      if (sc->ops[k].kind == PB_OP_RANDOM_RESIZED_CROP || sc->ops[k].kind == PB_OP_RESIZE ||
+          sc->ops[k].kind == PB_OP_CENTER_CROP)
+        return sc->ops[k].size;
+  }
+  return 0;
+}
+
+static void recommend_scale(pb_report *r, const pb_record *rec, int bi) {
+  const pb_stage_rec *sr = &rec->stages[bi];
+  if (sr->cfg_index < 0 || rec->cfg->stages[sr->cfg_index].scale != PB_SCALE_1) return;
+  const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
+  int64_t crop = crop_size_after(rec, sr->cfg_index);
+  /* The decoded image's shorter side, from its mean size (3 channels, 4:3). */
+  double pixels = b->calls ? (double)b->bytes_out / (double)b->calls / 3.0 : 0;
+  double short_side = sqrt(pixels * 3.0 / 4.0);
+  if (!crop || short_side < 2.0 * (double)crop) return;
+  pb_recommendation *rc = add(r);
+  if (!rc) return;
+  snprintf(rc->action, sizeof rc->action, "--set stages.%s.scale=1/2", b->name);
+  rc->predicted_samples_per_s = predict(r, bi, b->capacity_per_s * PB_DECODE_HALF_SPEEDUP, -1, 0);
+  snprintf(rc->reason, sizeof rc->reason,
+           "decode-bound, and the images (shorter side ~%.0f px) are at least twice the %lld px crop: DCT "
+           "scaling decodes at half size (measured %.2fx faster)",
+           short_side, (long long)crop, PB_DECODE_HALF_SPEEDUP);
+}
+
+void pb_recommend(pb_report *r, const pb_record *rec) {
+  r->nrecommendations = 0;
+  if (!r->classification || strcmp(r->classification, "not_input_bound") == 0) return;
+  int bi = -1;
+  if (r->bottleneck_stage[0] && strcmp(r->bottleneck_stage, "device") != 0) find_stage(r, r->bottleneck_stage, &bi);
+  if (bi >= 0) {
+    const char *type = r->stages[bi].type;
+    if (strcmp(type, "read") == 0) recommend_cache(r, rec, bi);
+    if (strcmp(type, "decode") == 0) recommend_scale(r, rec, bi);
+    if (strcmp(type, "h2d") == 0) recommend_pinned(r, rec, bi);
+    recommend_threads(r, bi);
+  }
+  recommend_prefetch(r, rec);
+  /* Best predicted first (unknown predictions last). */
+  for (int i = 1; i < r->nrecommendations; i++)
+    for (int j = i; j > 0; j--) {
+      double a = r->recommendations[j - 1].predicted_samples_per_s, b = r->recommendations[j].predicted_samples_per_s;
+      if (!(isnan(a) || (!isnan(b) && b > a))) break;
+      pb_recommendation tmp = r->recommendations[j];
+      r->recommendations[j] = r->recommendations[j - 1];
+      r->recommendations[j - 1] = tmp;
+    }
+}

@@ -18,7 +18,7 @@ static void test_fifo_and_wraparound(void **state) {
   for (int round = 0; round < 10; round++) { /* 30 elements through 4 slots: the ring wraps */
     pb_elem in[3] = {sample(next_in), sample(next_in + 1), sample(next_in + 2)};
     next_in += 3;
-    assert_int_equal(pb_queue_push_many(&q, in, 3, NULL), 0);
+    assert_int_equal(pb_queue_push_many(&q, in, 3, NULL, NULL), 0);
     int n = pb_queue_pop_many(&q, out, 4);
     assert_int_equal(n, 3);
     for (int i = 0; i < n; i++) assert_int_equal(out[i].id, next_out++);
@@ -30,7 +30,7 @@ static void test_end_of_data_needs_every_producer(void **state) {
   pb_queue q;
   pb_queue_init(&q, 8, 2, 1);
   pb_elem e = sample(7), out[8];
-  pb_queue_push_many(&q, &e, 1, NULL);
+  pb_queue_push_many(&q, &e, 1, NULL, NULL);
   pb_queue_producer_done(&q);
   assert_int_equal(pb_queue_pop_many(&q, out, 8), 1); /* one producer left: data still flows */
   pb_queue_producer_done(&q);
@@ -43,7 +43,7 @@ static void test_fair_share_with_several_consumers(void **state) {
   pb_queue_init(&q, 64, 1, 4);
   pb_elem in[40], out[64];
   for (int i = 0; i < 40; i++) in[i] = sample((uint64_t)i);
-  pb_queue_push_many(&q, in, 40, NULL);
+  pb_queue_push_many(&q, in, 40, NULL, NULL);
   assert_int_equal(pb_queue_pop_many(&q, out, 64), 10); /* 40 queued, 4 consumers: a quarter each */
   assert_int_equal(pb_queue_pop_many(&q, out, 2), 2);   /* never more than asked */
   pb_queue_close(&q);
@@ -61,7 +61,7 @@ static void producer(void *p) {
   for (int i = 0; i < a->count; i += a->chunk) {
     int n = a->count - i < a->chunk ? a->count - i : a->chunk;
     for (int k = 0; k < n; k++) buf[k] = sample(a->base + (uint64_t)(i + k));
-    pb_queue_push_many(a->q, buf, n, NULL);
+    pb_queue_push_many(a->q, buf, n, NULL, NULL);
   }
   pb_queue_producer_done(a->q);
 }
@@ -105,7 +105,7 @@ typedef struct blocked_arg {
 static void blocked_worker(void *p) {
   blocked_arg *a = p;
   pb_elem e = sample(1), out[1];
-  a->rc = a->push ? pb_queue_push_many(a->q, &e, 1, NULL) : pb_queue_pop_many(a->q, out, 1);
+  a->rc = a->push ? pb_queue_push_many(a->q, &e, 1, NULL, NULL) : pb_queue_pop_many(a->q, out, 1);
 }
 
 /* Cancellation wakes a consumer waiting on empty and a producer waiting on full. */
@@ -116,7 +116,7 @@ static void test_mean_fill_is_time_weighted(void **state) {
   _Atomic uint64_t ws = UINT64_MAX, we = UINT64_MAX;
   pb_queue_set_window(&q, &ws, &we);
   pb_elem two[2] = {sample(0), sample(1)}, out[2];
-  pb_queue_push_many(&q, two, 2, NULL);
+  pb_queue_push_many(&q, two, 2, NULL, NULL);
   uv_sleep(20); /* full, but before the window: not counted */
   atomic_store(&ws, uv_hrtime());
   uv_sleep(50); /* full inside the window */
@@ -133,7 +133,7 @@ static void test_cancel_wakes_waiters(void **state) {
   pb_queue_init(&empty, 1, 1, 1);
   pb_queue_init(&full, 1, 1, 1);
   pb_elem e = sample(0);
-  pb_queue_push_many(&full, &e, 1, NULL);
+  pb_queue_push_many(&full, &e, 1, NULL, NULL);
   blocked_arg pop = {&empty, 99, false}, push = {&full, 99, true};
   uv_thread_t t1, t2;
   uv_thread_create(&t1, blocked_worker, &pop);

@@ -37,6 +37,7 @@ static void fill_stages(pb_report *r) {
   s->queue_capacity = 64;
   s->critical_path_ms = NAN;
   s->critical_path_pct = NAN;
+  s->graph_self_ms = NAN;
   s = &r->stages[1];
   snprintf(s->name, sizeof s->name, "decode");
   s->type = "decode";
@@ -177,8 +178,8 @@ static void test_json_key_order(void **state) {
   static const char *const top[] = {
       "pipebench_version", "config", "data", "interrupted", "device", "measured_s", "warmup_steps",
       "throughput", "steps", "step_breakdown_ms", "device_idle_pct", "accelerator_utilization_pct",
-      "input_bound_pct", "classification", "stages", "critical_path", "bottleneck", "recommendations",
-      "ranks", "most_input_bound_rank", "accounting", "engine"};
+      "input_bound_pct", "classification", "stages", "critical_path", "bottleneck", "capacity_model",
+      "recommendations", "trace", "ranks", "most_input_bound_rank", "accounting", "engine"};
   pb_report *r = make_report();
   cJSON *j = pb_report_to_json(r);
   const cJSON *c = j->child;
@@ -251,10 +252,39 @@ static void test_json_nan_is_null(void **state) {
   assert_null_at(j, "stages.0.critical_path_pct");
   assert_null_at(j, "stages.3.mean_us");
   assert_null_at(j, "bottleneck.capacity_per_s");
-  assert_null_at(j, "critical_path");
-  assert_null_at(j, "recommendations");
+  assert_null_at(j, "critical_path"); /* no trace analysis in this report */
+  assert_true(cJSON_IsArray(at(j, "recommendations")));
+  assert_int_equal(cJSON_GetArraySize(at(j, "recommendations")), 0);
+  assert_null_at(j, "stages.0.graph");
+  assert_null_at(j, "trace.complete");
   assert_null_at(j, "ranks");
   assert_null_at(j, "most_input_bound_rank");
+  cJSON_Delete(j);
+  free_report(r);
+}
+
+static void test_json_critical_path_and_recommendations(void **state) {
+  pb_report *r = make_report();
+  r->critical_path_available = true;
+  r->critical_path_total_ms = 1000.0004;
+  r->npath_segments = 2;
+  snprintf(r->path_segments[0].stage, sizeof r->path_segments[0].stage, "decode");
+  r->path_segments[0].ms = 900;
+  r->path_segments[0].self_ms = 880;
+  snprintf(r->path_segments[1].stage, sizeof r->path_segments[1].stage, "device");
+  r->path_segments[1].ms = 100;
+  snprintf(r->critical_path_stop, sizeof r->critical_path_stop, "window start");
+  r->nrecommendations = 1;
+  snprintf(r->recommendations[0].action, sizeof r->recommendations[0].action, "--set stages.decode.threads=3");
+  snprintf(r->recommendations[0].reason, sizeof r->recommendations[0].reason, "decode is the bottleneck");
+  r->recommendations[0].predicted_samples_per_s = 1500.04;
+  cJSON *j = pb_report_to_json(r);
+  assert_float_equal(num_at(j, "critical_path.total_ms"), 1000.0, 1e-9);
+  assert_string_equal(at(j, "critical_path.segments.0.stage")->valuestring, "decode");
+  assert_float_equal(num_at(j, "critical_path.segments.0.self_ms"), 880, 1e-9);
+  assert_string_equal(at(j, "critical_path.segments.1.stage")->valuestring, "device");
+  assert_string_equal(at(j, "recommendations.0.action")->valuestring, "--set stages.decode.threads=3");
+  assert_float_equal(num_at(j, "recommendations.0.predicted_samples_per_s"), 1500.0, 1e-9);
   cJSON_Delete(j);
   free_report(r);
 }
@@ -410,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_json_values),
       cmocka_unit_test(test_json_rounding),
       cmocka_unit_test(test_json_nan_is_null),
+      cmocka_unit_test(test_json_critical_path_and_recommendations),
       cmocka_unit_test(test_json_skipped_stage),
       cmocka_unit_test(test_json_nulls_when_absent),
       cmocka_unit_test(test_write_json_round_trip),

@@ -1,0 +1,266 @@
+/* The trace analysis on hand-built records, where the right answer is known by construction: the
+ * stage graph from lineage, the critical path through data / worker-order / backpressure / device-order
+ * edges, and the keymap under it. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "analysis.h"
+#include "keymap.h"
+
+#define US 1000ull /* ns */
+
+static const char *CFG =
+    "{\"name\":\"t\",\"dataset\":{\"format\":\"synthetic\",\"shape\":[4],\"dtype\":\"uint8\"},"
+    "\"stages\":[{\"name\":\"slow\",\"type\":\"map\",\"ops\":[]},{\"name\":\"batch\",\"type\":\"batch\",\"size\":4}],"
+    "\"device\":{\"kind\":\"emulated\",\"step_ms\":1},\"run\":{\"steps\":2,\"warmup_steps\":0}}";
+
+typedef struct fixture {
+  pb_config cfg;
+  pb_record rec;
+  pb_report rep;
+  uint32_t cap[PB_MAX_STAGES + 1];
+} fixture;
+
+/* Rows: 0 source (in-memory), 1 "slow" (map), 2 "batch"; one worker each. */
+static fixture *make_fixture(void) {
+  fixture *f = calloc(1, sizeof *f);
+  pb_err err;
+  assert_int_equal(pb_config_parse(&f->cfg, "t.json", CFG, NULL, 0, &err), 0);
+  pb_record *r = &f->rec;
+  r->cfg = &f->cfg;
+  r->traced = true;
+  r->device_count = 1;
+  r->ncpu = 2;
+  const char *names[] = {"source", "slow", "batch"}, *types[] = {"source", "map", "batch"};
+  r->nstages = 3;
+  for (int i = 0; i < 3; i++) {
+    pb_stage_rec *s = &r->stages[i];
+    snprintf(s->name, sizeof s->name, "%s", names[i]);
+    snprintf(s->type, sizeof s->type, "%s", types[i]);
+    s->threads = 1;
+    s->cfg_index = i - 1;
+    s->is_source = i == 0;
+    s->batched = i == 2;
+    s->workers = calloc(1, sizeof *s->workers);
+    s->workers[0].ev = calloc(256, sizeof(pb_event));
+    f->cap[i] = 256;
+    snprintf(f->rep.stages[i].name, sizeof f->rep.stages[i].name, "%s", names[i]);
+    f->rep.stages[i].type = s->type;
+  }
+  f->rep.nstages = 3;
+  r->steps = calloc(16, sizeof *r->steps);
+  return f;
+}
+
+static void free_fixture(fixture *f) {
+  pb_record_free(&f->rec);
+  free(f);
+}
+
+static void ev(fixture *f, int row, uint8_t kind, uint8_t flags, uint64_t t0, uint64_t t1, uint64_t key,
+               uint64_t out) {
+  pb_worker_trace *t = &f->rec.stages[row].workers[0];
+  assert_true(t->n < f->cap[row]);
+  t->ev[t->n++] = (pb_event){.t0_ns = t0, .t1_ns = t1, .key = key, .out = out, .kind = kind, .flags = flags};
+}
+
+static void step(fixture *f, uint64_t batch, uint64_t prev_end, uint64_t ready, uint64_t c0, uint64_t c1) {
+  pb_step *s = &f->rec.steps[f->rec.nsteps++];
+  *s = (pb_step){.prev_end_ns = prev_end, .ready_ns = ready, .compute_start_ns = c0, .compute_end_ns = c1,
+                 .key = PB_BATCH_KEY(batch), .samples = 4, .measured = true};
+}
+
+static double seg_ms(const pb_report *r, const char *stage, bool self) {
+  for (int i = 0; i < r->npath_segments; i++)
+    if (strcmp(r->path_segments[i].stage, stage) == 0) return self ? r->path_segments[i].self_ms : r->path_segments[i].ms;
+  return 0;
+}
+
+/* The source emits 8 samples at once; "slow" takes 100 us each; batch takes 2 us each as they come
+ * and emits batch i/4 with its 4th sample; the device computes 50 us per batch. */
+static void build_map_bound(fixture *f) {
+  for (uint64_t i = 0; i < 8; i++)
+    ev(f, 0, PB_EV_PROCESS, PB_EVF_PRODUCE | PB_EVF_EMITTED, i * US, (i + 1) * US, PB_NO_KEY, i);
+  for (uint64_t i = 0; i < 8; i++) {
+    uint64_t t0 = 10 * US + i * 100 * US;
+    ev(f, 1, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_EMITTED, t0, t0 + 100 * US, i, i);
+  }
+  for (uint64_t i = 0; i < 8; i++) {
+    uint64_t ready = 10 * US + (i + 1) * 100 * US, b = PB_BATCH_KEY(i / 4);
+    ev(f, 2, PB_EV_WAIT, 0, ready - 98 * US, ready + 1 * US, PB_NO_KEY, PB_NO_KEY);
+    uint8_t fl = PB_EVF_CALL_START | PB_EVF_JOINED | (i % 4 == 3 ? PB_EVF_EMITTED : 0);
+    ev(f, 2, PB_EV_PROCESS, fl, ready + 1 * US, ready + 3 * US, i, b);
+  }
+  /* batch 0 handed on at 413 us, batch 1 at 813 us */
+  step(f, 0, 0, 413 * US, 415 * US, 465 * US);
+  step(f, 1, 465 * US, 813 * US, 815 * US, 865 * US);
+  f->rec.window_start_ns = 0;
+  f->rec.window_end_ns = 865 * US;
+  f->rec.measured_count = 2;
+}
+
+static void test_graph_from_lineage(void **state) {
+  fixture *f = make_fixture();
+  build_map_bound(f);
+  pb_analysis a;
+  assert_int_equal(pb_analysis_init(&a, &f->rec), 0);
+  assert_int_equal(a.parent[0], PB_NO_ROW);
+  assert_int_equal(a.parent[1], 0);
+  assert_int_equal(a.parent[2], 1);
+  assert_int_equal(a.device_parent, 2);
+  assert_true(a.complete);
+  pb_graph_fill(&f->rep, &a);
+  assert_string_equal(f->rep.stages[2].parent, "slow");
+  assert_int_equal(f->rep.stages[1].graph_calls, 8);
+  assert_float_equal(f->rep.stages[1].graph_self_ms, 0.8, 1e-9);
+  pb_analysis_free(&a);
+  free_fixture(f);
+}
+
+static void test_path_map_bound(void **state) {
+  fixture *f = make_fixture();
+  build_map_bound(f);
+  pb_analysis a;
+  assert_int_equal(pb_analysis_init(&a, &f->rec), 0);
+  pb_critical_path(&f->rep, &a);
+  const pb_report *r = &f->rep;
+  assert_true(r->critical_path_available);
+  /* The whole window is on the path. */
+  assert_float_equal(r->critical_path_total_ms, 0.865, 1e-9);
+  /* slow: 8 x 100 us of self time; the device: 2 x 50 us of compute. */
+  assert_float_equal(seg_ms(r, "slow", true), 0.8, 1e-9);
+  assert_float_equal(seg_ms(r, "device", true), 0.05, 1e-9); /* only the last step: the first overlapped */
+  assert_true(r->stages[1].critical_path_pct > 90);
+  pb_analysis_free(&a);
+  free_fixture(f);
+}
+
+/* Batches are ready long before the device wants them: the path is the chain of steps. */
+static void test_path_device_bound(void **state) {
+  fixture *f = make_fixture();
+  for (uint64_t i = 0; i < 8; i++) {
+    ev(f, 0, PB_EV_PROCESS, PB_EVF_PRODUCE | PB_EVF_EMITTED, i * US, (i + 1) * US, PB_NO_KEY, i);
+    ev(f, 1, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_EMITTED, 10 * US + i * US, 11 * US + i * US, i, i);
+    uint8_t fl = PB_EVF_CALL_START | PB_EVF_JOINED | (i % 4 == 3 ? PB_EVF_EMITTED : 0);
+    ev(f, 2, PB_EV_PROCESS, fl, 20 * US + i * US, 21 * US + i * US, i, PB_BATCH_KEY(i / 4));
+  }
+  step(f, 0, 0, 24 * US, 30 * US, 1030 * US);
+  step(f, 1, 1030 * US, 1030 * US, 1031 * US, 2031 * US);
+  f->rec.window_start_ns = 1030 * US;
+  f->rec.window_end_ns = 2031 * US;
+  f->rec.measured_count = 1;
+  f->rec.steps[0].measured = false;
+  pb_analysis a;
+  assert_int_equal(pb_analysis_init(&a, &f->rec), 0);
+  pb_critical_path(&f->rep, &a);
+  assert_float_equal(f->rep.critical_path_total_ms, 1.001, 1e-9);
+  assert_float_equal(seg_ms(&f->rep, "device", false), 1.001, 1e-9);
+  assert_float_equal(seg_ms(&f->rep, "device", true), 1.0, 1e-9);
+  assert_string_equal(f->rep.critical_path_stop, "window start");
+  pb_analysis_free(&a);
+  free_fixture(f);
+}
+
+/* "slow" is blocked on a full queue for most of its time because batch is slower: backpressure edges
+ * must carry the path to batch, not charge slow's blocked time to slow. */
+static void test_path_backpressure(void **state) {
+  fixture *f = make_fixture();
+  for (uint64_t i = 0; i < 8; i++)
+    ev(f, 0, PB_EV_PROCESS, PB_EVF_PRODUCE | PB_EVF_EMITTED, i * US, (i + 1) * US, PB_NO_KEY, i);
+  /* batch: sample i processed over [100 + 100 i, 200 + 100 i) us; slow emits i + 1 right after batch
+   * takes i (10 us of work), then blocks until batch finishes i. */
+  for (uint64_t i = 0; i < 8; i++) {
+    uint64_t b0 = 100 * US + i * 100 * US;
+    uint8_t fl = PB_EVF_CALL_START | PB_EVF_JOINED | (i % 4 == 3 ? PB_EVF_EMITTED : 0);
+    ev(f, 2, PB_EV_PROCESS, fl, b0, b0 + 100 * US, i, PB_BATCH_KEY(i / 4));
+  }
+  ev(f, 1, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_EMITTED, 10 * US, 20 * US, 0, 0);
+  for (uint64_t i = 1; i < 8; i++) {
+    uint64_t t0 = 100 * US + (i - 1) * 100 * US; /* batch took i - 1: room for one more */
+    ev(f, 1, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_EMITTED, t0, t0 + 10 * US, i, i);
+    if (i < 7) ev(f, 1, PB_EV_BLOCKED, 0, t0 + 10 * US, t0 + 100 * US, PB_NO_KEY, PB_NO_KEY);
+  }
+  step(f, 0, 0, 500 * US, 500 * US, 510 * US);
+  step(f, 1, 510 * US, 900 * US, 900 * US, 910 * US);
+  f->rec.window_start_ns = 0;
+  f->rec.window_end_ns = 910 * US;
+  f->rec.measured_count = 2;
+  pb_analysis a;
+  assert_int_equal(pb_analysis_init(&a, &f->rec), 0);
+  pb_critical_path(&f->rep, &a);
+  double batch_self = seg_ms(&f->rep, "batch", true), slow_self = seg_ms(&f->rep, "slow", true);
+  assert_true(batch_self >= 0.7);  /* 8 x 100 us, less what falls before the path reaches it */
+  assert_true(slow_self <= 0.02);
+  pb_analysis_free(&a);
+  free_fixture(f);
+}
+
+/* A ring that overwrote events: the analysed window starts where every ring still has events. */
+static void test_window_when_rings_dropped(void **state) {
+  fixture *f = make_fixture();
+  build_map_bound(f);
+  f->rec.stages[1].workers[0].dropped = 100;
+  /* drop slow's first 2 events (as a ring would) */
+  pb_worker_trace *t = &f->rec.stages[1].workers[0];
+  memmove(t->ev, t->ev + 2, (t->n - 2) * sizeof *t->ev);
+  t->n -= 2;
+  pb_analysis a;
+  assert_int_equal(pb_analysis_init(&a, &f->rec), 0);
+  assert_false(a.complete);
+  assert_int_equal(a.t_stop, 210 * US);
+  pb_critical_path(&f->rep, &a);
+  assert_float_equal(f->rep.critical_path_total_ms, 0.655, 1e-9);
+  pb_analysis_free(&a);
+  free_fixture(f);
+}
+
+static void test_keymap(void **state) {
+  pb_keymap m;
+  assert_int_equal(pb_keymap_init(&m, 1000), 0);
+  for (uint64_t k = 0; k < 1000; k++) pb_keymap_put(&m, k * 7, k);
+  pb_keymap_put(&m, PB_BATCH_KEY(5), 42);
+  pb_keymap_put(&m, 7, 99); /* replaces */
+  uint64_t v;
+  assert_true(pb_keymap_get(&m, 7, &v));
+  assert_int_equal(v, 99);
+  assert_true(pb_keymap_get(&m, 6993, &v));
+  assert_int_equal(v, 999);
+  assert_true(pb_keymap_get(&m, PB_BATCH_KEY(5), &v));
+  assert_int_equal(v, 42);
+  assert_false(pb_keymap_get(&m, 8, &v));
+  assert_false(pb_keymap_get(&m, UINT64_MAX, &v));
+  pb_keymap_free(&m);
+}
+
+static void test_trace_ring(void **state) {
+  pb_trace_ring r;
+  assert_int_equal(pb_trace_ring_init(&r, 8), 0);
+  for (uint64_t i = 0; i < 13; i++) pb_trace_add(&r, PB_EV_PROCESS, 0, i, i + 1, i, PB_NO_KEY, 1);
+  pb_event *v;
+  uint32_t n;
+  uint64_t dropped;
+  assert_int_equal(pb_trace_ring_linearize(&r, &v, &n, &dropped), 0);
+  assert_int_equal(n, 8);
+  assert_int_equal(dropped, 5);
+  for (uint32_t i = 0; i < n; i++) assert_int_equal(v[i].key, 5 + i); /* oldest first */
+  free(v);
+  pb_trace_ring_free(&r);
+  assert_true(pb_trace_ring_capacity(1) == PB_TRACE_MAX_RING);
+  assert_true(pb_trace_ring_capacity(100000) == PB_TRACE_MIN_RING);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_graph_from_lineage), cmocka_unit_test(test_path_map_bound),
+      cmocka_unit_test(test_path_device_bound),  cmocka_unit_test(test_path_backpressure),
+      cmocka_unit_test(test_window_when_rings_dropped), cmocka_unit_test(test_keymap),
+      cmocka_unit_test(test_trace_ring),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
