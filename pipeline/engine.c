@@ -154,16 +154,38 @@ static int flush_out(pb_worker *w) {
   return rc;
 }
 
+/* A source's work is counted per element it makes: the time since its previous element (or the start of
+ * the produce call), less any time blocked meanwhile, is that element's service time. */
+static void count_source_element(pb_worker *w, uint64_t now) {
+  pb_engine *e = w->stage->engine;
+  uint64_t t0 = w->src_mark_ns, span = now > t0 ? now - t0 : 0;
+  uint64_t service = span - PB_MIN(w->blocked_in_call_ns, span);
+  uint64_t in_window = pb_engine_clip(e, t0, now);
+  w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
+  w->ctr.busy_total_ns += service;
+  if (pb_engine_in_window(e, now)) {
+    w->ctr.calls++;
+    pb_hist_add(&w->hist, service);
+  }
+  w->src_mark_ns = now;
+  w->blocked_in_call_ns = w->blocked_in_call_clipped_ns = 0;
+}
+
 int pb_emit(pb_worker *w, const pb_elem *e) {
-  if (w->nout == 0) w->out_first_ns = pb_now_ns();
+  bool source = w->stage->is_source;
+  uint64_t now = w->nout == 0 || source ? pb_now_ns() : 0;
+  if (w->nout == 0) w->out_first_ns = now;
+  if (source) count_source_element(w, now);
   w->out[w->nout++] = *e;
   w->ctr.samples_out_total += e->nsamples;
-  if (pb_engine_in_window(w->stage->engine, w->out_first_ns)) {
+  if (pb_engine_in_window(w->stage->engine, source ? now : w->out_first_ns)) {
     w->ctr.samples_out += e->nsamples;
     w->ctr.bytes_out += e->bytes;
   }
   seg_emitted(w, pb_elem_key(e));
-  return w->nout >= w->stage->out_chunk ? flush_out(w) : 0;
+  /* Sources hand on by time too: a slow source (a read with latency) must not hold a whole chunk back. */
+  if (w->nout >= w->stage->out_chunk || (source && now - w->out_first_ns >= PB_FLUSH_AFTER_NS)) return flush_out(w);
+  return 0;
 }
 
 pb_buf *pb_worker_get_buf(pb_worker *w, pb_pool *pool) {
@@ -268,16 +290,13 @@ static void run_transform(pb_worker *w) {
   }
 }
 
-static void count_source_call(pb_worker *w, int n, uint64_t t0, uint64_t t1) {
+/* Work after a produce call's last element (reading ahead, finding the end of data): busy time, no call. */
+static void count_source_rest(pb_worker *w, uint64_t t1) {
   pb_engine *e = w->stage->engine;
-  uint64_t service = t1 - t0 - PB_MIN(w->blocked_in_call_ns, t1 - t0);
+  uint64_t t0 = w->src_mark_ns, span = t1 > t0 ? t1 - t0 : 0;
   uint64_t in_window = pb_engine_clip(e, t0, t1);
   w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
-  w->ctr.busy_total_ns += service;
-  if (!pb_engine_in_window(e, t1)) return;
-  /* A source makes several elements in one call; each is charged an equal share. */
-  w->ctr.calls += (uint64_t)n;
-  for (int i = 0; i < n; i++) pb_hist_add(&w->hist, service / (uint64_t)n);
+  w->ctr.busy_total_ns += span - PB_MIN(w->blocked_in_call_ns, span);
 }
 
 static void run_source(pb_worker *w) {
@@ -285,12 +304,12 @@ static void run_source(pb_worker *w) {
   while (!w->cancelled) {
     start_call(w);
     uint64_t t0 = pb_now_ns();
+    w->src_mark_ns = t0;
     produce_begin(w, t0);
     int n = s->ops->produce(w, s->out_chunk);
     produce_end(w);
-    uint64_t t1 = pb_now_ns();
+    count_source_rest(w, pb_now_ns());
     if (n <= 0) break;
-    count_source_call(w, n, t0, t1);
     flush_out(w);
   }
   if (!w->cancelled) flush_out(w);

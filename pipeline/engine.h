@@ -85,6 +85,7 @@ struct pb_worker {
   uint64_t out_first_ns;        /* when the oldest unsent output was emitted */
   uint64_t blocked_in_call_ns;  /* blocked time inside the current call, excluded from service time */
   uint64_t blocked_in_call_clipped_ns; /* the part of it inside the measured window */
+  uint64_t src_mark_ns;         /* source: when its current element's work began */
   bool cancelled;
   uint64_t cpu_ns;              /* this thread's CPU time, start to exit (CLOCK_THREAD_CPUTIME_ID) */
   /* tracing (trace.h): the ring, and the PROCESS segment being timed */

@@ -199,6 +199,7 @@ static cJSON *model_json(const pb_report *r) {
   put(o, "device_rate_per_s", num(r->device_rate_per_s, PER_S), &ok);
   put(o, "cpu_limit_per_s", num(r->cpu_limit_per_s, PER_S), &ok);
   put(o, "cpus", cJSON_CreateNumber(r->ncpu), &ok);
+  put(o, "cores_used", num(r->cores_used, 2), &ok);
   return finish(o, ok);
 }
 

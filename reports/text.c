@@ -130,7 +130,7 @@ static void print_critical_path(const pb_report *r, FILE *out) {
 static void print_recommendations(const pb_report *r, FILE *out) {
   for (int i = 0; i < r->nrecommendations; i++) {
     const pb_recommendation *rc = &r->recommendations[i];
-    char text[1024];
+    char text[sizeof rc->action + sizeof rc->reason + 64];
     numbuf a;
     snprintf(text, sizeof text, "%s  -> %s samples/s predicted (%s)", rc->action,
              fmtd(&a, "%.0f", rc->predicted_samples_per_s), rc->reason);
@@ -138,10 +138,10 @@ static void print_recommendations(const pb_report *r, FILE *out) {
   }
 }
 
-/* Column widths: name, type, thr, calls, mean/p50/p99, util, capacity, wait, blocked, fill.  With the
- * 12-column name the row is 98 columns. */
+/* Column widths: name, type, thr, calls, mean/p50/p99, util, capacity, wait, blocked, fill, critical-path
+ * share.  With the 12-column name the row is 99 columns. */
 #define NAME_W 12
-#define ROW_FMT "%-*.*s %-8.8s %3s %9s %7s %7s %7s %4s %8s %8s %8s %6s %5s\n"
+#define ROW_FMT "%-*.*s %-8.8s %3s %9s %7s %7s %7s %4s %8s %8s %7s %4s %3s\n"
 
 static void print_stage(const pb_stage_report *s, FILE *out) {
   char thr[16];
@@ -167,7 +167,7 @@ static void print_stage(const pb_stage_report *s, FILE *out) {
 
 static void print_stages(const pb_report *r, FILE *out) {
   fprintf(out, ROW_FMT, NAME_W, NAME_W, "stage", "type", "thr", "calls", "mean_us", "p50_us", "p99_us",
-          "util", "cap/s", "wait_ms", "block_ms", "q_fill", "cp_%");
+          "util", "cap/s", "wait_ms", "blk_ms", "fill", "cp%");
   for (int i = 0; i < r->nstages; i++) print_stage(&r->stages[i], out);
 }
 

@@ -1,14 +1,1121 @@
+/* trace.json (CONTRACT §5, docs/TRACE.md): the Chrome Trace Event Format view of a run's record, with the
+ * record itself in the header so that `pipebench analyze` reproduces the report from this file alone.
+ *
+ * Line layout (the loader streams it line by line; a trace holds up to ~1M events, so events are never
+ * built as one cJSON tree):
+ *
+ *   {"displayTimeUnit":"ns",
+ *   "pipebench":{...the record without its events, one line...},
+ *   "traceEvents":[
+ *   {...one event...},
+ *   ...
+ *   {...the last event...}
+ *   ]}
+ *
+ * Exactness: every uint64 that may exceed 2^53 is a decimal string (or a number when it is below 2^53);
+ * doubles are printed with %.17g; event times are written from integer nanoseconds as "%llu.%03llu" us
+ * relative to start_ns and parsed back from the text, so a reloaded record is bit-identical. */
 #include "trace_json.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-int pb_trace_write_file(const pb_record *rec, const char *path) {
-  (void)rec;
-  (void)path;
+#define TRACE_FORMAT 1
+#define EXACT_MAX (1ull << 53) /* integers below this are exact as JSON numbers (doubles) */
+#define BATCH_BIT (1ull << 63)
+#define PID_HOST 1
+#define PID_DEVICE 2
+#define H2D_TID_BASE (PB_MAX_DEVICES + 1) /* device d's copies: tid H2D_TID_BASE + d (own track) */
+
+static const char k_line1[] = "{\"displayTimeUnit\":\"ns\",";
+static const char k_line2[] = "\"pipebench\":";
+static const char k_line3[] = "\"traceEvents\":[";
+static const char k_end[] = "]}";
+
+/* Every pb_counters field, by name.  The assertion catches a field added to pb_counters but not here. */
+#define CTR(f) {#f, offsetof(pb_counters, f)}
+static const struct {
+  const char *name;
+  size_t off;
+} k_ctr[] = {
+    CTR(calls),          CTR(samples_in),        CTR(samples_out),           CTR(busy_ns),
+    CTR(wait_in_ns),     CTR(blocked_out_ns),    CTR(busy_total_ns),         CTR(bytes_in),
+    CTR(bytes_out),      CTR(samples_out_total), CTR(samples_dropped_total), CTR(samples_in_flight),
+    CTR(samples_error_total), CTR(files_read_total), CTR(samples_replayed_total),
+};
+#undef CTR
+_Static_assert(sizeof k_ctr / sizeof k_ctr[0] * sizeof(uint64_t) == sizeof(pb_counters),
+               "pb_counters changed: add the new field to k_ctr in reports/trace_json.c");
+
+enum { STEP_FIELDS = 11 };
+
+/* ====================================================================================================
+ * Writer
+ * ==================================================================================================== */
+
+/* A uint64: a number below 2^53, else a decimal string. */
+static cJSON *j_u64(uint64_t v) {
+  if (v < EXACT_MAX) return cJSON_CreateNumber((double)v);
+  char b[24];
+  snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+  return cJSON_CreateString(b);
+}
+
+static cJSON *j_u64_str(uint64_t v) {
+  char b[24];
+  snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+  return cJSON_CreateString(b);
+}
+
+/* A time relative to start_ns, as a signed integer (wrapping arithmetic, so any value round-trips). */
+static cJSON *j_rel(uint64_t abs_ns, uint64_t start_ns) {
+  int64_t d = (int64_t)(abs_ns - start_ns);
+  if (d > -(int64_t)EXACT_MAX && d < (int64_t)EXACT_MAX) return cJSON_CreateNumber((double)d);
+  char b[24];
+  snprintf(b, sizeof b, "%lld", (long long)d);
+  return cJSON_CreateString(b);
+}
+
+/* h2d times: 0 ("not copied") stays 0. */
+static cJSON *j_rel0(uint64_t abs_ns, uint64_t start_ns) {
+  return abs_ns ? j_rel(abs_ns, start_ns) : cJSON_CreateNumber(0);
+}
+
+/* A double that reads back bit-identical: %.17g, or "nan"/"inf"/"-inf" as strings. */
+static cJSON *j_dbl(double v) {
+  if (!isfinite(v)) return cJSON_CreateString(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+  char b[40];
+  snprintf(b, sizeof b, "%.17g", v);
+  return cJSON_CreateRaw(b);
+}
+
+static void put(cJSON *obj, const char *key, cJSON *v, bool *ok) {
+  if (!v || !obj || !cJSON_AddItemToObject(obj, key, v)) {
+    cJSON_Delete(v);
+    *ok = false;
+  }
+}
+
+static void push(cJSON *arr, cJSON *v, bool *ok) {
+  if (!v || !arr || !cJSON_AddItemToArray(arr, v)) {
+    cJSON_Delete(v);
+    *ok = false;
+  }
+}
+
+static cJSON *finish(cJSON *o, bool ok) {
+  if (ok && o) return o;
+  cJSON_Delete(o);
+  return NULL;
+}
+
+static cJSON *step_json(const pb_step *st, uint64_t start) {
+  cJSON *a = cJSON_CreateArray();
+  bool ok = true;
+  push(a, j_rel(st->prev_end_ns, start), &ok);
+  push(a, j_rel(st->ready_ns, start), &ok);
+  push(a, j_rel0(st->h2d_start_ns, start), &ok);
+  push(a, j_rel0(st->h2d_end_ns, start), &ok);
+  push(a, j_rel(st->compute_start_ns, start), &ok);
+  push(a, j_rel(st->compute_end_ns, start), &ok);
+  push(a, j_u64(st->bytes), &ok);
+  push(a, j_u64_str(st->key), &ok);
+  push(a, cJSON_CreateNumber(st->samples), &ok);
+  push(a, cJSON_CreateNumber(st->device), &ok);
+  push(a, cJSON_CreateNumber(st->measured ? 1 : 0), &ok);
+  return finish(a, ok);
+}
+
+static cJSON *hist_json(const pb_hist *h) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "count", j_u64(h->count), &ok);
+  put(o, "sum_ns", j_u64(h->sum_ns), &ok);
+  put(o, "min_ns", j_u64(h->min_ns), &ok);
+  put(o, "max_ns", j_u64(h->max_ns), &ok);
+  cJSON *b = cJSON_CreateArray();
+  for (unsigned i = 0; ok && b && i < PB_HIST_BUCKETS; i++) {
+    if (!h->buckets[i]) continue;
+    cJSON *pair = cJSON_CreateArray();
+    push(pair, cJSON_CreateNumber(i), &ok);
+    push(pair, j_u64(h->buckets[i]), &ok);
+    push(b, ok ? pair : (cJSON_Delete(pair), NULL), &ok);
+  }
+  put(o, "buckets", b, &ok);
+  return finish(o, ok);
+}
+
+static cJSON *ctr_json(const pb_counters *c) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  for (size_t i = 0; i < PB_ARRAY_LEN(k_ctr); i++)
+    put(o, k_ctr[i].name, j_u64(*(const uint64_t *)((const char *)c + k_ctr[i].off)), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *stage_json(const pb_stage_rec *s, int *next_tid) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "name", cJSON_CreateString(s->name), &ok);
+  put(o, "type", cJSON_CreateString(s->type), &ok);
+  put(o, "threads", cJSON_CreateNumber(s->threads), &ok);
+  put(o, "cfg_index", cJSON_CreateNumber(s->cfg_index), &ok);
+  put(o, "is_source", cJSON_CreateBool(s->is_source), &ok);
+  put(o, "skipped", cJSON_CreateBool(s->skipped), &ok);
+  put(o, "batched", cJSON_CreateBool(s->batched), &ok);
+  put(o, "ctr", ctr_json(&s->ctr), &ok);
+  put(o, "hist", hist_json(&s->hist), &ok);
+  put(o, "cpu_ns", j_u64(s->cpu_ns), &ok);
+  put(o, "queue_mean_fill", j_dbl(s->queue_mean_fill), &ok);
+  put(o, "queue_capacity", cJSON_CreateNumber(s->queue_capacity), &ok);
+  if (s->workers) {
+    cJSON *w = cJSON_CreateArray();
+    for (int k = 0; ok && w && k < s->threads; k++) {
+      cJSON *t = cJSON_CreateObject();
+      put(t, "tid", cJSON_CreateNumber((*next_tid)++), &ok);
+      put(t, "n", cJSON_CreateNumber(s->workers[k].n), &ok);
+      put(t, "dropped", j_u64(s->workers[k].dropped), &ok);
+      push(w, ok ? t : (cJSON_Delete(t), NULL), &ok);
+    }
+    put(o, "workers", w, &ok);
+  }
+  return finish(o, ok);
+}
+
+static cJSON *record_json(const pb_record *rec) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "format", cJSON_CreateNumber(TRACE_FORMAT), &ok);
+  put(o, "version", cJSON_CreateString(PB_VERSION), &ok);
+  put(o, "config", rec->cfg ? pb_config_to_json(rec->cfg) : NULL, &ok);
+  put(o, "synthetic", cJSON_CreateBool(rec->synthetic), &ok);
+  put(o, "interrupted", cJSON_CreateBool(rec->interrupted), &ok);
+  cJSON *d = cJSON_CreateObject();
+  put(d, "kind", cJSON_CreateString(rec->device_kind), &ok);
+  put(d, "name", cJSON_CreateString(rec->device_name), &ok);
+  put(d, "count", cJSON_CreateNumber(rec->device_count), &ok);
+  put(d, "timing_source", cJSON_CreateString(rec->timing_source), &ok);
+  put(o, "device", ok ? d : (cJSON_Delete(d), NULL), &ok);
+  put(o, "start_ns", j_u64_str(rec->start_ns), &ok);
+  put(o, "window_start_ns", j_rel(rec->window_start_ns, rec->start_ns), &ok);
+  put(o, "window_end_ns", j_rel(rec->window_end_ns, rec->start_ns), &ok);
+  put(o, "measured_count", j_u64(rec->measured_count), &ok);
+  put(o, "samples_consumed", j_u64(rec->samples_consumed), &ok);
+  put(o, "samples_failed", j_u64(rec->samples_failed), &ok);
+  put(o, "steps_failed", cJSON_CreateBool(rec->steps_failed), &ok);
+  put(o, "steps_failure", cJSON_CreateString(rec->steps_failure), &ok);
+  cJSON *steps = cJSON_CreateArray();
+  for (size_t i = 0; ok && steps && i < rec->nsteps; i++) push(steps, step_json(&rec->steps[i], rec->start_ns), &ok);
+  put(o, "steps", steps, &ok);
+  cJSON *stages = cJSON_CreateArray();
+  int tid = 1;
+  for (int i = 0; ok && stages && i < rec->nstages; i++) push(stages, stage_json(&rec->stages[i], &tid), &ok);
+  put(o, "stages", stages, &ok);
+  put(o, "queued_samples", j_u64(rec->queued_samples), &ok);
+  cJSON *fe = cJSON_CreateArray();
+  int nfe = rec->nfirst_errors < PB_FIRST_ERRORS ? rec->nfirst_errors : PB_FIRST_ERRORS;
+  for (int i = 0; ok && fe && i < nfe; i++) {
+    cJSON *e = cJSON_CreateObject();
+    put(e, "file", cJSON_CreateString(rec->first_errors[i].file), &ok);
+    put(e, "message", cJSON_CreateString(rec->first_errors[i].message), &ok);
+    push(fe, ok ? e : (cJSON_Delete(e), NULL), &ok);
+  }
+  put(o, "first_errors", fe, &ok);
+  put(o, "cpu_s", j_dbl(rec->cpu_s), &ok);
+  put(o, "ncpu", cJSON_CreateNumber(rec->ncpu), &ok);
+  put(o, "traced", cJSON_CreateBool(rec->traced), &ok);
+  return finish(o, ok);
+}
+
+/* --- events, written with fprintf --- */
+
+typedef struct writer {
+  FILE *f;
+  const pb_record *rec;
+  bool first;                   /* no event written yet (the separator goes before every other one) */
+  int tid_base[PB_MAX_STAGES + 1]; /* tid of worker 0 of each traced row */
+} writer;
+
+static void fput_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+/* Signed ns as microseconds with exactly 3 decimals. */
+static const char *fmt_us(char *b, size_t len, int64_t ns) {
+  uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+  snprintf(b, len, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
+  return b;
+}
+
+static void sep(writer *w) {
+  if (!w->first) fputs(",\n", w->f);
+  w->first = false;
+}
+
+/* ,"name":N -- a number below 2^53, else a string. */
+static void fput_u64(FILE *f, const char *name, uint64_t v) {
+  if (v < EXACT_MAX) fprintf(f, ",\"%s\":%llu", name, (unsigned long long)v);
+  else fprintf(f, ",\"%s\":\"%llu\"", name, (unsigned long long)v);
+}
+
+/* The opening of an "X" event up to (and including) "name":...,"cat":"..". */
+static void x_begin(writer *w, int pid, int tid, uint64_t t0, uint64_t t1, const char *cat) {
+  char ts[32], dur[32];
+  sep(w);
+  fprintf(w->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%s,\"dur\":%s,\"cat\":\"%s\",\"name\":", pid, tid,
+          fmt_us(ts, sizeof ts, (int64_t)(t0 - w->rec->start_ns)), fmt_us(dur, sizeof dur, (int64_t)(t1 - t0)),
+          cat);
+}
+
+static void meta(writer *w, const char *what, int pid, int tid, const char *name) {
+  sep(w);
+  fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s\",\"args\":{\"name\":", pid, tid, what);
+  fput_json_str(w->f, name);
+  fputs("}}", w->f);
+}
+
+static void sort_index(writer *w, int pid, int tid, int index) {
+  sep(w);
+  fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+          pid, tid, index);
+}
+
+static const char *kind_cat(uint8_t kind) {
+  switch (kind) {
+    case PB_EV_PROCESS: return "process";
+    case PB_EV_WAIT: return "wait";
+    case PB_EV_BLOCKED: return "blocked";
+    default: return "other";
+  }
+}
+
+static void key_args(FILE *f, const char *sample_name, const char *batch_name, uint64_t key) {
+  if (key == PB_NO_KEY) return;
+  if (PB_KEY_IS_BATCH(key)) fput_u64(f, batch_name, key & ~BATCH_BIT);
+  else fput_u64(f, sample_name, key);
+}
+
+static void worker_event(writer *w, const pb_stage_rec *s, int tid, const pb_event *e) {
+  FILE *f = w->f;
+  x_begin(w, PID_HOST, tid, e->t0_ns, e->t1_ns, kind_cat(e->kind));
+  if (e->kind == PB_EV_PROCESS) fput_json_str(f, s->name);
+  else fputs(e->kind == PB_EV_WAIT ? "\"wait_in\"" : e->kind == PB_EV_BLOCKED ? "\"blocked_out\"" : "\"event\"", f);
+  fprintf(f, ",\"args\":{\"bytes\":%u,\"f\":%u", (unsigned)e->bytes, (unsigned)e->flags);
+  key_args(f, "id", "batch", e->key);
+  key_args(f, "out_id", "out_batch", e->out);
+  if (e->kind != PB_EV_PROCESS && e->kind != PB_EV_WAIT && e->kind != PB_EV_BLOCKED)
+    fprintf(f, ",\"k\":%u", (unsigned)e->kind);
+  fputs("}}", f);
+}
+
+static int device_tracks(const pb_record *rec) {
+  int n = rec->device_count > 0 ? rec->device_count : 1;
+  for (size_t i = 0; i < rec->nsteps; i++)
+    if (rec->steps[i].device + 1 > n) n = rec->steps[i].device + 1;
+  return n;
+}
+
+static void metadata(writer *w) {
+  const pb_record *rec = w->rec;
+  char name[PB_NAME_LEN + 64];
+  meta(w, "process_name", PID_HOST, 0, "pipeline (host)");
+  snprintf(name, sizeof name, "device (%s)", rec->device_kind[0] ? rec->device_kind : "unknown");
+  meta(w, "process_name", PID_DEVICE, 0, name);
+  for (int i = 0; i < rec->nstages; i++) {
+    const pb_stage_rec *s = &rec->stages[i];
+    for (int k = 0; s->workers && k < s->threads; k++) {
+      snprintf(name, sizeof name, "%s #%d", s->name, k);
+      meta(w, "thread_name", PID_HOST, w->tid_base[i] + k, name);
+      sort_index(w, PID_HOST, w->tid_base[i] + k, w->tid_base[i] + k);
+    }
+  }
+  int ndev = device_tracks(rec);
+  bool copies[PB_MAX_DEVICES + 1] = {0};
+  for (size_t i = 0; i < rec->nsteps; i++)
+    if (rec->steps[i].h2d_end_ns && rec->steps[i].device < PB_ARRAY_LEN(copies)) copies[rec->steps[i].device] = true;
+  for (int d = 0; d < ndev; d++) {
+    snprintf(name, sizeof name, "device %d", d);
+    meta(w, "thread_name", PID_DEVICE, d + 1, name);
+    sort_index(w, PID_DEVICE, d + 1, 2 * d);
+    if (d < (int)PB_ARRAY_LEN(copies) && copies[d]) {
+      snprintf(name, sizeof name, "device %d h2d", d);
+      meta(w, "thread_name", PID_DEVICE, H2D_TID_BASE + d, name);
+      sort_index(w, PID_DEVICE, H2D_TID_BASE + d, 2 * d + 1);
+    }
+  }
+}
+
+static void worker_events(writer *w) {
+  const pb_record *rec = w->rec;
+  for (int i = 0; i < rec->nstages; i++) {
+    const pb_stage_rec *s = &rec->stages[i];
+    for (int k = 0; s->workers && k < s->threads; k++)
+      for (uint32_t j = 0; j < s->workers[k].n; j++) worker_event(w, s, w->tid_base[i] + k, &s->workers[k].ev[j]);
+  }
+}
+
+/* The device timeline: per step, the idle time before it (input_wait), its copy, its compute. */
+static void device_events(writer *w) {
+  const pb_record *rec = w->rec;
+  FILE *f = w->f;
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    const pb_step *st = &rec->steps[i];
+    int tid = st->device + 1;
+    if (st->ready_ns > st->prev_end_ns) {
+      x_begin(w, PID_DEVICE, tid, st->prev_end_ns, st->compute_start_ns, "idle");
+      fprintf(f, "\"input_wait\",\"args\":{\"step\":%zu}}", i);
+    }
+    if (st->h2d_end_ns) {
+      x_begin(w, PID_DEVICE, H2D_TID_BASE + st->device, st->h2d_start_ns, st->h2d_end_ns, "h2d");
+      fprintf(f, "\"h2d\",\"args\":{\"step\":%zu", i);
+      fput_u64(f, "bytes", st->bytes);
+      fputs("}}", f);
+    }
+    x_begin(w, PID_DEVICE, tid, st->compute_start_ns, st->compute_end_ns, "compute");
+    fprintf(f, "\"step %zu\",\"args\":{\"step\":%zu", i, i);
+    key_args(f, "id", "batch", st->key);
+    fprintf(f, ",\"samples\":%u,\"measured\":%s}}", (unsigned)st->samples, st->measured ? "true" : "false");
+  }
+}
+
+/* --- the flow: one sample's journey from the source to the device --- */
+
+typedef struct flow_pt {
+  int pid, tid;
+  uint64_t t_ns;
+} flow_pt;
+
+/* In row i, the PROCESS segment that handed `key` on: before the join (t0 <= before) the latest one,
+ * else the earliest.  Returns the worker tid and its start, or false. */
+static bool find_emit(const writer *w, int row, uint64_t key, bool latest_before, uint64_t before, flow_pt *pt) {
+  const pb_stage_rec *s = &w->rec->stages[row];
+  bool found = false;
+  for (int k = 0; k < s->threads; k++) {
+    const pb_worker_trace *t = &s->workers[k];
+    for (uint32_t j = 0; j < t->n; j++) {
+      const pb_event *e = &t->ev[j];
+      if (e->kind != PB_EV_PROCESS || !(e->flags & PB_EVF_EMITTED) || e->out != key) continue;
+      if (latest_before && e->t0_ns > before) continue;
+      bool better = !found || (latest_before ? e->t0_ns > pt->t_ns : e->t0_ns < pt->t_ns);
+      if (better) *pt = (flow_pt){PID_HOST, w->tid_base[row] + k, e->t0_ns};
+      found = true;
+    }
+  }
+  return found;
+}
+
+static void flow_events(writer *w) {
+  const pb_record *rec = w->rec;
+  if (!rec->nsteps) return;
+  size_t last = rec->nsteps - 1;
+  for (size_t i = rec->nsteps; i-- > 0;)
+    if (rec->steps[i].measured) {
+      last = i;
+      break;
+    }
+  const pb_step *st = &rec->steps[last];
+  uint64_t batch = st->key;
+  if (!PB_KEY_IS_BATCH(batch)) return;
+  /* the first sample that joined that batch */
+  bool have = false;
+  uint64_t sample = 0, join_t0 = 0;
+  for (int i = 0; i < rec->nstages; i++) {
+    const pb_stage_rec *s = &rec->stages[i];
+    for (int k = 0; s->workers && k < s->threads; k++)
+      for (uint32_t j = 0; j < s->workers[k].n; j++) {
+        const pb_event *e = &s->workers[k].ev[j];
+        if (e->kind != PB_EV_PROCESS || !(e->flags & PB_EVF_JOINED) || e->out != batch) continue;
+        if (!have || e->t0_ns < join_t0) {
+          have = true;
+          sample = e->key;
+          join_t0 = e->t0_ns;
+        }
+      }
+  }
+  if (!have || sample == PB_NO_KEY) return;
+  flow_pt pts[PB_MAX_STAGES + 2];
+  int n = 0;
+  for (int i = 0; i < rec->nstages; i++) {
+    if (!rec->stages[i].workers || rec->stages[i].skipped) continue;
+    if (find_emit(w, i, sample, true, join_t0, &pts[n]) || find_emit(w, i, batch, false, 0, &pts[n])) n++;
+  }
+  if (!n) return;
+  pts[n++] = (flow_pt){PID_DEVICE, st->device + 1, st->compute_start_ns};
+  char ts[32], name[48];
+  if (PB_KEY_IS_BATCH(sample)) snprintf(name, sizeof name, "batch %llu", (unsigned long long)(sample & ~BATCH_BIT));
+  else snprintf(name, sizeof name, "sample %llu", (unsigned long long)sample);
+  for (int i = 0; i < n; i++) {
+    const char *ph = i == 0 ? "s" : i == n - 1 ? "f" : "t";
+    sep(w);
+    fprintf(w->f, "{\"ph\":\"%s\",%s\"id\":1,\"pid\":%d,\"tid\":%d,\"ts\":%s,\"cat\":\"flow\",\"name\":\"%s\"}", ph,
+            i == n - 1 ? "\"bp\":\"e\"," : "", pts[i].pid, pts[i].tid,
+            fmt_us(ts, sizeof ts, (int64_t)(pts[i].t_ns - rec->start_ns)), name);
+  }
+}
+
+static int write_trace(FILE *f, const pb_record *rec) {
+  cJSON *header = record_json(rec);
+  char *text = header ? cJSON_PrintUnformatted(header) : NULL;
+  cJSON_Delete(header);
+  if (!text) return -ENOMEM;
+  fprintf(f, "%s\n%s%s,\n%s\n", k_line1, k_line2, text, k_line3);
+  free(text);
+  writer w = {.f = f, .rec = rec, .first = true};
+  int tid = 1;
+  for (int i = 0; i < rec->nstages; i++) {
+    w.tid_base[i] = tid;
+    if (rec->stages[i].workers) tid += rec->stages[i].threads;
+  }
+  metadata(&w);
+  worker_events(&w);
+  device_events(&w);
+  flow_events(&w);
+  fprintf(f, "\n%s\n", k_end);
   return 0;
 }
 
+int pb_trace_write_file(const pb_record *rec, const char *path) {
+  size_t len = strlen(path) + 5;
+  char *tmp = malloc(len);
+  if (!tmp) return -ENOMEM;
+  snprintf(tmp, len, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    int rc = -errno;
+    free(tmp);
+    return rc;
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 20);
+  int rc = write_trace(f, rec);
+  if (!rc && (fflush(f) != 0 || ferror(f))) rc = errno ? -errno : -EIO;
+  if (fclose(f) != 0 && !rc) rc = errno ? -errno : -EIO;
+  if (!rc && rename(tmp, path) != 0) rc = -errno;
+  if (rc) unlink(tmp);
+  free(tmp);
+  return rc;
+}
+
+/* ====================================================================================================
+ * Loader
+ * ==================================================================================================== */
+
+typedef struct loader {
+  const char *path;
+  long line;
+  pb_err *err;
+  pb_record *rec;
+  /* tid -> worker, and how many events each has received */
+  int nworkers;
+  pb_worker_trace **by_tid;     /* [1..nworkers] */
+  uint32_t *filled;
+} loader;
+
+/* "<path>: line N: <what> (expected <what>)": fmt carries both parts. */
+__attribute__((format(printf, 2, 3))) static int bad(loader *l, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pb_err_set(l->err, "%s: line %ld: %s", l->path, l->line, msg);
+  return -EINVAL;
+}
+
+/* --- values --- */
+
+static int v_u64(loader *l, const cJSON *v, const char *where, uint64_t *out) {
+  *out = 0;
+  if (cJSON_IsNumber(v)) {
+    double d = v->valuedouble;
+    if (d >= 0 && d < 18446744073709551616.0 && d == floor(d)) {
+      *out = (uint64_t)d;
+      return 0;
+    }
+  } else if (cJSON_IsString(v) && v->valuestring[0] >= '0' && v->valuestring[0] <= '9') {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v->valuestring, &end, 10);
+    if (!*end && !errno) {
+      *out = x;
+      return 0;
+    }
+  }
+  if (!v) return bad(l, "%s: missing (expected an unsigned integer)", where);
+  return bad(l, "%s: not an unsigned integer (expected an unsigned integer or a decimal string)", where);
+}
+
+static int v_i64(loader *l, const cJSON *v, const char *where, int64_t *out) {
+  *out = 0;
+  if (cJSON_IsNumber(v)) {
+    double d = v->valuedouble;
+    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == floor(d)) {
+      *out = (int64_t)d;
+      return 0;
+    }
+  } else if (cJSON_IsString(v) && v->valuestring[0]) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v->valuestring, &end, 10);
+    if (!*end && !errno) {
+      *out = x;
+      return 0;
+    }
+  }
+  if (!v) return bad(l, "%s: missing (expected an integer)", where);
+  return bad(l, "%s: not an integer (expected an integer or a decimal string)", where);
+}
+
+static int v_int(loader *l, const cJSON *v, const char *where, int lo, int hi, int *out) {
+  int64_t x = 0;
+  *out = 0;
+  int rc = v_i64(l, v, where, &x);
+  if (rc) return rc;
+  if (x < lo || x > hi) return bad(l, "%s: %lld is out of range (expected %d..%d)", where, (long long)x, lo, hi);
+  *out = (int)x;
+  return 0;
+}
+
+static int v_dbl(loader *l, const cJSON *v, const char *where, double *out) {
+  *out = 0;
+  if (cJSON_IsNumber(v)) {
+    *out = v->valuedouble;
+    return 0;
+  }
+  if (cJSON_IsString(v)) {
+    const char *s = v->valuestring;
+    if (!strcmp(s, "nan") || !strcmp(s, "inf") || !strcmp(s, "-inf")) {
+      *out = strtod(s, NULL);
+      return 0;
+    }
+  }
+  if (!v) return bad(l, "%s: missing (expected a number)", where);
+  return bad(l, "%s: not a number (expected a number, \"nan\" or \"inf\")", where);
+}
+
+static int v_bool(loader *l, const cJSON *v, const char *where, bool *out) {
+  if (cJSON_IsBool(v)) {
+    *out = cJSON_IsTrue(v);
+    return 0;
+  }
+  if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) {
+    *out = v->valuedouble == 1;
+    return 0;
+  }
+  if (!v) return bad(l, "%s: missing (expected true or false)", where);
+  return bad(l, "%s: not a boolean (expected true or false)", where);
+}
+
+static int v_str(loader *l, const cJSON *v, const char *where, char *buf, size_t len) {
+  if (!v) return bad(l, "%s: missing (expected a string)", where);
+  if (!cJSON_IsString(v)) return bad(l, "%s: not a string (expected a string)", where);
+  if (strlen(v->valuestring) >= len)
+    return bad(l, "%s: too long (expected at most %zu bytes)", where, len - 1);
+  memcpy(buf, v->valuestring, strlen(v->valuestring) + 1);
+  return 0;
+}
+
+static const cJSON *member(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+
+static int v_array(loader *l, const cJSON *v, const char *where, int max, int *n) {
+  *n = 0;
+  if (!v) return bad(l, "%s: missing (expected an array)", where);
+  if (!cJSON_IsArray(v)) return bad(l, "%s: not an array (expected an array)", where);
+  *n = cJSON_GetArraySize(v);
+  if (max >= 0 && *n > max) return bad(l, "%s: %d entries (expected at most %d)", where, *n, max);
+  return 0;
+}
+
+static int v_object(loader *l, const cJSON *v, const char *where) {
+  if (!v) return bad(l, "%s: missing (expected an object)", where);
+  if (!cJSON_IsObject(v)) return bad(l, "%s: not an object (expected an object)", where);
+  return 0;
+}
+
+/* --- the header (line 2) --- */
+
+static int load_config(loader *l, const cJSON *v) {
+  int rc = v_object(l, v, "pipebench.config");
+  if (rc) return rc;
+  char *text = cJSON_PrintUnformatted(v);
+  pb_config *cfg = calloc(1, sizeof *cfg);
+  if (!text || !cfg) {
+    free(text);
+    free(cfg);
+    return pb_err_set(l->err, "%s: out of memory for the config", l->path), -ENOMEM;
+  }
+  l->rec->owned_cfg = cfg;
+  l->rec->cfg = cfg;
+  pb_err cerr;
+  rc = pb_config_parse(cfg, l->path, text, NULL, 0, &cerr);
+  free(text);
+  if (rc) {
+    size_t plen = strlen(l->path);
+    const char *m = cerr.msg;
+    if (strncmp(m, l->path, plen) == 0 && strncmp(m + plen, ": ", 2) == 0) m += plen + 2;
+    return bad(l, "pipebench.config: %s", m);
+  }
+  return 0;
+}
+
+static int load_step(loader *l, const cJSON *a, size_t i, pb_step *st) {
+  char where[96];
+  snprintf(where, sizeof where, "pipebench.steps[%zu]", i);
+  int n = 0, rc = v_array(l, a, where, -1, &n);
+  if (rc) return rc;
+  if (n != STEP_FIELDS)
+    return bad(l, "%s: %d fields (expected %d: prev_end, ready, h2d_start, h2d_end, compute_start, compute_end, "
+                  "bytes, key, samples, device, measured)", where, n, STEP_FIELDS);
+  uint64_t *times[6] = {&st->prev_end_ns,  &st->ready_ns,         &st->h2d_start_ns,
+                        &st->h2d_end_ns,   &st->compute_start_ns, &st->compute_end_ns};
+  const cJSON *f = a->child;
+  for (int k = 0; k < 6; k++, f = f->next) {
+    snprintf(where, sizeof where, "pipebench.steps[%zu][%d]", i, k);
+    int64_t rel = 0;
+    if ((rc = v_i64(l, f, where, &rel))) return rc;
+    *times[k] = (k == 2 || k == 3) && rel == 0 ? 0 : l->rec->start_ns + (uint64_t)rel;
+  }
+  int samples = 0, device = 0;
+  snprintf(where, sizeof where, "pipebench.steps[%zu][6] (bytes)", i);
+  if ((rc = v_u64(l, f, where, &st->bytes))) return rc;
+  f = f->next;
+  snprintf(where, sizeof where, "pipebench.steps[%zu][7] (key)", i);
+  if ((rc = v_u64(l, f, where, &st->key))) return rc;
+  f = f->next;
+  snprintf(where, sizeof where, "pipebench.steps[%zu][8] (samples)", i);
+  if ((rc = v_int(l, f, where, 0, INT32_MAX, &samples))) return rc;
+  f = f->next;
+  snprintf(where, sizeof where, "pipebench.steps[%zu][9] (device)", i);
+  if ((rc = v_int(l, f, where, 0, UINT16_MAX, &device))) return rc;
+  f = f->next;
+  snprintf(where, sizeof where, "pipebench.steps[%zu][10] (measured)", i);
+  if ((rc = v_bool(l, f, where, &st->measured))) return rc;
+  st->samples = (uint32_t)samples;
+  st->device = (uint16_t)device;
+  return 0;
+}
+
+static int load_steps(loader *l, const cJSON *v) {
+  int n = 0, rc = v_array(l, v, "pipebench.steps", -1, &n);
+  if (rc) return rc;
+  pb_record *rec = l->rec;
+  rec->steps = calloc(n ? (size_t)n : 1, sizeof *rec->steps);
+  if (!rec->steps) return pb_err_set(l->err, "%s: out of memory for %d steps", l->path, n), -ENOMEM;
+  size_t i = 0;
+  for (const cJSON *a = v->child; a; a = a->next, i++)
+    if ((rc = load_step(l, a, i, &rec->steps[i]))) return rc;
+  rec->nsteps = (size_t)n;
+  return 0;
+}
+
+static int load_hist(loader *l, const cJSON *v, const char *at, pb_hist *h) {
+  char where[128];
+  snprintf(where, sizeof where, "%s.hist", at);
+  int rc = v_object(l, v, where);
+  if (rc) return rc;
+  pb_hist_reset(h);
+  static const char *names[] = {"count", "sum_ns", "min_ns", "max_ns"};
+  uint64_t *dst[] = {&h->count, &h->sum_ns, &h->min_ns, &h->max_ns};
+  for (int k = 0; k < 4; k++) {
+    snprintf(where, sizeof where, "%s.hist.%s", at, names[k]);
+    if ((rc = v_u64(l, member(v, names[k]), where, dst[k]))) return rc;
+  }
+  snprintf(where, sizeof where, "%s.hist.buckets", at);
+  const cJSON *b = member(v, "buckets");
+  int n;
+  if ((rc = v_array(l, b, where, PB_HIST_BUCKETS, &n))) return rc;
+  int j = 0;
+  for (const cJSON *p = b->child; p; p = p->next, j++) {
+    snprintf(where, sizeof where, "%s.hist.buckets[%d]", at, j);
+    int m = 0, idx = 0;
+    if ((rc = v_array(l, p, where, -1, &m))) return rc;
+    if (m != 2) return bad(l, "%s: %d entries (expected [index, count])", where, m);
+    if ((rc = v_int(l, p->child, where, 0, PB_HIST_BUCKETS - 1, &idx))) return rc;
+    if ((rc = v_u64(l, p->child->next, where, &h->buckets[idx]))) return rc;
+  }
+  return 0;
+}
+
+static int load_workers(loader *l, const cJSON *v, const char *at, pb_stage_rec *s) {
+  char where[128];
+  snprintf(where, sizeof where, "%s.workers", at);
+  int n = 0, rc = v_array(l, v, where, -1, &n);
+  if (rc) return rc;
+  if (n != s->threads) return bad(l, "%s: %d entries (expected one per thread: %d)", where, n, s->threads);
+  s->workers = calloc(n ? (size_t)n : 1, sizeof *s->workers);
+  if (!s->workers) return pb_err_set(l->err, "%s: out of memory", l->path), -ENOMEM;
+  int k = 0;
+  for (const cJSON *w = v->child; w; w = w->next, k++) {
+    snprintf(where, sizeof where, "%s.workers[%d]", at, k);
+    if ((rc = v_object(l, w, where))) return rc;
+    int tid = 0;
+    uint64_t ev_n = 0;
+    pb_worker_trace *t = &s->workers[k];
+    snprintf(where, sizeof where, "%s.workers[%d].tid", at, k);
+    if ((rc = v_int(l, member(w, "tid"), where, 0, INT32_MAX, &tid))) return rc;
+    if (tid != l->nworkers + 1) return bad(l, "%s: %d (expected %d: tids count host workers from 1)", where, tid,
+                                           l->nworkers + 1);
+    snprintf(where, sizeof where, "%s.workers[%d].n", at, k);
+    if ((rc = v_u64(l, member(w, "n"), where, &ev_n))) return rc;
+    if (ev_n > UINT32_MAX) return bad(l, "%s: %llu (expected at most %u)", where, (unsigned long long)ev_n, UINT32_MAX);
+    snprintf(where, sizeof where, "%s.workers[%d].dropped", at, k);
+    if ((rc = v_u64(l, member(w, "dropped"), where, &t->dropped))) return rc;
+    t->ev = calloc(ev_n ? (size_t)ev_n : 1, sizeof *t->ev);
+    if (!t->ev) return pb_err_set(l->err, "%s: out of memory for %llu events", l->path, (unsigned long long)ev_n), -ENOMEM;
+    t->n = (uint32_t)ev_n;
+    l->nworkers++;
+  }
+  return 0;
+}
+
+static int load_stage(loader *l, const cJSON *v, int i, pb_stage_rec *s) {
+  char at[64], where[128];
+  snprintf(at, sizeof at, "pipebench.stages[%d]", i);
+  int rc = v_object(l, v, at);
+  if (rc) return rc;
+#define AT(key) (snprintf(where, sizeof where, "%s.%s", at, key), where)
+  if ((rc = v_str(l, member(v, "name"), AT("name"), s->name, sizeof s->name))) return rc;
+  if ((rc = v_str(l, member(v, "type"), AT("type"), s->type, sizeof s->type))) return rc;
+  if ((rc = v_int(l, member(v, "threads"), AT("threads"), 0, PB_MAX_THREADS, &s->threads))) return rc;
+  int ncfg = l->rec->cfg->nstages;
+  if ((rc = v_int(l, member(v, "cfg_index"), AT("cfg_index"), -1, ncfg - 1, &s->cfg_index))) return rc;
+  if ((rc = v_bool(l, member(v, "is_source"), AT("is_source"), &s->is_source))) return rc;
+  if ((rc = v_bool(l, member(v, "skipped"), AT("skipped"), &s->skipped))) return rc;
+  if ((rc = v_bool(l, member(v, "batched"), AT("batched"), &s->batched))) return rc;
+  const cJSON *c = member(v, "ctr");
+  if ((rc = v_object(l, c, AT("ctr")))) return rc;
+  for (size_t k = 0; k < PB_ARRAY_LEN(k_ctr); k++) {
+    snprintf(where, sizeof where, "%s.ctr.%s", at, k_ctr[k].name);
+    if ((rc = v_u64(l, member(c, k_ctr[k].name), where, (uint64_t *)((char *)&s->ctr + k_ctr[k].off)))) return rc;
+  }
+  if ((rc = load_hist(l, member(v, "hist"), at, &s->hist))) return rc;
+  if ((rc = v_u64(l, member(v, "cpu_ns"), AT("cpu_ns"), &s->cpu_ns))) return rc;
+  if ((rc = v_dbl(l, member(v, "queue_mean_fill"), AT("queue_mean_fill"), &s->queue_mean_fill))) return rc;
+  if ((rc = v_int(l, member(v, "queue_capacity"), AT("queue_capacity"), 0, INT32_MAX, &s->queue_capacity)))
+    return rc;
+#undef AT
+  const cJSON *w = member(v, "workers");
+  if (w && !cJSON_IsNull(w)) return load_workers(l, w, at, s);
+  return 0;
+}
+
+static int load_stages(loader *l, const cJSON *v) {
+  int n = 0, rc = v_array(l, v, "pipebench.stages", PB_MAX_STAGES + 1, &n);
+  if (rc) return rc;
+  l->rec->nstages = n; /* rows are zeroed: pb_record_free copes with a partly loaded one */
+  int i = 0;
+  for (const cJSON *s = v->child; s; s = s->next, i++)
+    if ((rc = load_stage(l, s, i, &l->rec->stages[i]))) return rc;
+  return 0;
+}
+
+static int load_first_errors(loader *l, const cJSON *v) {
+  int n = 0, rc = v_array(l, v, "pipebench.first_errors", PB_FIRST_ERRORS, &n);
+  if (rc) return rc;
+  int i = 0;
+  char where[96];
+  for (const cJSON *e = v->child; e; e = e->next, i++) {
+    pb_error_record *fe = &l->rec->first_errors[i];
+    snprintf(where, sizeof where, "pipebench.first_errors[%d].file", i);
+    if ((rc = v_str(l, member(e, "file"), where, fe->file, sizeof fe->file))) return rc;
+    snprintf(where, sizeof where, "pipebench.first_errors[%d].message", i);
+    if ((rc = v_str(l, member(e, "message"), where, fe->message, sizeof fe->message))) return rc;
+  }
+  l->rec->nfirst_errors = n;
+  return 0;
+}
+
+static int load_device(loader *l, const cJSON *d) {
+  pb_record *rec = l->rec;
+  int rc = v_object(l, d, "pipebench.device");
+  if (!rc) rc = v_str(l, member(d, "kind"), "pipebench.device.kind", rec->device_kind, sizeof rec->device_kind);
+  if (!rc) rc = v_str(l, member(d, "name"), "pipebench.device.name", rec->device_name, sizeof rec->device_name);
+  if (!rc) rc = v_int(l, member(d, "count"), "pipebench.device.count", 0, PB_MAX_DEVICES, &rec->device_count);
+  if (!rc)
+    rc = v_str(l, member(d, "timing_source"), "pipebench.device.timing_source", rec->timing_source,
+               sizeof rec->timing_source);
+  return rc;
+}
+
+static int load_header(loader *l, const cJSON *h) {
+  pb_record *rec = l->rec;
+  int rc = v_object(l, h, "pipebench");
+  if (rc) return rc;
+  int format = 0;
+  if ((rc = v_int(l, member(h, "format"), "pipebench.format", INT32_MIN, INT32_MAX, &format))) return rc;
+  if (format != TRACE_FORMAT)
+    return bad(l, "pipebench.format: %d is not supported by pipebench %s (expected %d)", format, PB_VERSION,
+               TRACE_FORMAT);
+  if ((rc = load_config(l, member(h, "config")))) return rc;
+  if ((rc = v_bool(l, member(h, "synthetic"), "pipebench.synthetic", &rec->synthetic))) return rc;
+  if ((rc = v_bool(l, member(h, "interrupted"), "pipebench.interrupted", &rec->interrupted))) return rc;
+  if ((rc = load_device(l, member(h, "device")))) return rc;
+  if ((rc = v_u64(l, member(h, "start_ns"), "pipebench.start_ns", &rec->start_ns))) return rc;
+  int64_t ws = 0, we = 0;
+  if ((rc = v_i64(l, member(h, "window_start_ns"), "pipebench.window_start_ns", &ws))) return rc;
+  if ((rc = v_i64(l, member(h, "window_end_ns"), "pipebench.window_end_ns", &we))) return rc;
+  rec->window_start_ns = rec->start_ns + (uint64_t)ws;
+  rec->window_end_ns = rec->start_ns + (uint64_t)we;
+  if ((rc = v_u64(l, member(h, "measured_count"), "pipebench.measured_count", &rec->measured_count))) return rc;
+  if ((rc = v_u64(l, member(h, "samples_consumed"), "pipebench.samples_consumed", &rec->samples_consumed))) return rc;
+  if ((rc = v_u64(l, member(h, "samples_failed"), "pipebench.samples_failed", &rec->samples_failed))) return rc;
+  if ((rc = v_bool(l, member(h, "steps_failed"), "pipebench.steps_failed", &rec->steps_failed))) return rc;
+  if ((rc = v_str(l, member(h, "steps_failure"), "pipebench.steps_failure", rec->steps_failure,
+                  sizeof rec->steps_failure)))
+    return rc;
+  if ((rc = load_steps(l, member(h, "steps")))) return rc;
+  if ((rc = load_stages(l, member(h, "stages")))) return rc;
+  if ((rc = v_u64(l, member(h, "queued_samples"), "pipebench.queued_samples", &rec->queued_samples))) return rc;
+  if ((rc = load_first_errors(l, member(h, "first_errors")))) return rc;
+  if ((rc = v_dbl(l, member(h, "cpu_s"), "pipebench.cpu_s", &rec->cpu_s))) return rc;
+  if ((rc = v_int(l, member(h, "ncpu"), "pipebench.ncpu", 0, INT32_MAX, &rec->ncpu))) return rc;
+  if ((rc = v_bool(l, member(h, "traced"), "pipebench.traced", &rec->traced))) return rc;
+  /* the tid -> worker table for the events */
+  l->by_tid = calloc((size_t)l->nworkers + 1, sizeof *l->by_tid);
+  l->filled = calloc((size_t)l->nworkers + 1, sizeof *l->filled);
+  if (!l->by_tid || !l->filled) return pb_err_set(l->err, "%s: out of memory", l->path), -ENOMEM;
+  int tid = 1;
+  for (int i = 0; i < rec->nstages; i++)
+    for (int k = 0; rec->stages[i].workers && k < rec->stages[i].threads; k++) l->by_tid[tid++] = &rec->stages[i].workers[k];
+  return 0;
+}
+
+/* --- events --- */
+
+/* The number text after `"key":` in the raw line, in microseconds (ts, dur), as exact signed ns. */
+static int raw_us(loader *l, const char *line, const char *key, int64_t *ns) {
+  char pat[16];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(line, pat);
+  if (!p) return bad(l, "event: no \"%s\" (expected a number of microseconds)", key);
+  p += strlen(pat);
+  while (*p == ' ' || *p == '\t') p++;
+  const char *start = p;
+  bool neg = *p == '-';
+  if (neg) p++;
+  uint64_t whole = 0, frac = 0;
+  int ndig = 0, nfrac = 0;
+  bool overflow = false;
+  for (; *p >= '0' && *p <= '9'; p++, ndig++)
+    overflow |= __builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, (uint64_t)(*p - '0'), &whole);
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++, nfrac++)
+      if (nfrac < 3) frac = frac * 10 + (uint64_t)(*p - '0');
+  if (!ndig) return bad(l, "event: \"%s\" is not a number (expected microseconds)", key);
+  if (nfrac > 3 || *p == 'e' || *p == 'E') { /* not written by pipebench: as close as a double gets */
+    double d = strtod(start, NULL) * 1000.0;
+    if (!(fabs(d) < 9.2e18)) return bad(l, "event: \"%s\" is out of range (expected microseconds)", key);
+    *ns = llround(d);
+    return 0;
+  }
+  for (; nfrac < 3; nfrac++) frac *= 10;
+  uint64_t v;
+  overflow |= __builtin_mul_overflow(whole, 1000, &v) || __builtin_add_overflow(v, frac, &v);
+  if (overflow || v > (uint64_t)INT64_MAX) return bad(l, "event: \"%s\" is out of range (expected microseconds)", key);
+  *ns = neg ? -(int64_t)v : (int64_t)v;
+  return 0;
+}
+
+/* args' element key: "<sample>" (a sample id) or "<batch>" (a batch id). */
+static int arg_key(loader *l, const cJSON *args, const char *sample, const char *batch, uint64_t *key) {
+  const cJSON *s = member(args, sample), *b = member(args, batch);
+  char where[48];
+  int rc = 0;
+  *key = PB_NO_KEY;
+  if (s) {
+    snprintf(where, sizeof where, "event args.%s", sample);
+    rc = v_u64(l, s, where, key);
+  } else if (b) {
+    snprintf(where, sizeof where, "event args.%s", batch);
+    rc = v_u64(l, b, where, key);
+    if (!rc) *key |= BATCH_BIT;
+  }
+  return rc;
+}
+
+static int load_event(loader *l, const char *line, size_t len) {
+  cJSON *e = cJSON_ParseWithLength(line, len);
+  if (!e || !cJSON_IsObject(e)) {
+    cJSON_Delete(e);
+    return bad(l, "not a JSON object (expected one trace event per line)");
+  }
+  int rc = 0;
+  const cJSON *ph = member(e, "ph"), *pid = member(e, "pid");
+  /* only the host workers' complete events: device, metadata and flow events come from the header */
+  if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") != 0 || !cJSON_IsNumber(pid) ||
+      pid->valuedouble != PID_HOST)
+    goto out;
+  int tid = 0;
+  if ((rc = v_int(l, member(e, "tid"), "event tid", 1, INT32_MAX, &tid))) goto out;
+  if (tid > l->nworkers) {
+    rc = bad(l, "event tid %d: no such worker (expected a tid of pipebench.stages[].workers, 1..%d)", tid,
+             l->nworkers);
+    goto out;
+  }
+  pb_worker_trace *w = l->by_tid[tid];
+  if (l->filled[tid] >= w->n) {
+    rc = bad(l, "tid %d: more events than the header's %u (expected n events per worker)", tid, w->n);
+    goto out;
+  }
+  pb_event ev = {0};
+  const cJSON *cat = member(e, "cat"), *args = member(e, "args");
+  if (!cJSON_IsString(cat)) {
+    rc = bad(l, "event: no \"cat\" (expected process, wait or blocked)");
+    goto out;
+  }
+  if ((rc = v_object(l, args, "event args"))) goto out;
+  if (!strcmp(cat->valuestring, "process")) ev.kind = PB_EV_PROCESS;
+  else if (!strcmp(cat->valuestring, "wait")) ev.kind = PB_EV_WAIT;
+  else if (!strcmp(cat->valuestring, "blocked")) ev.kind = PB_EV_BLOCKED;
+  else if (!strcmp(cat->valuestring, "other")) {
+    int k = 0;
+    if ((rc = v_int(l, member(args, "k"), "event args.k", 0, UINT8_MAX, &k))) goto out;
+    ev.kind = (uint8_t)k;
+  } else {
+    rc = bad(l, "event cat \"%.40s\" (expected process, wait or blocked)", cat->valuestring);
+    goto out;
+  }
+  int64_t ts = 0, dur = 0;
+  if ((rc = raw_us(l, line, "ts", &ts)) || (rc = raw_us(l, line, "dur", &dur))) goto out;
+  ev.t0_ns = l->rec->start_ns + (uint64_t)ts;
+  ev.t1_ns = ev.t0_ns + (uint64_t)dur;
+  int flags = 0;
+  if ((rc = arg_key(l, args, "id", "batch", &ev.key)) || (rc = arg_key(l, args, "out_id", "out_batch", &ev.out)))
+    goto out;
+  int64_t b64 = 0;
+  if ((rc = v_i64(l, member(args, "bytes"), "event args.bytes", &b64))) goto out;
+  if (b64 < 0 || b64 > UINT32_MAX) {
+    rc = bad(l, "event args.bytes: %lld (expected 0..%u)", (long long)b64, UINT32_MAX);
+    goto out;
+  }
+  if ((rc = v_int(l, member(args, "f"), "event args.f", 0, UINT8_MAX, &flags))) goto out;
+  ev.bytes = (uint32_t)b64;
+  ev.flags = (uint8_t)flags;
+  w->ev[l->filled[tid]++] = ev;
+out:
+  cJSON_Delete(e);
+  return rc;
+}
+
+/* Strips the line ending; returns the length. */
+static size_t chomp(char *line, ssize_t n) {
+  size_t len = (size_t)n;
+  while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+  return len;
+}
+
+static int check_counts(loader *l) {
+  for (int tid = 1; tid <= l->nworkers; tid++)
+    if (l->filled[tid] != l->by_tid[tid]->n)
+      return bad(l, "tid %d has %u events (expected %u, as pipebench.stages[].workers says)", tid, l->filled[tid],
+                 l->by_tid[tid]->n);
+  return 0;
+}
+
+static int load_stream(loader *l, FILE *f) {
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  int rc = 0;
+  enum { LINE1, HEADER, EVENTS_OPEN, EVENTS, AFTER } state = LINE1;
+  bool need_event = false; /* the previous event line ended with ',' */
+  bool any_event = false;
+  while (!rc && (n = getline(&line, &cap, f)) >= 0) {
+    l->line++;
+    size_t len = chomp(line, n);
+    switch (state) {
+      case LINE1:
+        if (strcmp(line, k_line1) != 0)
+          rc = bad(l, "not a pipebench trace (expected a trace.json written by pipebench, starting with %s)", k_line1);
+        state = HEADER;
+        break;
+      case HEADER: {
+        size_t pre = sizeof k_line2 - 1;
+        if (strncmp(line, k_line2, pre) != 0) {
+          rc = bad(l, "not a pipebench trace header (expected \"pipebench\":{...},)");
+          break;
+        }
+        if (len <= pre || line[len - 1] != ',' || feof(f)) {
+          rc = bad(l, "the \"pipebench\" record is cut short (expected a line ending in \"},\"; is the trace "
+                      "truncated?)");
+          break;
+        }
+        cJSON *h = cJSON_ParseWithLength(line + pre, len - pre - 1);
+        if (!h) rc = bad(l, "the \"pipebench\" record is not valid JSON (expected a JSON object)");
+        else rc = load_header(l, h);
+        cJSON_Delete(h);
+        state = EVENTS_OPEN;
+        break;
+      }
+      case EVENTS_OPEN:
+        if (strcmp(line, k_line3) != 0) rc = bad(l, "no event list (expected %s)", k_line3);
+        state = EVENTS;
+        need_event = false;
+        break;
+      case EVENTS:
+        if (strcmp(line, k_end) == 0) {
+          if (need_event) rc = bad(l, "the event list ends after a ',' (expected another event)");
+          else rc = check_counts(l);
+          state = AFTER;
+          break;
+        }
+        if (!need_event && any_event) {
+          rc = bad(l, "an event follows one without a ',' (expected one event per line, each but the last "
+                      "followed by ',')");
+          break;
+        }
+        any_event = true;
+        need_event = len && line[len - 1] == ',';
+        if (need_event) line[--len] = '\0';
+        rc = load_event(l, line, len);
+        break;
+      case AFTER:
+        if (strspn(line, " \t") != len) rc = bad(l, "text after the end of the trace (expected nothing after ]})");
+        break;
+    }
+  }
+  if (!rc && ferror(f)) {
+    rc = errno ? -errno : -EIO;
+    pb_err_set(l->err, "%s: cannot read: %s (expected a readable trace.json)", l->path, strerror(-rc));
+  }
+  if (!rc && state != AFTER) {
+    l->line++;
+    rc = state == LINE1 ? bad(l, "empty file (expected a pipebench trace.json)")
+                        : bad(l, "the file ends early (expected %s; is the trace truncated?)",
+                              state == EVENTS ? "more events and ]}" : state == EVENTS_OPEN ? k_line3 : "the record");
+  }
+  free(line);
+  return rc;
+}
+
 int pb_trace_load_file(pb_record *rec, const char *path, pb_err *err) {
-  (void)rec;
-  return pb_err_set(err, "%s: reading traces is not implemented yet", path), -EINVAL;
+  memset(rec, 0, sizeof *rec);
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    int rc = -errno;
+    pb_err_set(err, "%s: cannot read: %s (expected a readable trace.json)", path, strerror(errno));
+    return rc;
+  }
+  loader l = {.path = path, .err = err, .rec = rec};
+  int rc = load_stream(&l, f);
+  fclose(f);
+  free(l.by_tid);
+  free(l.filled);
+  if (rc) {
+    pb_record_free(rec);
+    memset(rec, 0, sizeof *rec);
+  }
+  return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze.h"
 #include "common.h"
 #include "config.h"
 #include "engine.h"
@@ -18,7 +19,10 @@ static const char *const k_usage =
     "  pipebench [run] --config FILE [OPTIONS]     run the pipeline and write the report\n"
     "  pipebench validate --config FILE [--set ..] check a config, print the resolved config\n"
     "  pipebench gen --config FILE [--force]       write the dataset of the config's dataset.generate\n"
-    "  pipebench ab|tune|sweep|analyze|calibrate   (planned; not in this version)\n"
+    "  pipebench analyze PATH [--out DIR] [--format LIST] [--json] [--quiet]\n"
+    "                                              recompute the report from a saved trace.json (or the run\n"
+    "                                              directory holding one); --out DIR writes DIR/report.json\n"
+    "  pipebench ab|tune|sweep|calibrate           (planned; not in this version)\n"
     "  pipebench --help | --version\n"
     "\n"
     "options:\n"
@@ -37,6 +41,7 @@ static const char *const k_usage =
 typedef struct cli {
   const char *command;
   const char *config;
+  const char *path;             /* analyze: the trace.json or run directory */
   const char *sets[MAX_SETS + 1];
   int nsets;
   char seed_set[64];
@@ -125,6 +130,21 @@ static int parse_flag(cli *c, const char *a) {
   return 0;
 }
 
+/* analyze takes one PATH and only --out, --format, --json and --quiet: -1 for the PATH, 0 for an option it
+ * takes, else the usage error's exit status. */
+static int analyze_arg(cli *c, const char *a) {
+  static const char *allowed[] = {"--out", "--format", "--json", "--quiet"};
+  if (a[0] != '-' || !a[1]) {
+    if (c->path) return usage_error("analyze: more than one PATH (\"%s\"; expected one trace.json or run directory)", a);
+    c->path = a;
+    return -1;
+  }
+  size_t len = strcspn(a, "=");
+  for (size_t i = 0; i < PB_ARRAY_LEN(allowed); i++)
+    if (strlen(allowed[i]) == len && strncmp(a, allowed[i], len) == 0) return 0;
+  return usage_error("analyze: option \"%s\" does not apply (expected --out, --format, --json or --quiet)", a);
+}
+
 static int parse_args(cli *c, int argc, char **argv) {
   c->command = "run";
   c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML | PB_FMT_TRACE;
@@ -135,7 +155,13 @@ static int parse_args(cli *c, int argc, char **argv) {
     c->command = argv[1];
     first = 2;
   }
+  bool analyze = strcmp(c->command, "analyze") == 0;
   for (int i = first; i < argc; i++) {
+    if (analyze) {
+      int rc = analyze_arg(c, argv[i]);
+      if (rc < 0) continue; /* the PATH */
+      if (rc) return rc;
+    }
     int rc = parse_valued(c, argc, argv, &i);
     if (rc == 1) rc = parse_flag(c, argv[i]);
     if (rc) return rc;
@@ -186,7 +212,14 @@ static int cmd_run(cli *c, pb_config *cfg) {
   return pb_run(cfg, &c->run);
 }
 
+static int cmd_analyze(cli *c) {
+  if (!c->path) return usage_error("%s: no PATH (expected pipebench analyze TRACE.json|RUN_DIR)", c->command);
+  if (!c->run.formats_given) c->run.formats = PB_FMT_TEXT | PB_FMT_JSON;
+  return pb_analyze(c->path, &c->run);
+}
+
 static int dispatch(cli *c) {
+  if (strcmp(c->command, "analyze") == 0) return cmd_analyze(c);
   if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
   pb_config *cfg = calloc(1, sizeof *cfg);
   if (!cfg) return PB_EXIT_RUNTIME;
@@ -215,8 +248,9 @@ int main(int argc, char **argv) {
   cli c = {0};
   int rc = parse_args(&c, argc, argv);
   if (rc) return rc;
-  if (strcmp(c.command, "run") && strcmp(c.command, "validate") && strcmp(c.command, "gen")) {
-    fprintf(stderr, "pipebench: %s: not in this version (expected run, validate or gen)\n", c.command);
+  if (strcmp(c.command, "run") && strcmp(c.command, "validate") && strcmp(c.command, "gen") &&
+      strcmp(c.command, "analyze")) {
+    fprintf(stderr, "pipebench: %s: not in this version (expected run, validate, gen or analyze)\n", c.command);
     return PB_EXIT_USAGE;
   }
   return dispatch(&c);

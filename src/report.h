@@ -102,6 +102,7 @@ typedef struct pb_report {
   double model_capacity_per_s;
   double cpu_limit_per_s;       /* samples/s the machine's cores allow for the CPU-bound stages */
   int ncpu;
+  double cores_used;            /* cores the stages kept busy in the window: sum of utilization x threads x cpu_fraction */
   double device_rate_per_s;     /* samples/s the device(s) could take: batch x devices / compute time */
 
   int nrecommendations;

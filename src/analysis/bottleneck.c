@@ -37,6 +37,7 @@ static void capacity_model(pb_report *r, const pb_record *rec) {
     if (sr->skipped || isnan(sr->capacity_per_s)) continue;
     if (!min || sr->capacity_per_s < min->capacity_per_s) min = sr;
     if (is_cpu_bound(sr)) cpu_per_sample += cpu_s_per_sample(sr);
+    if (!isnan(sr->utilization) && !isnan(sr->cpu_fraction)) r->cores_used += sr->utilization * sr->threads * sr->cpu_fraction;
   }
   r->cpu_limit_per_s = cpu_per_sample > 0 ? rec->ncpu / cpu_per_sample : NAN;
   r->model_capacity_per_s = min ? min->capacity_per_s : NAN;
@@ -61,7 +62,7 @@ static const pb_stage_report *stage_named(const pb_report *r, const char *name) 
 
 /* Why the model's answer differs from the path's, in words. */
 static void disagreement(const pb_report *r, char *out, size_t len) {
-  double cores_used = r->measured_s > 0 ? r->cpu_s / r->measured_s : 0;
+  double cores_used = r->cores_used;
   if (cores_used >= 0.85 * r->ncpu)
     snprintf(out, len,
              "; the capacity model names %s (%.1f samples/s) instead: the %d cores were saturated (%.1f in use), "

@@ -97,7 +97,7 @@ static void recommend_threads(pb_report *r, int bi) {
   int want = isinf(target) ? t + 1 : (int)ceil(t * target / b->capacity_per_s - 1e-9);
   if (want <= t) want = t + 1;
   if (want > PB_MAX_THREADS_SUGGESTED) want = PB_MAX_THREADS_SUGGESTED;
-  double cores_used = r->measured_s > 0 ? r->cpu_s / r->measured_s : 0;
+  double cores_used = r->cores_used;
   double free_cores = r->ncpu - cores_used;
   pb_recommendation *rc;
   if (!cpu_bound(b)) { /* waits without CPU (latency): threads are cheap, add what the target needs */

@@ -1,141 +1,6 @@
 /* End-to-end: runs the built pipebench binary as a user would and checks exit codes, the one-line errors
  * of CONTRACT §1 and the report.json of §3.  Configs are written into a temporary directory. */
-#include <errno.h>
-#include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <cmocka.h>
-#include <cjson/cJSON.h>
-
-extern char **environ;
-
-static char g_tmp[256];
-
-typedef struct result {
-  int status;          /* exit status, or 128 + signal */
-  char out[1 << 16];   /* stdout */
-  char err[1 << 14];   /* stderr */
-} result;
-
-static void read_file(const char *path, char *buf, size_t len) {
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-  buf[n] = '\0';
-  if (f) fclose(f);
-}
-
-/* Starts pipebench with argv (NULL-terminated, without the program name). */
-static pid_t spawn_pb(const char **args, const char *out_path, const char *err_path) {
-  const char *argv[64] = {PB_BIN};
-  int n = 1;
-  while (args[n - 1] && n < 63) argv[n] = args[n - 1], n++;
-  argv[n] = NULL;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid;
-  int rc = posix_spawn(&pid, PB_BIN, &fa, NULL, (char *const *)argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  assert_int_equal(rc, 0);
-  return pid;
-}
-
-static int wait_status(pid_t pid) {
-  int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void collect(result *r, pid_t pid, const char *out_path, const char *err_path) {
-  r->status = wait_status(pid);
-  read_file(out_path, r->out, sizeof r->out);
-  read_file(err_path, r->err, sizeof r->err);
-}
-
-static result *run_pb(const char **args) {
-  static result r;
-  char out[300], err[300];
-  snprintf(out, sizeof out, "%s/stdout", g_tmp);
-  snprintf(err, sizeof err, "%s/stderr", g_tmp);
-  collect(&r, spawn_pb(args, out, err), out, err);
-  return &r;
-}
-
-static const char *write_config(const char *name, const char *json) {
-  static char path[4][300];
-  static int next;
-  char *p = path[next++ % 4];
-  snprintf(p, 300, "%s/%s.json", g_tmp, name);
-  FILE *f = fopen(p, "w");
-  assert_non_null(f);
-  fputs(json, f);
-  fclose(f);
-  return p;
-}
-
-static const char *out_dir(const char *name) {
-  static char dir[4][300];
-  static int next;
-  char *d = dir[next++ % 4];
-  snprintf(d, 300, "%s/out-%s", g_tmp, name);
-  return d;
-}
-
-static cJSON *load_report(const char *dir) {
-  static char text[1 << 20];
-  char path[400];
-  snprintf(path, sizeof path, "%s/report.json", dir);
-  read_file(path, text, sizeof text);
-  cJSON *j = cJSON_Parse(text);
-  assert_non_null(j);
-  return j;
-}
-
-static cJSON *at(cJSON *j, const char *dotted) {
-  char buf[200];
-  snprintf(buf, sizeof buf, "%s", dotted);
-  for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && j; k = strtok_r(NULL, ".", &save))
-    j = cJSON_GetObjectItemCaseSensitive(j, k);
-  return j;
-}
-
-static double num(cJSON *j, const char *dotted) {
-  cJSON *v = at(j, dotted);
-  if (!cJSON_IsNumber(v)) fail_msg("%s is not a number", dotted);
-  return v->valuedouble;
-}
-
-static void assert_accounting_balances(cJSON *rep) {
-  double read = num(rep, "accounting.samples_read"), consumed = num(rep, "accounting.samples_consumed");
-  double dropped = num(rep, "accounting.samples_dropped"), errors = num(rep, "accounting.errors");
-  double in_flight = num(rep, "accounting.samples_in_flight");
-  assert_true(read > 0);
-  assert_true(read == consumed + dropped + errors + in_flight);
-  assert_true(cJSON_IsTrue(at(rep, "accounting.balanced")));
-}
-
-/* One line on stderr, "pipebench: ...", containing `what`. */
-static void assert_one_error_line(const result *r, int status, const char *what) {
-  if (r->status != status) fail_msg("exit %d, expected %d; stderr: %s", r->status, status, r->err);
-  assert_int_equal(strncmp(r->err, "pipebench: ", 11), 0);
-  const char *nl = strchr(r->err, '\n');
-  assert_non_null(nl);
-  assert_int_equal(nl[1], '\0');
-  if (!strstr(r->err, what)) fail_msg("stderr lacks \"%s\": %s", what, r->err);
-}
+#include "e2e_util.h"
 
 static const char *k_small =
     "{\"name\":\"small\",\"dataset\":{\"format\":\"synthetic\",\"shape\":[32,32,3],\"num_samples\":1000},"
@@ -167,14 +32,14 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(d), 2, "/nonexistent/x.json");
   const char *e[] = {"ab", "--config", "x.json", NULL};
   assert_one_error_line(run_pb(e), 2, "not in this version");
-  const char *f[] = {"--config", write_config("small", k_small), "--data", "fake", NULL};
+  const char *f[] = {"--config", write_config_text("small", k_small), "--data", "fake", NULL};
   assert_one_error_line(run_pb(f), 2, "--data");
 }
 
 /* ---------- bad configs: exit 2, one line naming the JSON path ---------- */
 
 static void expect_config_error(const char *json, const char *path_and_what) {
-  const char *cfg = write_config("bad", json);
+  const char *cfg = write_config_text("bad", json);
   const char *args[] = {"--config", cfg, "--quiet", "--out", out_dir("bad"), NULL};
   result *r = run_pb(args);
   assert_one_error_line(r, 2, path_and_what);
@@ -198,22 +63,22 @@ static void test_bad_configs_exit_2(void **state) {
 }
 
 static void test_bad_set_exit_2(void **state) {
-  const char *args[] = {"--config", write_config("small", k_small), "--set", "stages.agu.threads=2", NULL};
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set", "stages.agu.threads=2", NULL};
   assert_one_error_line(run_pb(args), 2, "did you mean \"aug\"");
-  const char *args2[] = {"--config", write_config("small", k_small), "--set", "stages.aug.threads=0", NULL};
+  const char *args2[] = {"--config", write_config_text("small", k_small), "--set", "stages.aug.threads=0", NULL};
   assert_one_error_line(run_pb(args2), 2, "threads");
 }
 
 
 static void test_memory_limit_refused(void **state) {
-  const char *args[] = {"--config", write_config("small", k_small), "--set", "stages.batch.size=100000",
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set", "stages.batch.size=100000",
                         "--set", "limits.max_memory_mb=10", NULL};
   assert_one_error_line(run_pb(args), 2, "limits.max_memory_mb");
   assert_non_null(strstr(run_pb(args)->err, "batch"));
 }
 
 static void test_gpu_required_without_gpu(void **state) {
-  const char *args[] = {"--config", write_config("small", k_small), "--device", "gpu", NULL};
+  const char *args[] = {"--config", write_config_text("small", k_small), "--device", "gpu", NULL};
   assert_one_error_line(run_pb(args), 1, "gpu");
 }
 
@@ -224,10 +89,10 @@ static void test_validate_prints_resolved_config(void **state) {
   assert_int_equal(r->status, 0);
   cJSON *cfg = cJSON_Parse(r->out);
   assert_non_null(cfg);
+  keep_json(cfg);
   cJSON *decode = cJSON_GetArrayItem(at(cfg, "stages"), 1);
   assert_int_equal(num(decode, "threads"), 3);
   assert_true(cJSON_IsNumber(at(cfg, "run.warmup_steps"))); /* defaults are filled in */
-  cJSON_Delete(cfg);
 }
 
 /* ---------- runs ---------- */
@@ -274,13 +139,13 @@ static void test_resnet_synthetic_report(void **state) {
   assert_true(num(batch, "calls") > 0);
   assert_int_equal(num(batch, "bytes_in") / num(batch, "calls"), 224 * 224 * 3); /* a call per sample */
   assert_accounting_balances(rep);
-  cJSON_Delete(rep);
 }
 
 /* Epochs over a finite in-memory dataset: every sample is consumed or dropped (the remainder). */
 static void test_epochs_account_for_every_sample(void **state) {
   const char *dir = out_dir("epochs");
-  const char *args[] = {"--config", write_config("small", k_small), "--set", "run={\"epochs\":2,\"warmup_steps\":0}",
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set",
+                        "run={\"epochs\":2,\"warmup_steps\":0}",
                         "--set", "stages.batch.size=24", "--quiet", "--out", dir, NULL};
   result *r = run_pb(args);
   if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
@@ -291,27 +156,26 @@ static void test_epochs_account_for_every_sample(void **state) {
   assert_int_equal(num(rep, "accounting.samples_in_flight"), 0);
   assert_int_equal(num(rep, "steps.count"), 83);
   assert_accounting_balances(rep);
-  cJSON_Delete(rep);
 }
 
 static void test_json_stdout_and_duration(void **state) {
-  const char *args[] = {"--config", write_config("small", k_small), "--set", "run={\"duration_s\":0.5}",
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set", "run={\"duration_s\":0.5}",
                         "--json", "--out", out_dir("json"), NULL};
   result *r = run_pb(args);
   if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
   cJSON *rep = cJSON_Parse(r->out);
   assert_non_null(rep);
+  keep_json(rep);
   assert_true(num(rep, "measured_s") >= 0.5);
   assert_true(num(rep, "measured_s") < 1.0);
   assert_accounting_balances(rep);
-  cJSON_Delete(rep);
 }
 
 /* A map stage that sleeps 2 ms per sample on one thread cannot feed a device wanting 16 samples per
  * 2 ms: the run is input-bound and the map is named. */
 static void test_planted_map_bottleneck(void **state) {
   const char *dir = out_dir("planted");
-  const char *args[] = {"--config", write_config("small", k_small), "--set", "stages.aug.threads=1",
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set", "stages.aug.threads=1",
                         "--set", "stages.aug.ops=[{\"op\":\"sleep\",\"us\":2000}]", "--set", "run.steps=4",
                         "--quiet", "--out", dir, NULL};
   result *r = run_pb(args);
@@ -320,13 +184,12 @@ static void test_planted_map_bottleneck(void **state) {
   assert_string_equal(at(rep, "classification")->valuestring, "highly_input_bound");
   assert_string_equal(at(rep, "bottleneck.stage")->valuestring, "aug");
   assert_true(num(rep, "device_idle_pct") > 80);
-  cJSON_Delete(rep);
 }
 
 /* A slow device with a fast pipeline: not input-bound, the device is the bottleneck, idle is small. */
 static void test_device_bound(void **state) {
   const char *dir = out_dir("devbound");
-  const char *args[] = {"--config", write_config("small", k_small), "--set", "device.step_ms=20",
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set", "device.step_ms=20",
                         "--set", "run.steps=10", "--quiet", "--out", dir, NULL};
   result *r = run_pb(args);
   if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
@@ -335,13 +198,12 @@ static void test_device_bound(void **state) {
   assert_string_equal(at(rep, "bottleneck.stage")->valuestring, "device");
   assert_true(num(rep, "device_idle_pct") < 5);
   assert_true(num(rep, "accelerator_utilization_pct") > 95);
-  cJSON_Delete(rep);
 }
 
 /* SIGINT or SIGTERM: exit 130, the partial report is written, marked interrupted, and still balances. */
 static void interrupt_with(int sig) {
   const char *dir = out_dir(sig == SIGINT ? "sigint" : "sigterm");
-  const char *args[] = {"--config", write_config("small", k_small), "--set", "run.steps=100000",
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set", "run.steps=100000",
                         "--quiet", "--out", dir, NULL};
   char out[300], err[300];
   snprintf(out, sizeof out, "%s/sig.out", g_tmp);
@@ -356,7 +218,6 @@ static void interrupt_with(int sig) {
   assert_true(cJSON_IsTrue(at(rep, "interrupted")));
   assert_true(num(rep, "steps.count") > 0);
   assert_accounting_balances(rep);
-  cJSON_Delete(rep);
 }
 
 static void test_sigint_writes_partial_report(void **state) { interrupt_with(SIGINT); }
@@ -364,15 +225,16 @@ static void test_sigterm_writes_partial_report(void **state) { interrupt_with(SI
 
 /* An output directory that cannot be made fails at once with exit 1, before running. */
 static void test_bad_out_dir(void **state) {
-  const char *args[] = {"--config", write_config("small", k_small), "--out", "/proc/no/such", NULL};
+  const char *args[] = {"--config", write_config_text("small", k_small), "--out", "/proc/no/such", NULL};
   assert_one_error_line(run_pb(args), 1, "/proc/no/such");
-  const char *file_args[] = {"--config", write_config("small", k_small), "--out", PB_SOURCE_DIR "/README.md", NULL};
+  const char *file_args[] = {"--config", write_config_text("small", k_small), "--out", PB_SOURCE_DIR "/README.md",
+                             NULL};
   assert_one_error_line(run_pb(file_args), 1, "Not a directory");
 }
 
 /* Epochs over synthetic data need an epoch size; without one the run would never end. */
 static void test_epochs_without_size_refused(void **state) {
-  const char *cfg = write_config("raw", "{\"dataset\":{\"format\":\"raw\",\"record_bytes\":64},\"stages\":["
+  const char *cfg = write_config_text("raw", "{\"dataset\":{\"format\":\"raw\",\"record_bytes\":64},\"stages\":["
                                         "{\"type\":\"read\"},{\"type\":\"batch\",\"size\":4}],"
                                         "\"run\":{\"epochs\":1}}");
   const char *args[] = {"--config", cfg, "--data", "synthetic", NULL};
@@ -383,7 +245,7 @@ static void test_epochs_without_size_refused(void **state) {
  * CRCs and tf.train.Example parse, the JPEG payloads decode. */
 static void test_tensorflow_written_tfrecord(void **state) {
   const char *dir = out_dir("tf");
-  const char *cfg = write_config(
+  const char *cfg = write_config_text(
       "tf", "{\"dataset\":{\"path\":\"" PB_SOURCE_DIR "/tests/fixtures/images.tfrecord\",\"format\":\"tfrecord\"},"
             "\"stages\":[{\"type\":\"read\"},{\"type\":\"decode\"},"
             "{\"type\":\"map\",\"ops\":[{\"op\":\"resize\",\"size\":4}]},{\"type\":\"batch\",\"size\":3}],"
@@ -398,39 +260,29 @@ static void test_tensorflow_written_tfrecord(void **state) {
   cJSON *batch = cJSON_GetArrayItem(at(rep, "stages"), 3);
   assert_int_equal(num(batch, "bytes_out"), 6 * 4 * 4 * 3); /* 8x8 images resized to 4x4 RGB */
   assert_accounting_balances(rep);
-  cJSON_Delete(rep);
 }
 
-static int make_tmp(void **state) {
-  snprintf(g_tmp, sizeof g_tmp, "/tmp/pipebench-e2e-XXXXXX");
-  return mkdtemp(g_tmp) ? 0 : -1;
-}
-
-static int remove_tmp(void **state) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-  return system(cmd) == 0 ? 0 : -1;
-}
+static int make_tmp(void **state) { return e2e_make_tmp("pipebench-e2e"); }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_version_and_help),
-      cmocka_unit_test(test_usage_errors),
-      cmocka_unit_test(test_bad_configs_exit_2),
-      cmocka_unit_test(test_bad_set_exit_2),
-      cmocka_unit_test(test_memory_limit_refused),
-      cmocka_unit_test(test_gpu_required_without_gpu),
-      cmocka_unit_test(test_validate_prints_resolved_config),
-      cmocka_unit_test(test_resnet_synthetic_report),
-      cmocka_unit_test(test_epochs_account_for_every_sample),
-      cmocka_unit_test(test_json_stdout_and_duration),
-      cmocka_unit_test(test_planted_map_bottleneck),
-      cmocka_unit_test(test_device_bound),
-      cmocka_unit_test(test_sigint_writes_partial_report),
-      cmocka_unit_test(test_sigterm_writes_partial_report),
-      cmocka_unit_test(test_bad_out_dir),
-      cmocka_unit_test(test_epochs_without_size_refused),
-      cmocka_unit_test(test_tensorflow_written_tfrecord),
+      cmocka_unit_test_teardown(test_version_and_help, free_reports),
+      cmocka_unit_test_teardown(test_usage_errors, free_reports),
+      cmocka_unit_test_teardown(test_bad_configs_exit_2, free_reports),
+      cmocka_unit_test_teardown(test_bad_set_exit_2, free_reports),
+      cmocka_unit_test_teardown(test_memory_limit_refused, free_reports),
+      cmocka_unit_test_teardown(test_gpu_required_without_gpu, free_reports),
+      cmocka_unit_test_teardown(test_validate_prints_resolved_config, free_reports),
+      cmocka_unit_test_teardown(test_resnet_synthetic_report, free_reports),
+      cmocka_unit_test_teardown(test_epochs_account_for_every_sample, free_reports),
+      cmocka_unit_test_teardown(test_json_stdout_and_duration, free_reports),
+      cmocka_unit_test_teardown(test_planted_map_bottleneck, free_reports),
+      cmocka_unit_test_teardown(test_device_bound, free_reports),
+      cmocka_unit_test_teardown(test_sigint_writes_partial_report, free_reports),
+      cmocka_unit_test_teardown(test_sigterm_writes_partial_report, free_reports),
+      cmocka_unit_test_teardown(test_bad_out_dir, free_reports),
+      cmocka_unit_test_teardown(test_epochs_without_size_refused, free_reports),
+      cmocka_unit_test_teardown(test_tensorflow_written_tfrecord, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }

@@ -1,0 +1,403 @@
+/* End-to-end tests of the bottleneck analysis with PLANTED bottlenecks: each config makes one stage (or the
+ * device) the limit by construction, with emulation knobs whose rates are known exactly (a map op that
+ * sleeps or spins a fixed time per sample, the read stage's latency and bandwidth caps, the emulated
+ * device's copy bandwidth and step time).  From those numbers the test computes what the report must say:
+ *
+ *   - bottleneck.stage is the planted stage;
+ *   - device_idle_pct is within IDLE_TOL_PCT points of the value the planted rate implies.  With a single
+ *     bottleneck of R samples/s feeding batches of B samples to a device whose step takes S ms, a batch is
+ *     ready every 1000 B / R ms and the device computes S ms of it, so it runs one step per
+ *     max(1000 B / R, S) ms and
+ *
+ *         idle % = 100 x (1 - S / max(1000 B / R, S))
+ *
+ *   - the planted stage has the largest critical_path_pct of all stages (for the device: the device
+ *     segment is the largest of the critical path);
+ *   - the accounting balances;
+ *   - and, beyond those, the planted stage's capacity_per_s (threads / mean service time) matches the
+ *     planted rate, and the trace is complete (nothing dropped).
+ *
+ * Plus the --no-trace fallback (capacity model only), the stage graph rebuilt from lineage, and a
+ * recommendation that is then applied with its --set and measured against its own prediction.
+ *
+ * The planted waits use `sleep` (no CPU) wherever the case allows, and CPU-burning `spin` on one thread
+ * only: the suite must hold on a 2-core machine and under ThreadSanitizer.  Every case prints one line,
+ * "planted <case>: bottleneck <stage> ..., idle <measured> % (expected <computed> %)".  Set PB_E2E_KEEP=1
+ * to keep the temporary directory with every report.json. */
+#include "e2e_util.h"
+
+/* How far device_idle_pct may be from the value computed from the planted rates, in percentage points. */
+#define IDLE_TOL_PCT 3.0
+
+/* Warm-up and measured steps of every case: enough warm-up to fill the queues, enough steps that the
+ * per-step jitter averages out, and each case well under 3 s. */
+#define WARMUP 3
+#define STEPS 35
+
+/* idle % = 100 x (1 - S / max(1000 B / R, S)) for a bottleneck of R samples/s, batches of B samples and a
+ * device step of S ms (see the top of the file). */
+static double expected_idle_pct(double rate_per_s, double batch, double step_ms) {
+  double period_ms = 1000.0 * batch / rate_per_s;
+  if (period_ms < step_ms) period_ms = step_ms;
+  return 100.0 * (1.0 - step_ms / period_ms);
+}
+
+/* A synthetic-dataset config: stages (the inside of the "stages" array, before batch), batch size,
+ * device step in ms; `device_extra` goes inside "device" (",'h2d_gb_per_s':0.25" or ""). */
+static const char *synthetic_config(const char *name, const char *shape, const char *stages, int batch,
+                                    double step_ms, const char *device_extra) {
+  return write_config(name,
+                      "{'name':'%s','seed':1,"
+                      "'dataset':{'format':'synthetic','shape':%s,'dtype':'uint8'},"
+                      "'stages':[%s{'name':'batch','type':'batch','size':%d},"
+                      "  {'name':'prefetch','type':'prefetch','depth':2},{'name':'h2d','type':'h2d'}],"
+                      "'device':{'kind':'emulated','step_ms':%g%s},"
+                      "'run':{'steps':%d,'warmup_steps':%d}}",
+                      name, shape, stages, batch, step_ms, device_extra, STEPS, WARMUP);
+}
+
+/* A raw dataset of `num_files` one-record files of `record_bytes` in <tmp>/NAME-data, read by a read
+ * stage with `read_keys` (",'threads':1,'latency_us':2000"), then batch, prefetch and h2d. */
+static const char *raw_config(const char *name, int num_files, int record_bytes, const char *read_keys, int batch,
+                              double step_ms, int steps) {
+  char data_name[100];
+  snprintf(data_name, sizeof data_name, "%s-data", name);
+  return write_config(name,
+                      "{'name':'%s','seed':1,"
+                      "'dataset':{'path':'%s','format':'raw','record_bytes':%d,"
+                      "  'generate':{'num_files':%d,'samples_per_file':1,'record_bytes':%d}},"
+                      "'stages':[{'name':'read','type':'read'%s},{'name':'batch','type':'batch','size':%d},"
+                      "  {'name':'prefetch','type':'prefetch','depth':2},{'name':'h2d','type':'h2d'}],"
+                      "'device':{'kind':'emulated','step_ms':%g},"
+                      "'run':{'steps':%d,'warmup_steps':%d}}",
+                      name, tmp_path(data_name), record_bytes, num_files, record_bytes, read_keys, batch, step_ms,
+                      steps, WARMUP);
+}
+
+/* ---------- the planted configs ---------- */
+
+/* 1. map sleep: one thread sleeping 2000 us per sample = R 500/s; B 16, S 10 ms: 32 ms per batch,
+ *    idle = 1 - 10/32 = 68.75 %. */
+static const char *map_sleep_config(void) {
+  return synthetic_config("map-sleep", "[64,64,3]",
+                          "{'name':'augment','type':'map','threads':1,'ops':[{'op':'sleep','us':2000}]},", 16, 10,
+                          "");
+}
+#define MAP_SLEEP_R 500.0
+#define MAP_SLEEP_B 16
+#define MAP_SLEEP_S 10.0
+
+/* 2. map spin: one thread burning 1000 us of CPU per sample = R 1000/s; B 16, S 8 ms: 16 ms per batch,
+ *    idle = 1 - 8/16 = 50 %. */
+static const char *map_spin_config(void) {
+  return synthetic_config("map-spin", "[64,64,3]",
+                          "{'name':'augment','type':'map','threads':1,'ops':[{'op':'spin','us':1000}]},", 16, 8, "");
+}
+
+/* 3. starved threads: "slow_per_call" takes 2000 us per sample but has 8 threads (capacity 4000/s);
+ *    "starved" takes only 800 us per sample but has one thread (1250/s): the limit is "starved", not the
+ *    stage that is slower per call.  B 16, S 4 ms: 12.8 ms per batch, idle = 1 - 4/12.8 = 68.75 %. */
+static const char *starved_config(void) {
+  return synthetic_config("starved", "[64,64,3]",
+                          "{'name':'slow_per_call','type':'map','threads':8,'ops':[{'op':'sleep','us':2000}]},"
+                          "{'name':'starved','type':'map','threads':1,'ops':[{'op':'sleep','us':800}]},",
+                          16, 4, "");
+}
+
+/* ---------- checks ---------- */
+
+/* The critical path segment of `name`, or NULL. */
+static cJSON *segment(cJSON *rep, const char *name) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, at(rep, "critical_path.segments")) {
+    cJSON *n = at(s, "stage");
+    if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) return s;
+  }
+  return NULL;
+}
+
+/* The planted stage has the largest critical_path_pct of all stages (strictly: a tie would not tell them
+ * apart).  For "device", which is not a stage, its segment has the largest self time on the path. */
+static void expect_largest_on_critical_path(cJSON *rep, const char *planted) {
+  if (strcmp(planted, "device") == 0) {
+    cJSON *dev = segment(rep, "device");
+    if (!dev) fail_msg("the critical path has no device segment");
+    double dev_ms = num(dev, "self_ms");
+    cJSON *s;
+    cJSON_ArrayForEach(s, at(rep, "critical_path.segments")) {
+      if (s != dev && num(s, "self_ms") >= dev_ms)
+        fail_msg("critical path: %s has %.3f ms of self time, the device (planted) only %.3f ms", str(s, "stage"),
+                 num(s, "self_ms"), dev_ms);
+    }
+    return;
+  }
+  double mine = num(stage(rep, planted), "critical_path_pct");
+  cJSON *s;
+  cJSON_ArrayForEach(s, at(rep, "stages")) {
+    const char *name = str(s, "name");
+    cJSON *pct = at(s, "critical_path_pct");
+    if (strcmp(name, planted) == 0 || !cJSON_IsNumber(pct)) continue; /* null: skipped in synthetic mode */
+    if (pct->valuedouble >= mine)
+      fail_msg("critical_path_pct of %s is %.2f, of the planted %s only %.2f", name, pct->valuedouble, planted, mine);
+  }
+}
+
+/* The checks every planted case makes; prints the case's line.  Beyond the four checks at the top of the
+ * file, the planted stage's capacity_per_s (threads / mean service time) must match the planted rate:
+ * at most 5 % above it (emulated waits never end early), at most CAP_TOL below (timer slack, which is
+ * larger under the sanitizers). */
+#define CAP_TOL 0.15
+static void expect_planted(cJSON *rep, const char *what, const char *planted, double rate_per_s, double batch,
+                           double step_ms) {
+  double want_idle = expected_idle_pct(rate_per_s, batch, step_ms);
+  double idle = num(rep, "device_idle_pct");
+  const char *blamed = str(rep, "bottleneck.stage");
+  bool is_device = strcmp(planted, "device") == 0;
+  cJSON *pct = is_device ? NULL : at(stage(rep, planted), "critical_path_pct");
+  cJSON *cap = is_device ? NULL : at(stage(rep, planted), "capacity_per_s");
+  char extra[200];
+  if (is_device)
+    snprintf(extra, sizeof extra, "device segment %.1f of %.1f ms on the critical path",
+             segment(rep, "device") ? num(segment(rep, "device"), "self_ms") : -1.0,
+             num(rep, "critical_path.total_ms"));
+  else
+    snprintf(extra, sizeof extra, "critical_path_pct %.2f, capacity %.1f/s (planted %.1f/s)",
+             cJSON_IsNumber(pct) ? pct->valuedouble : -1.0, cJSON_IsNumber(cap) ? cap->valuedouble : -1.0,
+             rate_per_s);
+  printf("planted %-14s: bottleneck %-8s (planted %-8s) idle %6.2f %% (expected %6.2f %%), %s, %s, "
+         "measured %.1f samples/s\n",
+         what, blamed, planted, idle, want_idle, str(rep, "classification"), extra,
+         num(rep, "throughput.samples_per_s"));
+  fflush(stdout);
+  if (strcmp(blamed, planted) != 0)
+    fail_msg("%s: bottleneck.stage is \"%s\", planted \"%s\" (reason: %s)", what, blamed, planted,
+             str(rep, "bottleneck.reason"));
+  if (idle < want_idle - IDLE_TOL_PCT || idle > want_idle + IDLE_TOL_PCT)
+    fail_msg("%s: device_idle_pct %.2f, expected %.2f +- %.0f from the planted rates", what, idle, want_idle,
+             IDLE_TOL_PCT);
+  expect_largest_on_critical_path(rep, planted);
+  if (!is_device) {
+    if (!cJSON_IsNumber(cap)) fail_msg("%s: capacity_per_s of %s is not a number", what, planted);
+    if (cap->valuedouble > 1.05 * rate_per_s || cap->valuedouble < (1 - CAP_TOL) * rate_per_s)
+      fail_msg("%s: capacity_per_s of %s is %.1f, the planted rate %.1f", what, planted, cap->valuedouble,
+               rate_per_s);
+  }
+  if (!cJSON_IsTrue(at(rep, "trace.complete")) || num(rep, "trace.events_dropped") != 0)
+    fail_msg("%s: the trace is incomplete (%.0f events dropped): the critical path would be partial", what,
+             num(rep, "trace.events_dropped"));
+  assert_accounting_balances(rep);
+}
+
+/* ---------- 1-7: the planted cases ---------- */
+
+static void test_map_sleep(void **state) {
+  cJSON *rep = run_report(map_sleep_config(), "map-sleep", NULL);
+  expect_planted(rep, "map sleep", "augment", MAP_SLEEP_R, MAP_SLEEP_B, MAP_SLEEP_S);
+  assert_string_equal(str(rep, "classification"), "highly_input_bound");
+}
+
+static void test_map_spin(void **state) {
+  cJSON *rep = run_report(map_spin_config(), "map-spin", NULL);
+  expect_planted(rep, "map spin", "augment", 1e6 / 1000, 16, 8);
+}
+
+static void test_starved_threads(void **state) {
+  cJSON *rep = run_report(starved_config(), "starved", NULL);
+  expect_planted(rep, "starved", "starved", 1e6 / 800, 16, 4);
+  /* the capacity model agrees: 8 threads of 2 ms sustain 4000/s, one of 0.8 ms only 1250/s */
+  assert_string_equal(str(rep, "capacity_model.lowest_capacity_stage"), "starved");
+  double slow = num(stage(rep, "slow_per_call"), "capacity_per_s");
+  double starved = num(stage(rep, "starved"), "capacity_per_s");
+  if (!(starved < slow)) fail_msg("capacity_per_s: starved %.1f, slow_per_call %.1f", starved, slow);
+}
+
+/* 4. read latency: one read thread adding 2000 us to every read = R 500/s (the real 4 KB read adds a
+ *    little; R is computed from the latency only); B 16, S 10 ms: idle = 1 - 10/32 = 68.75 %.  600 files;
+ *    38 steps of 16 = 608 samples plus what the queues hold when the run stops: the read goes on into a
+ *    second epoch (the same files in a new order), which costs a raw dataset nothing. */
+static void test_read_latency(void **state) {
+  const char *cfg = raw_config("read-latency", 600, 4096, ",'threads':1,'latency_us':2000", 16, 10, STEPS);
+  gen_ok(cfg);
+  cJSON *rep = run_report(cfg, "read-latency", NULL);
+  expect_planted(rep, "read latency", "read", 1e6 / 2000, 16, 10);
+}
+
+/* 5. read bandwidth: records of 100,000 bytes through a read stage capped at 20 MB/s (10^6 bytes, for the
+ *    whole stage, whatever its 2 threads do) = R 200/s; B 8, S 10 ms: 40 ms per batch, idle = 75 %.
+ *    30 steps + 3 warm-up = 264 samples of the 400 files (40 MB), plus what the queues read ahead;
+ *    should the read reach the end of the files, it starts a second epoch at once. */
+static void test_read_bandwidth(void **state) {
+  const char *cfg = raw_config("read-bandwidth", 400, 100000, ",'threads':2,'bandwidth_mb_per_s':20", 8, 10, 30);
+  gen_ok(cfg);
+  cJSON *rep = run_report(cfg, "read-bandwidth", NULL);
+  expect_planted(rep, "read bandwidth", "read", 20e6 / 100000, 8, 10);
+}
+
+/* 6. h2d capped: batches of 8 x [512,512,3] uint8 = 6,291,456 bytes over the emulated device's
+ *    0.25 GB/s = 25.17 ms per copy in the h2d stage = R 8 / 25.17 ms = 317.9 samples/s; S 5 ms:
+ *    idle = 1 - 5/25.17 = 80.1 %.  No per-sample stage: the synthetic source feeds the batch directly. */
+static void test_h2d_capped(void **state) {
+  const char *cfg = synthetic_config("h2d-capped", "[512,512,3]", "", 8, 5, ",'h2d_gb_per_s':0.25");
+  cJSON *rep = run_report(cfg, "h2d-capped", NULL);
+  double copy_s = 8.0 * 512 * 512 * 3 / 0.25e9;
+  expect_planted(rep, "h2d capped", "h2d", 8 / copy_s, 8, 5);
+}
+
+/* 7. device-bound: a map sleeping 10 us per sample (R 100,000/s, in practice a few 10,000/s with the
+ *    timer slack) cannot hold back a device of 20 ms per batch of 16: idle = 0, not input-bound. */
+static void test_device_bound(void **state) {
+  const char *cfg = synthetic_config("device-bound", "[64,64,3]",
+                                     "{'name':'augment','type':'map','threads':1,'ops':[{'op':'sleep','us':10}]},",
+                                     16, 20, "");
+  cJSON *rep = run_report(cfg, "device-bound", NULL);
+  expect_planted(rep, "device bound", "device", 1e6 / 10, 16, 20);
+  assert_string_equal(str(rep, "classification"), "not_input_bound");
+}
+
+/* ---------- 8. --no-trace: the capacity model alone ---------- */
+
+static void test_no_trace_capacity_model_only(void **state) {
+  cJSON *rep = run_report(map_sleep_config(), "map-sleep-notrace", ARGS("--no-trace"));
+  if (!cJSON_IsNull(at(rep, "critical_path"))) fail_msg("critical_path is not null with --no-trace");
+  assert_true(cJSON_IsFalse(at(rep, "trace.enabled")));
+  const char *reason = str(rep, "bottleneck.reason");
+  printf("no-trace: bottleneck %s, idle %.2f %% (expected %.2f %%): %s\n", str(rep, "bottleneck.stage"),
+         num(rep, "device_idle_pct"), expected_idle_pct(MAP_SLEEP_R, MAP_SLEEP_B, MAP_SLEEP_S), reason);
+  assert_string_equal(str(rep, "bottleneck.stage"), "augment");
+  if (!strstr(reason, "capacity model only")) fail_msg("the reason does not say \"capacity model only\": %s", reason);
+  double idle = num(rep, "device_idle_pct"), want = expected_idle_pct(MAP_SLEEP_R, MAP_SLEEP_B, MAP_SLEEP_S);
+  if (idle < want - IDLE_TOL_PCT || idle > want + IDLE_TOL_PCT)
+    fail_msg("device_idle_pct %.2f, expected %.2f +- %.0f", idle, want, IDLE_TOL_PCT);
+  assert_accounting_balances(rep);
+}
+
+/* ---------- 9. the stage graph from lineage ---------- */
+
+/* In case 3 every element's lineage runs source -> slow_per_call -> starved -> batch: each stage's parent
+ * is the stage before it. */
+static void test_stage_graph_from_lineage(void **state) {
+  cJSON *rep = run_report(starved_config(), "starved-graph", NULL);
+  const char *child[] = {"slow_per_call", "starved", "batch"};
+  const char *parent[] = {"source", "slow_per_call", "starved"};
+  for (int i = 0; i < 3; i++) {
+    cJSON *p = at(stage(rep, child[i]), "graph.parent");
+    if (!cJSON_IsString(p)) fail_msg("graph.parent of %s is not a string", child[i]);
+    printf("graph: %s <- %s\n", child[i], p->valuestring);
+    if (strcmp(p->valuestring, parent[i]) != 0)
+      fail_msg("graph.parent of %s is \"%s\", expected \"%s\"", child[i], p->valuestring, parent[i]);
+    if (!(num(stage(rep, child[i]), "graph.calls") > 0)) fail_msg("graph.calls of %s is 0", child[i]);
+  }
+  cJSON *root = at(stage(rep, "source"), "graph.parent");
+  if (!cJSON_IsNull(root)) fail_msg("graph.parent of the source is not null");
+}
+
+/* ---------- 10. a recommendation, applied ---------- */
+
+/* Case 1's first recommendation adds augment threads and predicts more than the measured rate; running
+ * the config again with that --set measures within 15 % of the prediction. */
+static void test_recommendation_applied(void **state) {
+  const char *cfg = map_sleep_config();
+  cJSON *rep = run_report(cfg, "map-sleep-rec", NULL);
+  cJSON *rec = cJSON_GetArrayItem(at(rep, "recommendations"), 0);
+  if (!rec) fail_msg("no recommendation for a planted map bottleneck");
+  const char *action = str(rec, "action");
+  const char *prefix = "--set stages.augment.threads=";
+  if (strncmp(action, prefix, strlen(prefix)) != 0)
+    fail_msg("first recommendation \"%s\", expected \"%sN\"", action, prefix);
+  int threads = atoi(action + strlen(prefix));
+  if (threads <= 1) fail_msg("recommended augment threads %d, expected more than 1: %s", threads, action);
+  double measured = num(rep, "throughput.samples_per_s"), predicted = num(rec, "predicted_samples_per_s");
+  if (!(predicted > measured))
+    fail_msg("predicted %.1f samples/s, not more than the measured %.1f", predicted, measured);
+
+  cJSON *after = run_report(cfg, "map-sleep-applied", ARGS("--set", action + strlen("--set ")));
+  double got = num(after, "throughput.samples_per_s");
+  printf("recommendation \"%s\": measured %.1f samples/s before, predicted %.1f, measured %.1f after (%+.1f %%)\n",
+         action, measured, predicted, got, 100.0 * (got - predicted) / predicted);
+  if (got < 0.85 * predicted || got > 1.15 * predicted)
+    fail_msg("with %s: %.1f samples/s, predicted %.1f (more than 15 %% apart)", action, got, predicted);
+  assert_accounting_balances(after);
+}
+
+/* ---------- fixture ---------- */
+
+/* ---------- 11. trace.json, and `pipebench analyze` reproducing the report from it alone ---------- */
+
+/* Reads DIR/trace.json whole (small here) and checks the Chrome Trace Event Format shape of CONTRACT §5. */
+static void expect_chrome_trace(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  static char text[64 << 20];
+  read_text(path, text, sizeof text);
+  cJSON *t = keep_json(cJSON_Parse(text));
+  if (!t) fail_msg("%s is not JSON", path);
+  cJSON *events = cJSON_GetObjectItemCaseSensitive(t, "traceEvents");
+  assert_true(cJSON_IsArray(events));
+  int complete = 0, steps = 0, flow_start = 0, flow_end = 0, device_pid = 0;
+  cJSON *e;
+  cJSON_ArrayForEach(e, events) {
+    const char *ph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "ph"));
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+    assert_non_null(ph);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e, "pid")));
+    if (strcmp(ph, "X") == 0) {
+      complete++;
+      assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e, "ts")));
+      assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e, "dur")));
+      assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e, "tid")));
+      if (name && strncmp(name, "step ", 5) == 0) {
+        steps++;
+        device_pid = (int)num(e, "pid");
+      }
+    }
+    if (strcmp(ph, "s") == 0) flow_start++;
+    if (strcmp(ph, "f") == 0) flow_end++;
+  }
+  if (complete < 100 || steps < 30) fail_msg("trace.json: %d complete events, %d steps", complete, steps);
+  assert_int_equal(flow_start, 1); /* one sample's journey */
+  assert_int_equal(flow_end, 1);
+  assert_true(device_pid != 1);    /* the device is a process of its own */
+  assert_non_null(cJSON_GetObjectItemCaseSensitive(t, "pipebench"));
+}
+
+static void test_analyze_reproduces_report(void **state) {
+  cJSON *rep = run_report(starved_config(), "analyze-src", NULL);
+  char src[400], dst[400];
+  snprintf(src, sizeof src, "%s/out-analyze-src", g_tmp);
+  snprintf(dst, sizeof dst, "%s/out-analyze-dst", g_tmp);
+  expect_chrome_trace(src);
+  result *r = run_pb(ARGS("analyze", src, "--out", dst, "--quiet"));
+  if (r->status != 0) fail_msg("analyze: exit %d: %s", r->status, r->err);
+  cJSON *again = load_report(dst);
+  /* The analysis itself, key by key (clearer failures), then the whole report. */
+  static const char *const keys[] = {"critical_path", "bottleneck", "capacity_model", "recommendations", "stages",
+                                     "step_breakdown_ms", "device_idle_pct", "classification", "trace",
+                                     "accounting", "throughput", "steps"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!cJSON_Compare(at(rep, keys[i]), at(again, keys[i]), true)) fail_msg("analyze: %s differs", keys[i]);
+  assert_true(cJSON_Compare(rep, again, true));
+  /* A run directory without a trace is an I/O error (exit 1); a file that is not a trace, a usage one (2). */
+  r = run_pb(ARGS("analyze", g_tmp));
+  assert_one_error_line(r, 1, NULL);
+  r = run_pb(ARGS("analyze", starved_config()));
+  assert_one_error_line(r, 2, NULL);
+}
+
+static int make_tmp(void **state) { return e2e_make_tmp("pipebench-e2e-bottleneck"); }
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_map_sleep, free_reports),
+      cmocka_unit_test_teardown(test_map_spin, free_reports),
+      cmocka_unit_test_teardown(test_starved_threads, free_reports),
+      cmocka_unit_test_teardown(test_read_latency, free_reports),
+      cmocka_unit_test_teardown(test_read_bandwidth, free_reports),
+      cmocka_unit_test_teardown(test_h2d_capped, free_reports),
+      cmocka_unit_test_teardown(test_device_bound, free_reports),
+      cmocka_unit_test_teardown(test_no_trace_capacity_model_only, free_reports),
+      cmocka_unit_test_teardown(test_stage_graph_from_lineage, free_reports),
+      cmocka_unit_test_teardown(test_recommendation_applied, free_reports),
+      cmocka_unit_test_teardown(test_analyze_reproduces_report, free_reports),
+  };
+  return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
+}
