@@ -137,6 +137,16 @@ static void note_blocked(pb_worker *w, uint64_t t0, uint64_t t1, bool pool, bool
   w->blocked_in_call_clipped_ns += clipped;
 }
 
+/* The trace: the outputs became available downstream at t1.  The open segment is cut around the push so
+ * the worker's events stay in time order. */
+static void trace_handoff(pb_worker *w, uint64_t t0, uint64_t t1) {
+  if (!w->trace.ev) return;
+  bool was_in = w->in_segment;
+  seg_close(w, t0);
+  pb_trace_add(&w->trace, PB_EV_HANDOFF, 0, t1, t1, PB_NO_KEY, PB_NO_KEY, 0);
+  if (was_in) seg_continue(w, t1);
+}
+
 /* Pushes the buffered outputs; what a cancelled push leaves behind is counted in flight. */
 static int flush_out(pb_worker *w) {
   if (w->nout == 0) return 0;
@@ -147,7 +157,9 @@ static int flush_out(pb_worker *w) {
     for (int i = 0; i < w->nout; i++) w->out[i].handoff_ns = t0;
   bool waited;
   int rc = pb_queue_push_many(w->stage->out, w->out, w->nout, &pushed, &waited);
-  note_blocked(w, t0, pb_now_ns(), false, waited);
+  uint64_t t1 = pb_now_ns();
+  note_blocked(w, t0, t1, false, waited);
+  trace_handoff(w, waited ? t1 : t0, t1); /* after a block the segment was already cut at t0 */
   for (int i = pushed; i < w->nout; i++) pb_worker_abandon(w, &w->out[i]);
   w->nout = 0;
   if (rc < 0) w->cancelled = true;
@@ -172,19 +184,22 @@ static void count_source_element(pb_worker *w, uint64_t now) {
 }
 
 int pb_emit(pb_worker *w, const pb_elem *e) {
-  bool source = w->stage->is_source;
-  uint64_t now = w->nout == 0 || source ? pb_now_ns() : 0;
-  if (w->nout == 0) w->out_first_ns = now;
-  if (source) count_source_element(w, now);
+  bool per_element = w->per_element;
+  uint64_t now = w->nout == 0 || per_element ? pb_now_ns() : 0;
+  if (per_element) count_source_element(w, now);
+  /* The age of the oldest unsent output counts from when the work that made it began (the call's start,
+   * or for a source the element's), so that a slow call's output goes out as soon as the call ends. */
+  if (w->nout == 0) w->out_first_ns = per_element ? now : w->call_t0_ns;
   w->out[w->nout++] = *e;
   w->ctr.samples_out_total += e->nsamples;
-  if (pb_engine_in_window(w->stage->engine, source ? now : w->out_first_ns)) {
+  if (pb_engine_in_window(w->stage->engine, per_element ? now : w->out_first_ns)) {
     w->ctr.samples_out += e->nsamples;
     w->ctr.bytes_out += e->bytes;
   }
   seg_emitted(w, pb_elem_key(e));
-  /* Sources hand on by time too: a slow source (a read with latency) must not hold a whole chunk back. */
-  if (w->nout >= w->stage->out_chunk || (source && now - w->out_first_ns >= PB_FLUSH_AFTER_NS)) return flush_out(w);
+  /* A source (or a flush) hands on by time too: a slow one must not hold a whole chunk back. */
+  if (w->nout >= w->stage->out_chunk || (per_element && now - w->out_first_ns >= PB_FLUSH_AFTER_NS))
+    return flush_out(w);
   return 0;
 }
 
@@ -231,6 +246,7 @@ static int process_chunk(pb_worker *w, int n) {
   for (int i = 0; i < n; i++) {
     uint64_t samples = w->in[i].nsamples, bytes = w->in[i].bytes;
     start_call(w);
+    w->call_t0_ns = t0;
     if (w->trace.ev) seg_open(w, t0, pb_elem_key(&w->in[i]), bytes, PB_EVF_CALL_START);
     int rc = ops->process(w, &w->in[i]);
     uint64_t t1 = pb_now_ns();
@@ -251,6 +267,8 @@ static int process_chunk(pb_worker *w, int n) {
   }
   return flush_out(w);
 }
+
+static void count_source_rest(pb_worker *w, uint64_t t1);
 
 /* A source's produce() or a flush(): work not on one input, cut into a segment per element handed on. */
 static void produce_begin(pb_worker *w, uint64_t t0) {
@@ -278,10 +296,15 @@ static void run_transform(pb_worker *w) {
     pb_trace_add(&w->trace, PB_EV_WAIT, 0, t0, t1, PB_NO_KEY, PB_NO_KEY, 0);
     if (n < 0 || (n > 0 && process_chunk(w, n) < 0)) return; /* cancelled */
     if (n == 0) {                                             /* end of data */
-      if (s->ops->flush) {
+      if (s->ops->flush) { /* its work (a cache's replays, a shuffle's drain) counts per element made */
+        start_call(w);
+        w->src_mark_ns = t1;
+        w->per_element = true;
         produce_begin(w, t1);
         int rc = s->ops->flush(w);
         produce_end(w);
+        count_source_rest(w, pb_now_ns());
+        w->per_element = false;
         if (rc < 0) return;
       }
       flush_out(w);
@@ -292,6 +315,7 @@ static void run_transform(pb_worker *w) {
 
 /* Work after a produce call's last element (reading ahead, finding the end of data): busy time, no call. */
 static void count_source_rest(pb_worker *w, uint64_t t1) {
+  if (!w->per_element) return;
   pb_engine *e = w->stage->engine;
   uint64_t t0 = w->src_mark_ns, span = t1 > t0 ? t1 - t0 : 0;
   uint64_t in_window = pb_engine_clip(e, t0, t1);
@@ -324,6 +348,7 @@ static uint64_t thread_cpu_ns(void) {
 static void worker_main(void *arg) {
   pb_worker *w = arg;
   pb_stage *s = w->stage;
+  w->per_element = s->is_source;
   uint64_t cpu0 = thread_cpu_ns();
   pb_thread_precise_timers();
   if (s->is_source)

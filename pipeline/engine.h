@@ -85,7 +85,9 @@ struct pb_worker {
   uint64_t out_first_ns;        /* when the oldest unsent output was emitted */
   uint64_t blocked_in_call_ns;  /* blocked time inside the current call, excluded from service time */
   uint64_t blocked_in_call_clipped_ns; /* the part of it inside the measured window */
-  uint64_t src_mark_ns;         /* source: when its current element's work began */
+  uint64_t src_mark_ns;         /* per_element: when the current element's work began */
+  uint64_t call_t0_ns;          /* when the current call to process() began */
+  bool per_element;             /* work counted per element emitted (a source; a flush) */
   bool cancelled;
   uint64_t cpu_ns;              /* this thread's CPU time, start to exit (CLOCK_THREAD_CPUTIME_ID) */
   /* tracing (trace.h): the ring, and the PROCESS segment being timed */

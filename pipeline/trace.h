@@ -9,6 +9,8 @@
  *                    blocks on its output (a full queue, an empty buffer pool), and a source's (or a
  *                    flush's) work is cut at every element it hands on
  *   BLOCKED [t0,t1)  waiting for downstream (flag BLOCKED_POOL: for a pooled buffer, else a full queue)
+ *   HANDOFF [t,t]    the outputs emitted so far went into the output queue (they became available
+ *                    downstream here, not when they were emitted: outputs are handed on in chunks)
  *
  * Lineage: `key` is the element a segment worked on (a sample's id from the source; a batch's key is
  * PB_BATCH_KEY(batch_id)), `out` the element it produced: with flag EMITTED the segment handed `out` on
@@ -33,7 +35,7 @@
 #define PB_TRACE_MIN_RING (1u << 12)
 #define PB_TRACE_MAX_RING (1u << 18)
 
-enum pb_event_kind { PB_EV_WAIT = 1, PB_EV_PROCESS = 2, PB_EV_BLOCKED = 3 };
+enum pb_event_kind { PB_EV_WAIT = 1, PB_EV_PROCESS = 2, PB_EV_BLOCKED = 3, PB_EV_HANDOFF = 4 };
 
 enum pb_event_flags {
   PB_EVF_CALL_START = 1u << 0,   /* first segment of a call to process(): its input just arrived */

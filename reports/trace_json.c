@@ -298,6 +298,7 @@ static const char *kind_cat(uint8_t kind) {
     case PB_EV_PROCESS: return "process";
     case PB_EV_WAIT: return "wait";
     case PB_EV_BLOCKED: return "blocked";
+    case PB_EV_HANDOFF: return "handoff";
     default: return "other";
   }
 }
@@ -312,11 +313,15 @@ static void worker_event(writer *w, const pb_stage_rec *s, int tid, const pb_eve
   FILE *f = w->f;
   x_begin(w, PID_HOST, tid, e->t0_ns, e->t1_ns, kind_cat(e->kind));
   if (e->kind == PB_EV_PROCESS) fput_json_str(f, s->name);
-  else fputs(e->kind == PB_EV_WAIT ? "\"wait_in\"" : e->kind == PB_EV_BLOCKED ? "\"blocked_out\"" : "\"event\"", f);
+  else fputs(e->kind == PB_EV_WAIT      ? "\"wait_in\""
+             : e->kind == PB_EV_BLOCKED ? "\"blocked_out\""
+             : e->kind == PB_EV_HANDOFF ? "\"handoff\""
+                                        : "\"event\"",
+             f);
   fprintf(f, ",\"args\":{\"bytes\":%u,\"f\":%u", (unsigned)e->bytes, (unsigned)e->flags);
   key_args(f, "id", "batch", e->key);
   key_args(f, "out_id", "out_batch", e->out);
-  if (e->kind != PB_EV_PROCESS && e->kind != PB_EV_WAIT && e->kind != PB_EV_BLOCKED)
+  if (e->kind != PB_EV_PROCESS && e->kind != PB_EV_WAIT && e->kind != PB_EV_BLOCKED && e->kind != PB_EV_HANDOFF)
     fprintf(f, ",\"k\":%u", (unsigned)e->kind);
   fputs("}}", f);
 }
@@ -979,6 +984,7 @@ static int load_event(loader *l, const char *line, size_t len) {
   if (!strcmp(cat->valuestring, "process")) ev.kind = PB_EV_PROCESS;
   else if (!strcmp(cat->valuestring, "wait")) ev.kind = PB_EV_WAIT;
   else if (!strcmp(cat->valuestring, "blocked")) ev.kind = PB_EV_BLOCKED;
+  else if (!strcmp(cat->valuestring, "handoff")) ev.kind = PB_EV_HANDOFF;
   else if (!strcmp(cat->valuestring, "other")) {
     int k = 0;
     if ((rc = v_int(l, member(args, "k"), "event args.k", 0, UINT8_MAX, &k))) goto out;

@@ -61,8 +61,8 @@ static bool prev_on_worker(const walk *w, pb_evref r, pb_evref *out) {
   return false;
 }
 
-/* In row `row`, the PROCESS segment (any worker) that ended last at or before t. */
-static bool latest_process_before(const walk *w, int row, uint64_t t, pb_evref *out, uint64_t *end) {
+/* In row `row`, the event (any worker; not a wait for input) that ended last in [from, t]. */
+static bool latest_event_between(const walk *w, int row, uint64_t from, uint64_t t, pb_evref *out, uint64_t *end) {
   const pb_stage_rec *sr = &w->a->rec->stages[row];
   bool found = false;
   for (int k = 0; sr->workers && k < sr->threads; k++) {
@@ -74,7 +74,8 @@ static bool latest_process_before(const walk *w, int row, uint64_t t, pb_evref *
       else hi = mid;
     }
     for (uint32_t i = lo; i-- > 0;) {
-      if (tr->ev[i].kind != PB_EV_PROCESS) continue;
+      if (tr->ev[i].kind == PB_EV_WAIT) continue;
+      if (tr->ev[i].t1_ns < from) break;
       if (!found || tr->ev[i].t1_ns > *end) {
         *out = (pb_evref){.row = row, .worker = k, .idx = i};
         *end = tr->ev[i].t1_ns;
@@ -86,13 +87,13 @@ static bool latest_process_before(const walk *w, int row, uint64_t t, pb_evref *
   return found;
 }
 
-/* The device step that ended last at or before t. */
-static bool latest_step_before(const walk *w, uint64_t t, size_t *out, uint64_t *end) {
+/* The device step that ended last in [from, t]. */
+static bool latest_step_between(const walk *w, uint64_t from, uint64_t t, size_t *out, uint64_t *end) {
   const pb_record *rec = w->a->rec;
   bool found = false;
   for (size_t i = 0; i < rec->nsteps; i++) {
     uint64_t e = rec->steps[i].compute_end_ns;
-    if (e <= t && (!found || e > *end)) {
+    if (e >= from && e <= t && (!found || e > *end)) {
       *out = i;
       *end = e;
       found = true;
@@ -109,11 +110,12 @@ static bool is_downstream(const pb_analysis *a, int row, int of) {
 }
 
 /* A worker of `row` blocked on its output until t: who made room?  A full queue empties when its
- * consumer finishes an element and takes the next; a pool refills when any stage downstream releases
- * a buffer.  Either way: the downstream event that ended last before t. */
+ * consumer takes the next element, right after the consumer's previous event ends; a pool refills when
+ * a stage downstream (or the device) releases a buffer.  Either way: the downstream event that ended
+ * last during the block.  (When it is itself a block, the walk resolves that one next.) */
 static bool resolve_backpressure(walk *w, int row, const pb_event *blocked) {
   const pb_analysis *a = w->a;
-  uint64_t t = blocked->t1_ns, best_end = 0;
+  uint64_t t = blocked->t1_ns, from = blocked->t0_ns, best_end = 0;
   bool found = false, device = false;
   pb_evref best = {0};
   bool pool = blocked->flags & PB_EVF_BLOCKED_POOL;
@@ -121,14 +123,13 @@ static bool resolve_backpressure(walk *w, int row, const pb_event *blocked) {
     bool consumer = pool ? is_downstream(a, c, row) : a->parent[c] == row;
     pb_evref r;
     uint64_t end = 0;
-    if (!consumer || !latest_process_before(w, c, t, &r, &end)) continue;
+    if (!consumer || !latest_event_between(w, c, from, t, &r, &end)) continue;
     if (!found || end > best_end) best = r, best_end = end, found = true;
   }
   size_t step;
   uint64_t step_end = 0;
-  bool device_consumes = a->device_parent == row || (pool && a->device_parent >= 0 &&
-                                                     (a->device_parent == row || is_downstream(a, a->device_parent, row)));
-  if (device_consumes && latest_step_before(w, t, &step, &step_end) && (!found || step_end > best_end)) {
+  bool device_consumes = a->device_parent == row || (pool && a->device_parent >= 0 && is_downstream(a, a->device_parent, row));
+  if (device_consumes && latest_step_between(w, from, t, &step, &step_end) && (!found || step_end > best_end)) {
     device = true;
     best_end = step_end;
     found = true;
@@ -145,38 +146,64 @@ static bool resolve_backpressure(walk *w, int row, const pb_event *blocked) {
   return true;
 }
 
-/* One hop back from a worker's PROCESS segment. */
+/* When element `key`, handed on by event `ref`, became available downstream: the first HANDOFF on the
+ * same worker after it (outputs go out in chunks).  *before = the worker's event just before that
+ * hand-off (what the worker was doing while the element waited to go out).  Without one (a cancelled
+ * run, an old trace), the emitting segment itself. */
+#define PB_HANDOFF_SCAN 8192
+static uint64_t handoff_time(const walk *w, pb_evref ref, pb_evref *before) {
+  const pb_worker_trace *t = worker_of(w, ref);
+  for (uint32_t i = ref.idx + 1; i < t->n && i - ref.idx < PB_HANDOFF_SCAN; i++)
+    if (t->ev[i].kind == PB_EV_HANDOFF) {
+      *before = (pb_evref){.row = ref.row, .worker = ref.worker, .idx = i - 1};
+      return t->ev[i].t1_ns;
+    }
+  *before = ref;
+  return t->ev[ref.idx].t1_ns;
+}
+
+static bool move_to_previous(walk *w, pb_evref cur) {
+  if (cur.idx == 0) {
+    w->stop = w->a->complete ? "window start" : "trace window start";
+    return false;
+  }
+  w->ev.idx = cur.idx - 1;
+  return true;
+}
+
+/* The walk landed on an event that is not work: a hand-off (zero length), a wait, a block. */
+static bool step_not_work(walk *w, pb_evref cur, const pb_event *e) {
+  if (e->kind == PB_EV_BLOCKED) {
+    if (e->t1_ns < w->t) charge(w, cur.row, e->t1_ns, false);
+    if (resolve_backpressure(w, cur.row, e)) return true;
+  }
+  charge(w, cur.row, e->t0_ns, false); /* nothing to follow: the wait itself */
+  return move_to_previous(w, cur);
+}
+
+/* One hop back from a worker's event. */
 static bool step_worker(walk *w) {
   const pb_analysis *a = w->a;
   pb_evref cur = w->ev;
   const pb_event *e = pb_analysis_event(a, cur);
+  if (e->kind != PB_EV_PROCESS) return step_not_work(w, cur, e);
   charge(w, cur.row, e->t0_ns, true);
-  pb_evref prev, data;
+  pb_evref prev, data, data_before;
   bool has_prev = prev_on_worker(w, cur, &prev);
   bool has_data = (e->flags & PB_EVF_CALL_START) && e->key != PB_NO_KEY &&
                   pb_analysis_emitter(a, a->parent[cur.row], e->key, &data);
   uint64_t t_prev = has_prev ? pb_analysis_event(a, prev)->t1_ns : 0;
-  uint64_t t_data = has_data ? pb_analysis_event(a, data)->t1_ns : 0;
+  uint64_t t_data = has_data ? handoff_time(w, data, &data_before) : 0;
   if (!has_prev && !has_data) {
-    w->stop = "trace window start (no earlier event on this worker)";
+    w->stop = a->complete ? "window start" : "trace window start";
     return false;
   }
   if (has_data && (!has_prev || t_data > t_prev)) { /* it waited for its input */
     charge(w, cur.row, t_data, false);
-    w->ev = data;
+    w->ev = data_before;
     return true;
   }
-  const pb_event *p = pb_analysis_event(a, prev);
-  charge(w, cur.row, p->t1_ns, false);
-  if (p->kind == PB_EV_BLOCKED) {
-    if (resolve_backpressure(w, cur.row, p)) return true;
-    charge(w, cur.row, p->t0_ns, false); /* nothing downstream in the trace: the block itself */
-    if (!prev_on_worker(w, prev, &prev)) {
-      w->stop = "trace window start (no earlier event on this worker)";
-      return false;
-    }
-    charge(w, cur.row, pb_analysis_event(a, prev)->t1_ns, false);
-  }
+  charge(w, cur.row, t_prev, false);
   w->ev = prev;
   return true;
 }
@@ -188,10 +215,10 @@ static bool step_device(walk *w) {
   const pb_step *st = &a->rec->steps[w->step];
   charge(w, PB_DEVICE_ROW, st->compute_start_ns, true);
   long prev = a->prev_step[w->step];
-  pb_evref data;
+  pb_evref data, data_before;
   bool has_data = pb_analysis_emitter(a, a->device_parent, st->key, &data);
   uint64_t t_prev = prev >= 0 ? a->rec->steps[prev].compute_end_ns : 0;
-  uint64_t t_data = has_data ? pb_analysis_event(a, data)->t1_ns : 0;
+  uint64_t t_data = has_data ? handoff_time(w, data, &data_before) : 0;
   if (prev < 0 && !has_data) {
     w->stop = "first step";
     return false;
@@ -199,7 +226,7 @@ static bool step_device(walk *w) {
   if (has_data && (prev < 0 || t_data > t_prev)) { /* the device waited for this batch */
     charge(w, PB_DEVICE_ROW, t_data, false);   /* its own copy (without an h2d stage) and the hand-off */
     w->at_device = false;
-    w->ev = data;
+    w->ev = data_before;
     return true;
   }
   charge(w, PB_DEVICE_ROW, t_prev, false);
@@ -224,7 +251,8 @@ static void fill_report(pb_report *r, const walk *w) {
   r->critical_path_available = true;
   r->critical_path_total_ms = (double)total / 1e6;
   r->critical_path_hops = w->hops;
-  snprintf(r->critical_path_stop, sizeof r->critical_path_stop, "%s", w->stop ? w->stop : "window start");
+  const char *end = w->a->complete ? "window start" : "trace window start";
+  snprintf(r->critical_path_stop, sizeof r->critical_path_stop, "%s", w->stop ? w->stop : end);
   r->npath_segments = 0;
   for (int i = 0; i < rec->nstages && i < r->nstages; i++) {
     pb_stage_report *sr = &r->stages[i];
@@ -257,18 +285,20 @@ void pb_critical_path(pb_report *r, const pb_analysis *a) {
   if (w->t > a->t_end) w->t = a->t_end;
   /* Every hop moves to an earlier event; the bound only guards against a malformed (loaded) trace. */
   uint64_t max_hops = 4 * (a->events + a->rec->nsteps) + 16;
+  bool debug = getenv("PB_DEBUG_PATH") != NULL;
   while (w->t > a->t_stop) {
     if (++w->hops > max_hops) {
       w->stop = "hop limit (malformed trace)";
       break;
     }
-    if (getenv("PB_DEBUG_PATH")) {
-      if (w->at_device) fprintf(stderr, "t=%.3f device step %zu\n", (w->t - a->t_stop) / 1e6, w->step);
+    if (debug) { /* PB_DEBUG_PATH=1: every hop on stderr, ms after the analysed window's start */
+      double t0 = (double)a->t_stop;
+      if (w->at_device) fprintf(stderr, "t=%.3f device step %zu\n", ((double)w->t - t0) / 1e6, w->step);
       else {
         const pb_event *e = pb_analysis_event(a, w->ev);
-        fprintf(stderr, "t=%.3f row %d w%d #%u kind %d f%x [%.3f,%.3f] key %llx out %llx\n", (w->t - a->t_stop) / 1e6,
-                w->ev.row, w->ev.worker, w->ev.idx, e->kind, e->flags, (e->t0_ns - a->t_stop) / 1e6,
-                (e->t1_ns - a->t_stop) / 1e6, (unsigned long long)e->key, (unsigned long long)e->out);
+        fprintf(stderr, "t=%.3f row %d w%d #%u kind %d f%x [%.3f,%.3f] key %llx out %llx\n", ((double)w->t - t0) / 1e6,
+                w->ev.row, w->ev.worker, w->ev.idx, e->kind, e->flags, ((double)e->t0_ns - t0) / 1e6,
+                ((double)e->t1_ns - t0) / 1e6, (unsigned long long)e->key, (unsigned long long)e->out);
       }
     }
     if (!(w->at_device ? step_device(w) : step_worker(w))) break;

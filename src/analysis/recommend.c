@@ -83,27 +83,41 @@ static int find_donor(const pb_report *r, int except, double target) {
   return best;
 }
 
+/* Stages whose `threads` the config accepts above 1 (h2d's parallelism is `streams`; the emulated copy
+ * engine is one, so more streams would not help there). */
 static bool threads_settable(const char *type) {
   return strcmp(type, "read") == 0 || strcmp(type, "decode") == 0 || strcmp(type, "map") == 0 ||
-         strcmp(type, "batch") == 0 || strcmp(type, "h2d") == 0;
+         strcmp(type, "batch") == 0;
+}
+
+/* A read stage's bandwidth cap (the whole stage's) in samples/s, or INFINITY. */
+static double bandwidth_cap_per_s(const pb_report *r, const pb_record *rec, int bi) {
+  const pb_stage_rec *sr = &rec->stages[bi];
+  if (sr->cfg_index < 0 || strcmp(sr->type, "read") != 0) return INFINITY;
+  double mb = rec->cfg->stages[sr->cfg_index].bandwidth_mb_per_s;
+  const pb_stage_report *s = &r->stages[bi];
+  if (!(mb > 0) || !s->calls || !s->bytes_out) return INFINITY;
+  return mb * 1e6 / ((double)s->bytes_out / (double)s->calls);
 }
 
 /* Stage rows are copied before use: their names are written into r->recommendations, which is in r. */
-static void recommend_threads(pb_report *r, int bi) {
+static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
   const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
   if (!threads_settable(b->type) || isnan(b->capacity_per_s) || b->capacity_per_s <= 0) return;
-  double target = next_limit(r, bi);
+  /* A read capped by bandwidth_mb_per_s gains nothing from threads beyond the cap. */
+  double cap_limit = bandwidth_cap_per_s(r, rec, bi);
+  if (cap_limit <= 1.05 * b->capacity_per_s) return;
+  double target = fmin(next_limit(r, bi), cap_limit);
   int t = b->threads;
-  int want = isinf(target) ? t + 1 : (int)ceil(t * target / b->capacity_per_s - 1e-9);
-  if (want <= t) want = t + 1;
-  if (want > PB_MAX_THREADS_SUGGESTED) want = PB_MAX_THREADS_SUGGESTED;
+  double need = isinf(target) ? t + 1 : ceil(t * target / b->capacity_per_s - 1e-9);
+  int want = need > PB_MAX_THREADS_SUGGESTED ? PB_MAX_THREADS_SUGGESTED : need <= t ? t + 1 : (int)need;
   double cores_used = r->cores_used;
   double free_cores = r->ncpu - cores_used;
   pb_recommendation *rc;
   if (!cpu_bound(b)) { /* waits without CPU (latency): threads are cheap, add what the target needs */
     if (!(rc = add(r))) return;
     snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
-    rc->predicted_samples_per_s = predict(r, bi, b->capacity_per_s * want / t, -1, 0);
+    rc->predicted_samples_per_s = predict(r, bi, fmin(b->capacity_per_s * want / t, cap_limit), -1, 0);
     snprintf(rc->reason, sizeof rc->reason,
              "%s is the bottleneck and mostly waits (CPU %.0f %% of its busy time): %d threads instead of %d "
              "overlap more waits, up to the next limit of %.1f samples/s",
@@ -115,7 +129,7 @@ static void recommend_threads(pb_report *r, int bi) {
     if (want > t + extra) want = t + extra;
     if (!(rc = add(r))) return;
     snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
-    rc->predicted_samples_per_s = predict(r, bi, b->capacity_per_s * want / t, -1, 0);
+    rc->predicted_samples_per_s = predict(r, bi, fmin(b->capacity_per_s * want / t, cap_limit), -1, 0);
     snprintf(rc->reason, sizeof rc->reason,
              "%s is the bottleneck and CPU-bound (CPU %.0f %% of its busy time); %.1f of %d cores are free, "
              "so %d threads instead of %d",
@@ -162,8 +176,8 @@ static void recommend_prefetch(pb_report *r, const pb_record *rec) {
   if (r->model_capacity_per_s < 1.1 * r->device_rate_per_s) return; /* too slow on average, not variance */
   double wait = p99_input_wait_ms(rec);
   if (isnan(wait) || !(r->compute_ms > 0)) return;
-  int extra = (int)ceil(wait / r->compute_ms);
-  if (extra < 1) extra = 1;
+  double ratio = ceil(wait / r->compute_ms);
+  int extra = ratio < 1 ? 1 : ratio > 64 ? 64 : (int)ratio;
   int pi = -1;
   for (int i = 0; i < r->nstages; i++)
     if (!r->stages[i].skipped && strcmp(r->stages[i].type, "prefetch") == 0) pi = i;
@@ -262,7 +276,7 @@ void pb_recommend(pb_report *r, const pb_record *rec) {
     if (strcmp(type, "read") == 0) recommend_cache(r, rec, bi);
     if (strcmp(type, "decode") == 0) recommend_scale(r, rec, bi);
     if (strcmp(type, "h2d") == 0) recommend_pinned(r, rec, bi);
-    recommend_threads(r, bi);
+    recommend_threads(r, rec, bi);
   }
   recommend_prefetch(r, rec);
   /* Best predicted first (unknown predictions last). */

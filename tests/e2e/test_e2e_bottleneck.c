@@ -254,6 +254,19 @@ static void test_device_bound(void **state) {
   assert_string_equal(str(rep, "classification"), "not_input_bound");
 }
 
+/* 12. two slow stages in a row (the review's case): "first" 2000 us per sample, "second" 1200 us, one
+ *     thread each.  The second is busy 60 % of the time, so a walk that took an element's emit for its
+ *     arrival (outputs go out in chunks) could stay on "second"; the hand-off events keep it honest.
+ *     R 500/s, B 16, S 10 ms: idle = 68.75 %. */
+static void test_two_slow_stages_in_a_row(void **state) {
+  const char *cfg = synthetic_config("two-slow", "[64,64,3]",
+                                     "{'name':'first','type':'map','threads':1,'ops':[{'op':'sleep','us':2000}]},"
+                                     "{'name':'second','type':'map','threads':1,'ops':[{'op':'sleep','us':1200}]},",
+                                     16, 10, "");
+  cJSON *rep = run_report(cfg, "two-slow", NULL);
+  expect_planted(rep, "two slow in a row", "first", 1e6 / 2000, 16, 10);
+}
+
 /* ---------- 8. --no-trace: the capacity model alone ---------- */
 
 static void test_no_trace_capacity_model_only(void **state) {
@@ -398,6 +411,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_stage_graph_from_lineage, free_reports),
       cmocka_unit_test_teardown(test_recommendation_applied, free_reports),
       cmocka_unit_test_teardown(test_analyze_reproduces_report, free_reports),
+      cmocka_unit_test_teardown(test_two_slow_stages_in_a_row, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }
