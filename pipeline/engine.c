@@ -14,8 +14,7 @@
 uint64_t pb_engine_clip(const pb_engine *e, uint64_t t0, uint64_t t1) {
   uint64_t ws = atomic_load_explicit(&e->window_start_ns, memory_order_relaxed);
   uint64_t we = atomic_load_explicit(&e->window_end_ns, memory_order_relaxed);
-  uint64_t lo = t0 > ws ? t0 : ws, hi = t1 < we ? t1 : we;
-  return hi > lo ? hi - lo : 0;
+  return pb_overlap_ns(t0, t1, ws, we);
 }
 
 bool pb_engine_in_window(const pb_engine *e, uint64_t t) {
@@ -103,23 +102,21 @@ void pb_worker_trace_joined(pb_worker *w, uint64_t batch_id) {
   w->seg_flags |= PB_EVF_JOINED;
 }
 
-/* An element was handed on: a producing segment ends at every emit; a call's segment carries it. */
-static void seg_emitted(pb_worker *w, uint64_t key) {
+/* An element was handed on (at `now`, which pb_emit read whenever the worker is producing): a producing
+ * segment ends at every emit; a call's segment carries it, one emitted element per segment. */
+static void seg_emitted(pb_worker *w, uint64_t key, uint64_t now) {
   if (!w->trace.ev || !w->in_segment) return;
-  if (w->producing || (w->seg_flags & PB_EVF_EMITTED)) {
-    uint64_t now = pb_now_ns();
-    if (w->producing) {
-      w->seg_out = key;
-      w->seg_flags |= PB_EVF_EMITTED;
-      seg_close(w, now);
-      seg_continue(w, now);
-      return;
-    }
-    seg_close(w, now); /* a second emit in one call: one emitted element per segment */
+  if (!w->producing && (w->seg_flags & PB_EVF_EMITTED)) { /* a second emit in one call */
+    now = pb_now_ns();
+    seg_close(w, now);
     seg_continue(w, now);
   }
   w->seg_out = key;
   w->seg_flags |= PB_EVF_EMITTED;
+  if (w->producing) {
+    seg_close(w, now);
+    seg_continue(w, now);
+  }
 }
 
 /* Time blocked on the output (a full queue, an empty pool): counted as blocked-out within the window,
@@ -166,16 +163,22 @@ static int flush_out(pb_worker *w) {
   return rc;
 }
 
+/* Busy time of [t0, t1) less the time blocked inside it: the part in the window goes to busy_ns, all of
+ * it to busy_total_ns.  Returns the service time. */
+static uint64_t count_busy(pb_worker *w, uint64_t t0, uint64_t t1) {
+  uint64_t span = t1 > t0 ? t1 - t0 : 0;
+  uint64_t service = span - PB_MIN(w->blocked_in_call_ns, span);
+  uint64_t in_window = pb_engine_clip(w->stage->engine, t0, t1);
+  w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
+  w->ctr.busy_total_ns += service;
+  return service;
+}
+
 /* A source's work is counted per element it makes: the time since its previous element (or the start of
  * the produce call), less any time blocked meanwhile, is that element's service time. */
 static void count_source_element(pb_worker *w, uint64_t now) {
-  pb_engine *e = w->stage->engine;
-  uint64_t t0 = w->src_mark_ns, span = now > t0 ? now - t0 : 0;
-  uint64_t service = span - PB_MIN(w->blocked_in_call_ns, span);
-  uint64_t in_window = pb_engine_clip(e, t0, now);
-  w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
-  w->ctr.busy_total_ns += service;
-  if (pb_engine_in_window(e, now)) {
+  uint64_t service = count_busy(w, w->src_mark_ns, now);
+  if (pb_engine_in_window(w->stage->engine, now)) {
     w->ctr.calls++;
     pb_hist_add(&w->hist, service);
   }
@@ -196,7 +199,7 @@ int pb_emit(pb_worker *w, const pb_elem *e) {
     w->ctr.samples_out += e->nsamples;
     w->ctr.bytes_out += e->bytes;
   }
-  seg_emitted(w, pb_elem_key(e));
+  seg_emitted(w, pb_elem_key(e), now); /* producing implies per_element: `now` was read */
   /* A source (or a flush) hands on by time too: a slow one must not hold a whole chunk back. */
   if (w->nout >= w->stage->out_chunk || (per_element && now - w->out_first_ns >= PB_FLUSH_AFTER_NS))
     return flush_out(w);
@@ -223,12 +226,8 @@ static void start_call(pb_worker *w) { w->blocked_in_call_ns = w->blocked_in_cal
  * the service inside the measured window; the call (and its histogram entry) counts when it ends in
  * the window. */
 static void count_call(pb_worker *w, uint64_t samples, uint64_t bytes, uint64_t t0, uint64_t t1) {
-  pb_engine *e = w->stage->engine;
-  uint64_t service = t1 - t0 - PB_MIN(w->blocked_in_call_ns, t1 - t0);
-  uint64_t in_window = pb_engine_clip(e, t0, t1);
-  w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
-  w->ctr.busy_total_ns += service;
-  if (!pb_engine_in_window(e, t1)) return;
+  uint64_t service = count_busy(w, t0, t1);
+  if (!pb_engine_in_window(w->stage->engine, t1)) return;
   w->ctr.calls++;
   w->ctr.samples_in += samples;
   w->ctr.bytes_in += bytes;
@@ -315,12 +314,7 @@ static void run_transform(pb_worker *w) {
 
 /* Work after a produce call's last element (reading ahead, finding the end of data): busy time, no call. */
 static void count_source_rest(pb_worker *w, uint64_t t1) {
-  if (!w->per_element) return;
-  pb_engine *e = w->stage->engine;
-  uint64_t t0 = w->src_mark_ns, span = t1 > t0 ? t1 - t0 : 0;
-  uint64_t in_window = pb_engine_clip(e, t0, t1);
-  w->ctr.busy_ns += in_window - PB_MIN(w->blocked_in_call_clipped_ns, in_window);
-  w->ctr.busy_total_ns += span - PB_MIN(w->blocked_in_call_ns, span);
+  if (w->per_element) count_busy(w, w->src_mark_ns, t1);
 }
 
 static void run_source(pb_worker *w) {

@@ -34,8 +34,7 @@ void pb_queue_set_window(pb_queue *q, const _Atomic uint64_t *start_ns, const _A
 static uint64_t window_overlap(const pb_queue *q, uint64_t t0, uint64_t t1) {
   uint64_t ws = q->window_start_ns ? atomic_load_explicit(q->window_start_ns, memory_order_relaxed) : 0;
   uint64_t we = q->window_end_ns ? atomic_load_explicit(q->window_end_ns, memory_order_relaxed) : UINT64_MAX;
-  uint64_t lo = t0 > ws ? t0 : ws, hi = t1 < we ? t1 : we;
-  return hi > lo ? hi - lo : 0;
+  return pb_overlap_ns(t0, t1, ws, we);
 }
 
 /* Under the lock, before the count changes: the time since the last change at the old count. */

@@ -22,6 +22,11 @@ int pb_err_set(pb_err *err, const char *fmt, ...) __attribute__((format(printf, 
 
 /* Monotonic nanoseconds (uv_hrtime: CLOCK_MONOTONIC). */
 uint64_t pb_now_ns(void);
+/* Length of the overlap of [a0, a1) and [b0, b1), 0 when they do not meet. */
+static inline uint64_t pb_overlap_ns(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+  uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+  return hi > lo ? hi - lo : 0;
+}
 /* Sleep until an absolute pb_now_ns() deadline (no-op when already past). */
 void pb_sleep_until_ns(uint64_t deadline_ns);
 /* Busy-wait until an absolute deadline: burns CPU on purpose (the `spin` op). */

@@ -6,11 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t overlap_ns(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
-  uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
-  return hi > lo ? hi - lo : 0;
-}
-
 pb_step_parts pb_step_breakdown(const pb_step *st) {
   pb_step_parts p = {0};
   p.step_ns = st->compute_end_ns - st->prev_end_ns;
@@ -18,9 +13,9 @@ pb_step_parts pb_step_breakdown(const pb_step *st) {
   /* The device waits from the previous step's end to this compute's start.  The part of that wait
    * during which this batch was being copied is non-overlapped H2D; the part before the batch left
    * the pipeline, minus any copy inside it, is input wait. */
-  p.h2d_ns = overlap_ns(st->prev_end_ns, st->compute_start_ns, st->h2d_start_ns, st->h2d_end_ns);
+  p.h2d_ns = pb_overlap_ns(st->prev_end_ns, st->compute_start_ns, st->h2d_start_ns, st->h2d_end_ns);
   uint64_t waiting = st->ready_ns > st->prev_end_ns ? st->ready_ns - st->prev_end_ns : 0;
-  uint64_t copy_in_wait = overlap_ns(st->prev_end_ns, st->ready_ns, st->h2d_start_ns, st->h2d_end_ns);
+  uint64_t copy_in_wait = pb_overlap_ns(st->prev_end_ns, st->ready_ns, st->h2d_start_ns, st->h2d_end_ns);
   p.input_wait_ns = waiting - copy_in_wait;
   uint64_t known = p.input_wait_ns + p.h2d_ns + p.compute_ns;
   p.other_ns = p.step_ns > known ? p.step_ns - known : 0;
@@ -58,7 +53,7 @@ static void sum_steps(const pb_record *s, step_sums *t) {
     t->other_ns += p.other_ns;
   }
   for (size_t i = 0; i < s->nsteps; i++) /* device busy time inside the window, every step counted */
-    t->compute_in_window_ns += overlap_ns(s->steps[i].compute_start_ns, s->steps[i].compute_end_ns,
+    t->compute_in_window_ns += pb_overlap_ns(s->steps[i].compute_start_ns, s->steps[i].compute_end_ns,
                                           s->window_start_ns, s->window_end_ns);
 }
 

@@ -5,18 +5,13 @@
 
 #include "analysis.h"
 
-static uint64_t clip(uint64_t t0, uint64_t t1, uint64_t lo, uint64_t hi) {
-  uint64_t a = t0 > lo ? t0 : lo, b = t1 < hi ? t1 : hi;
-  return b > a ? b - a : 0;
-}
-
 static void fill_node(pb_stage_report *sr, const pb_stage_rec *s, const pb_analysis *a) {
   uint64_t first = UINT64_MAX, self = 0, wait = 0, calls = 0;
   for (int k = 0; k < s->threads; k++) {
     const pb_worker_trace *t = &s->workers[k];
     for (uint32_t i = 0; i < t->n; i++) {
       const pb_event *e = &t->ev[i];
-      uint64_t in = clip(e->t0_ns, e->t1_ns, a->t_stop, a->t_end);
+      uint64_t in = pb_overlap_ns(e->t0_ns, e->t1_ns, a->t_stop, a->t_end);
       if (!in && (e->t1_ns <= a->t_stop || e->t0_ns >= a->t_end)) continue;
       if (e->t0_ns < first) first = e->t0_ns < a->t_stop ? a->t_stop : e->t0_ns;
       if (e->kind == PB_EV_WAIT) wait += in;
