@@ -1,6 +1,7 @@
 #include "analysis.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +153,21 @@ void pb_analysis_free(pb_analysis *a) {
   for (int i = 0; i <= PB_MAX_STAGES; i++) pb_keymap_free(&a->emits[i]);
   free(a->prev_step);
   a->prev_step = NULL;
+}
+
+bool pb_stage_cpu_bound(const pb_stage_report *s) {
+  return !isnan(s->cpu_fraction) && s->cpu_fraction >= PB_CPU_BOUND_FRACTION;
+}
+
+double pb_stage_cpu_s_per_sample(const pb_stage_report *s) {
+  if (!pb_stage_cpu_bound(s) || isnan(s->capacity_per_s) || s->capacity_per_s <= 0) return 0;
+  return s->cpu_fraction * s->threads / s->capacity_per_s;
+}
+
+int pb_report_stage_index(const pb_report *r, const char *name) {
+  for (int i = 0; i < r->nstages; i++)
+    if (strcmp(r->stages[i].name, name) == 0) return i;
+  return -1;
 }
 
 void pb_analysis_run(pb_report *r, const pb_record *rec) {

@@ -46,6 +46,15 @@ const pb_event *pb_analysis_event(const pb_analysis *a, pb_evref ref);
 /* The event that handed element `key` on in row `row` (any worker); false when not in the trace. */
 bool pb_analysis_emitter(const pb_analysis *a, int row, uint64_t key, pb_evref *ref);
 
+/* Shared by the model and the recommendations (analysis.c). */
+#define PB_CPU_BOUND_FRACTION 0.5
+/* CPU time is most of the stage's busy time (cpu_fraction >= 0.5): it competes for cores. */
+bool pb_stage_cpu_bound(const pb_stage_report *s);
+/* CPU seconds one sample costs in a CPU-bound stage (cpu_fraction x threads / capacity); 0 otherwise. */
+double pb_stage_cpu_s_per_sample(const pb_stage_report *s);
+/* Index of the report row named `name`, or -1. */
+int pb_report_stage_index(const pb_report *r, const char *name);
+
 /* graph.c: the stage-graph node figures of each row (parent, start, total, self, calls). */
 void pb_graph_fill(pb_report *r, const pb_analysis *a);
 

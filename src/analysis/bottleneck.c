@@ -14,18 +14,6 @@
 
 #include "analysis.h"
 
-#define PB_CPU_BOUND_FRACTION 0.5
-
-static bool is_cpu_bound(const pb_stage_report *sr) {
-  return !isnan(sr->cpu_fraction) && sr->cpu_fraction >= PB_CPU_BOUND_FRACTION;
-}
-
-/* CPU seconds one sample costs in stage sr (its busy time x CPU fraction / samples). */
-static double cpu_s_per_sample(const pb_stage_report *sr) {
-  if (isnan(sr->capacity_per_s) || sr->capacity_per_s <= 0) return 0;
-  return sr->cpu_fraction * sr->threads / sr->capacity_per_s;
-}
-
 static void capacity_model(pb_report *r, const pb_record *rec) {
   const pb_config *cfg = rec->cfg;
   double batch = (double)cfg->stages[pb_config_batch_index(cfg)].size;
@@ -36,7 +24,7 @@ static void capacity_model(pb_report *r, const pb_record *rec) {
     const pb_stage_report *sr = &r->stages[i];
     if (sr->skipped || isnan(sr->capacity_per_s)) continue;
     if (!min || sr->capacity_per_s < min->capacity_per_s) min = sr;
-    if (is_cpu_bound(sr)) cpu_per_sample += cpu_s_per_sample(sr);
+    cpu_per_sample += pb_stage_cpu_s_per_sample(sr);
     if (!isnan(sr->utilization) && !isnan(sr->cpu_fraction)) r->cores_used += sr->utilization * sr->threads * sr->cpu_fraction;
   }
   r->cpu_limit_per_s = cpu_per_sample > 0 ? rec->ncpu / cpu_per_sample : NAN;
@@ -55,9 +43,8 @@ static const pb_path_segment *path_bottleneck(const pb_report *r) {
 }
 
 static const pb_stage_report *stage_named(const pb_report *r, const char *name) {
-  for (int i = 0; i < r->nstages; i++)
-    if (strcmp(r->stages[i].name, name) == 0) return &r->stages[i];
-  return NULL;
+  int i = pb_report_stage_index(r, name);
+  return i >= 0 ? &r->stages[i] : NULL;
 }
 
 /* Why the model's answer differs from the path's, in words. */

@@ -28,30 +28,17 @@
 #define PB_DECODE_HALF_SPEEDUP 1.12
 #define PB_MAX_THREADS_SUGGESTED 256
 
-static const pb_stage_report *find_stage(const pb_report *r, const char *name, int *index) {
-  for (int i = 0; i < r->nstages; i++)
-    if (strcmp(r->stages[i].name, name) == 0) {
-      if (index) *index = i;
-      return &r->stages[i];
-    }
-  return NULL;
-}
-
-static bool cpu_bound(const pb_stage_report *s) { return !isnan(s->cpu_fraction) && s->cpu_fraction >= 0.5; }
-
 /* The model's prediction when stage `changed` gets capacity `new_cap` (and `changed2`, if >= 0,
- * `new_cap2`). */
+ * `new_cap2`): bounded by the cores' limit the capacity model computed (bottleneck.c runs first). */
 static double predict(const pb_report *r, int changed, double new_cap, int changed2, double new_cap2) {
   double rate = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
-  double cpu_per_sample = 0;
   for (int i = 0; i < r->nstages; i++) {
     const pb_stage_report *s = &r->stages[i];
     if (s->skipped || isnan(s->capacity_per_s)) continue;
     double cap = i == changed ? new_cap : i == changed2 ? new_cap2 : s->capacity_per_s;
     if (cap < rate) rate = cap;
-    if (cpu_bound(s) && s->capacity_per_s > 0) cpu_per_sample += s->cpu_fraction * s->threads / s->capacity_per_s;
   }
-  if (cpu_per_sample > 0 && r->ncpu / cpu_per_sample < rate) rate = r->ncpu / cpu_per_sample;
+  if (!isnan(r->cpu_limit_per_s) && r->cpu_limit_per_s < rate) rate = r->cpu_limit_per_s;
   return isinf(rate) ? NAN : rate;
 }
 
@@ -76,7 +63,7 @@ static int find_donor(const pb_report *r, int except, double target) {
   int best = -1;
   for (int i = 0; i < r->nstages; i++) {
     const pb_stage_report *s = &r->stages[i];
-    if (i == except || s->skipped || s->threads < 2 || !cpu_bound(s) || isnan(s->capacity_per_s)) continue;
+    if (i == except || s->skipped || s->threads < 2 || !pb_stage_cpu_bound(s) || isnan(s->capacity_per_s)) continue;
     double after = s->capacity_per_s * (s->threads - 1) / s->threads;
     if (after >= 1.1 * target && (best < 0 || after > r->stages[best].capacity_per_s)) best = i;
   }
@@ -100,6 +87,16 @@ static double bandwidth_cap_per_s(const pb_report *r, const pb_record *rec, int 
   return mb * 1e6 / ((double)s->bytes_out / (double)s->calls);
 }
 
+/* "--set stages.B.threads=WANT" and its prediction (capacity scaled by the threads, within `cap_limit`);
+ * the caller writes the reason. */
+static pb_recommendation *set_threads(pb_report *r, const pb_stage_report *b, int bi, int want, double cap_limit) {
+  pb_recommendation *rc = add(r);
+  if (!rc) return NULL;
+  snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
+  rc->predicted_samples_per_s = predict(r, bi, fmin(b->capacity_per_s * want / b->threads, cap_limit), -1, 0);
+  return rc;
+}
+
 /* Stage rows are copied before use: their names are written into r->recommendations, which is in r. */
 static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
   const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
@@ -114,10 +111,8 @@ static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
   double cores_used = r->cores_used;
   double free_cores = r->ncpu - cores_used;
   pb_recommendation *rc;
-  if (!cpu_bound(b)) { /* waits without CPU (latency): threads are cheap, add what the target needs */
-    if (!(rc = add(r))) return;
-    snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
-    rc->predicted_samples_per_s = predict(r, bi, fmin(b->capacity_per_s * want / t, cap_limit), -1, 0);
+  if (!pb_stage_cpu_bound(b)) { /* waits without CPU (latency): threads are cheap, add what the target needs */
+    if (!(rc = set_threads(r, b, bi, want, cap_limit))) return;
     snprintf(rc->reason, sizeof rc->reason,
              "%s is the bottleneck and mostly waits (CPU %.0f %% of its busy time): %d threads instead of %d "
              "overlap more waits, up to the next limit of %.1f samples/s",
@@ -127,9 +122,7 @@ static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
   int extra = (int)floor(free_cores / (b->cpu_fraction > 0 ? b->cpu_fraction : 1) + 1e-9);
   if (extra >= 1) {
     if (want > t + extra) want = t + extra;
-    if (!(rc = add(r))) return;
-    snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
-    rc->predicted_samples_per_s = predict(r, bi, fmin(b->capacity_per_s * want / t, cap_limit), -1, 0);
+    if (!(rc = set_threads(r, b, bi, want, cap_limit))) return;
     snprintf(rc->reason, sizeof rc->reason,
              "%s is the bottleneck and CPU-bound (CPU %.0f %% of its busy time); %.1f of %d cores are free, "
              "so %d threads instead of %d",
@@ -270,7 +263,7 @@ void pb_recommend(pb_report *r, const pb_record *rec) {
   r->nrecommendations = 0;
   if (!r->classification || strcmp(r->classification, "not_input_bound") == 0) return;
   int bi = -1;
-  if (r->bottleneck_stage[0] && strcmp(r->bottleneck_stage, "device") != 0) find_stage(r, r->bottleneck_stage, &bi);
+  if (r->bottleneck_stage[0] && strcmp(r->bottleneck_stage, "device") != 0) bi = pb_report_stage_index(r, r->bottleneck_stage);
   if (bi >= 0) {
     const char *type = r->stages[bi].type;
     if (strcmp(type, "read") == 0) recommend_cache(r, rec, bi);
