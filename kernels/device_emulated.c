@@ -1,13 +1,15 @@
 /* The emulated device: a single copy engine moving bytes at device.h2d_gb_per_s, and a step that lasts
  * device.step_ms (constant, or drawn from a normal distribution with the seed).  Both wait with absolute
  * sleeps on the monotonic clock, so they cost no host CPU and do not drift; what they report is the
- * interval that really elapsed. */
+ * interval that really elapsed.  Device memory is not modelled: a batch is "on the device" once its copy
+ * time has passed, and normalize.on_device costs nothing here. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "device.h"
 
-static int emulated_h2d(pb_device *d, const pb_elem *batch, uint64_t *start_ns, uint64_t *end_ns) {
+static int emulated_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t) {
   /* bytes / (GB/s x 1e9) seconds = bytes / GB/s nanoseconds */
   uint64_t copy_ns = (uint64_t)((double)batch->bytes / d->h2d_gb_per_s);
   uv_mutex_lock(&d->copy_lock);
@@ -16,21 +18,15 @@ static int emulated_h2d(pb_device *d, const pb_elem *batch, uint64_t *start_ns, 
   d->copy_free_at_ns = start + copy_ns;
   uv_mutex_unlock(&d->copy_lock);
   pb_sleep_until_ns(start + copy_ns);
-  *start_ns = start;
-  *end_ns = pb_now_ns();
+  /* Waiting for the shared copy engine is part of the copy, as on a real link. */
+  *t = (pb_h2d_times){.start_ns = start, .end_ns = pb_now_ns(), .wait_start_ns = now, .wait_end_ns = now};
+  if (index >= 0) batch->device = (uint8_t)index;
   return 0;
 }
 
-static uint64_t draw_step_ns(pb_device *d, int index) {
-  double ms = d->step_ms;
-  if (d->step_normal) ms = pb_rng_normal(&d->rng[index], d->step_ms, d->step_stdev_ms);
-  return ms > 0 ? (uint64_t)(ms * 1e6) : 0;
-}
-
-static int emulated_step(pb_device *d, int index, const pb_elem *batch, uint64_t *start_ns,
-                         uint64_t *end_ns) {
+static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t *start_ns, uint64_t *end_ns) {
   uint64_t t0 = pb_now_ns();
-  uint64_t step_ns = draw_step_ns(d, index);
+  uint64_t step_ns = (uint64_t)(pb_device_draw_step_ms(d, index) * 1e6);
   if (step_ns) pb_sleep_until_ns(t0 + step_ns);
   *start_ns = t0;
   *end_ns = step_ns ? pb_now_ns() : t0;
@@ -48,11 +44,16 @@ static const pb_device_ops emulated_ops = {
 void pb_device_emulated_init(pb_device *d, const pb_config *cfg) {
   *d = (pb_device){.ops = &emulated_ops, .kind = "emulated", .timing_source = "emulated"};
   d->count = cfg->device.count;
+  d->idle_pct_cuda_events = NAN;
   d->h2d_gb_per_s = cfg->device.h2d_gb_per_s;
   d->step_normal = cfg->device.step_normal;
   d->step_ms = cfg->device.step_ms;
   d->step_stdev_ms = cfg->device.step_stdev_ms;
   snprintf(d->name, sizeof d->name, "H2D %g GB/s, step %s", d->h2d_gb_per_s, d->step_normal ? "normal" : "constant");
+  for (int i = 0; i < d->count && i < PB_MAX_DEVICES; i++) {
+    d->ids[i] = i;
+    snprintf(d->names[i], sizeof d->names[i], "emulated %d", i);
+  }
   uv_mutex_init(&d->copy_lock);
   for (int i = 0; i < PB_MAX_DEVICES; i++) pb_rng_seed(&d->rng[i], cfg->seed * 1000003u + (uint64_t)i);
 }

@@ -206,6 +206,8 @@ int pb_emit(pb_worker *w, const pb_elem *e) {
   return 0;
 }
 
+void pb_worker_note_blocked(pb_worker *w, uint64_t t0_ns, uint64_t t1_ns) { note_blocked(w, t0_ns, t1_ns, true, true); }
+
 pb_buf *pb_worker_get_buf(pb_worker *w, pb_pool *pool) {
   pb_buf *b = pb_pool_try_get(pool);
   if (b) return b;

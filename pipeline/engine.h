@@ -198,6 +198,9 @@ static inline uint64_t pb_elem_key(const pb_elem *e) {
 void pb_worker_trace_joined(pb_worker *w, uint64_t batch_id);
 /* Counts a sample-carrying element as in flight and releases its buffer. */
 void pb_worker_abandon(pb_worker *w, pb_elem *e);
+/* Time a call spent waiting for room downstream by other means than a queue or pool (a device buffer):
+ * counted as blocked-out time, not service. */
+void pb_worker_note_blocked(pb_worker *w, uint64_t t0_ns, uint64_t t1_ns);
 /* pb_pool_get with its wait counted as blocked-out time. */
 pb_buf *pb_worker_get_buf(pb_worker *w, pb_pool *pool);
 /* Time in [t0,t1) that falls inside the measured window. */

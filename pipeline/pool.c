@@ -7,7 +7,12 @@
 #include <string.h>
 
 int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align) {
+  return pb_pool_init_mem(p, count, buf_bytes, align, NULL);
+}
+
+int pb_pool_init_mem(pb_pool *p, int count, size_t buf_bytes, size_t align, const pb_pool_mem *mem) {
   memset(p, 0, sizeof *p);
+  if (mem) p->mem = *mem;
   uv_mutex_init(&p->lock);
   uv_cond_init(&p->available);
   p->bufs = calloc((size_t)count, sizeof *p->bufs);
@@ -31,8 +36,20 @@ int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align) {
   return 0;
 }
 
+static void *mem_alloc(pb_pool *p, size_t bytes) {
+  if (p->mem.alloc) return p->mem.alloc(p->mem.ctx, bytes);
+  return aligned_alloc(p->align, bytes);
+}
+
+static void mem_free(pb_pool *p, void *data) {
+  if (p->mem.alloc)
+    p->mem.free(p->mem.ctx, data);
+  else
+    free(data);
+}
+
 void pb_pool_close(pb_pool *p) {
-  for (int i = 0; p->bufs && i < p->count; i++) free(p->bufs[i].data);
+  for (int i = 0; p->bufs && i < p->count; i++) mem_free(p, p->bufs[i].data);
   free(p->bufs);
   p->bufs = NULL;
   uv_cond_destroy(&p->available);
@@ -43,10 +60,10 @@ int pb_buf_grow(pb_buf *b, size_t bytes, size_t keep_bytes) {
   if (b->capacity_bytes >= bytes && b->data) return 0;
   size_t align = b->pool->align;
   size_t rounded = (bytes + align - 1) / align * align; /* aligned_alloc wants a multiple */
-  void *data = aligned_alloc(align, rounded ? rounded : align);
+  void *data = mem_alloc(b->pool, rounded ? rounded : align);
   if (!data) return -ENOMEM;
   if (keep_bytes && b->data) memcpy(data, b->data, PB_POOL_MIN(keep_bytes, b->capacity_bytes));
-  free(b->data);
+  mem_free(b->pool, b->data);
   b->data = data;
   b->capacity_bytes = bytes;
   return 0;

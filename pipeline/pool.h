@@ -10,6 +10,14 @@
 
 typedef struct pb_pool pb_pool;
 
+/* Where a pool's buffers come from when not from aligned_alloc (pinned host memory on a GPU). alloc
+ * returns memory aligned at least to a page, or NULL. */
+typedef struct pb_pool_mem {
+  void *(*alloc)(void *ctx, size_t bytes);
+  void (*free)(void *ctx, void *p);
+  void *ctx;
+} pb_pool_mem;
+
 typedef struct pb_buf {
   pb_pool *pool;
   void *data;
@@ -26,12 +34,15 @@ struct pb_pool {
   bool cancelled;
   size_t buf_bytes;
   size_t align;
+  pb_pool_mem mem;              /* alloc NULL: aligned_alloc/free */
 };
 
 /* count buffers of buf_bytes each, aligned to `align` (a power of two >= sizeof(void*)).  buf_bytes 0
  * makes growable buffers allocated on first use (pb_buf_reserve): for payloads whose size varies, the
  * buffers grow to the largest payload during warm-up and are reused from then on. */
 int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align);
+/* The same with buffers from `mem` (NULL: the default allocator). */
+int pb_pool_init_mem(pb_pool *p, int count, size_t buf_bytes, size_t align, const pb_pool_mem *mem);
 /* Makes b hold at least `bytes` (its contents are not kept).  0 or -ENOMEM. */
 int pb_buf_reserve(pb_buf *b, size_t bytes);
 /* The same, keeping the first keep_bytes of its contents. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "engine.h"
 
 typedef struct batch_worker batch_worker;
@@ -45,13 +46,32 @@ static size_t batch_bytes(const pb_stage *s) { return (size_t)s->sample_bytes; }
 
 static uint64_t batch_memory(const pb_stage *s) { return (uint64_t)pool_buffers(s) * batch_bytes(s); }
 
+/* On a GPU the pool is pinned host memory (the device's allocator), so batches are collated straight
+ * into memory the copy engine can read by DMA. */
+static int pinned_failed(const pb_stage *s, batch_state *st, batch_worker *ws, pb_err *err) {
+  const pb_device *dev = s->engine->device;
+  int n = pool_buffers(s);
+  free(st);
+  free(ws);
+  return pb_err_set(err,
+                    "cannot allocate %d pinned batch buffers of %zu bytes (%.1f MB in all): %s (expected less: "
+                    "lower the prefetch depth or the batch size, or set stages.<h2d>.pinned=false)",
+                    n, batch_bytes(s), (double)n * (double)batch_bytes(s) / 1e6, dev->error),
+         -ENOMEM;
+}
+
 static int batch_init(pb_stage *s, pb_err *err) {
   batch_state *st = calloc(1, sizeof *st);
   batch_worker *ws = calloc((size_t)s->threads, sizeof *ws);
   if (!st || !ws) goto oom;
   st->batch_bytes = batch_bytes(s);
-  /* 4096-byte alignment: what O_DIRECT and pinned-memory registration want later. */
-  if (pb_pool_init(&st->pool, pool_buffers(s), st->batch_bytes, 4096) != 0) goto oom;
+  const pb_device *dev = s->engine->device;
+  const pb_pool_mem *mem = dev && dev->pinned_host ? &dev->host_mem : NULL;
+  /* 4096-byte alignment: what O_DIRECT and pinned-memory registration want. */
+  if (pb_pool_init_mem(&st->pool, pool_buffers(s), st->batch_bytes, 4096, mem) != 0) {
+    if (mem) return pinned_failed(s, st, ws, err);
+    goto oom;
+  }
   st->pool_ready = true;
   uv_mutex_init(&st->merge_lock);
   for (int k = 0; k < s->threads; k++) {

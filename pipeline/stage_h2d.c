@@ -1,6 +1,8 @@
 /* `h2d`: copies each batch to the device ahead of its step, on `streams` concurrent copies, so the copy
  * overlaps the previous step's compute.  Without this stage the device copies synchronously before each
- * step (then the whole copy is non-overlapped H2D time).  The copy is the device's (device.h). */
+ * step (then the whole copy is non-overlapped H2D time).  The copy is the device's (device.h): on a GPU
+ * it also picks the batch's device (round-robin) and waits for a free device buffer when the device is
+ * behind; that wait is counted as blocked (backpressure), not as copy time. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,13 +12,22 @@
 
 static int h2d_process(pb_worker *w, pb_elem *in) {
   pb_device *dev = w->stage->engine->device;
-  int rc = pb_device_h2d(dev, in, &in->h2d_start_ns, &in->h2d_end_ns);
+  pb_h2d_times t = {0};
+  int rc = pb_device_h2d(dev, -1, in, &t);
+  if (t.wait_end_ns > t.wait_start_ns) pb_worker_note_blocked(w, t.wait_start_ns, t.wait_end_ns);
+  if (rc == -ECANCELED) { /* the run is over: the batch is in flight, not an error */
+    pb_worker_abandon(w, in);
+    return 0;
+  }
   if (rc < 0) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "host-to-device copy failed: %s", strerror(-rc));
+    char msg[320];
+    const char *why = pb_device_error(dev);
+    snprintf(msg, sizeof msg, "host-to-device copy failed: %s", why[0] ? why : strerror(-rc));
     pb_worker_error(w, in, NULL, msg, true);
     return 0;
   }
+  in->h2d_start_ns = t.start_ns;
+  in->h2d_end_ns = t.end_ns;
   return pb_emit(w, in);
 }
 

@@ -46,13 +46,56 @@ static cJSON *finish(cJSON *obj, bool ok) {
   return NULL;
 }
 
+/* The step kernel's start-up check against CUDA events (GPU only; null on the emulated device). */
+static cJSON *step_kernel_json(const pb_report *r) {
+  if (!r->step_kernel_measured) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "target_ms", num(r->step_kernel_target_ms, MS), &ok);
+  put(o, "measured_ms", num(r->step_kernel_measured_ms, MS), &ok);
+  put(o, "error_pct", num(r->step_kernel_error_pct, PCT), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *one_device_json(const pb_device_report *d) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "index", cJSON_CreateNumber(d->index), &ok);
+  put(o, "id", cJSON_CreateNumber(d->id), &ok);
+  put(o, "name", str(d->name), &ok);
+  put(o, "steps", u64(d->steps), &ok);
+  put(o, "idle_pct", num(d->idle_pct, PCT), &ok);
+  put(o, "input_wait_ms", num(d->input_wait_ms, MS), &ok);
+  put(o, "h2d_gb_per_s", num(d->h2d_gb_per_s, FRAC), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *per_device_json(const pb_report *r) {
+  cJSON *a = cJSON_CreateArray();
+  bool ok = a != NULL;
+  for (int k = 0; ok && k < r->device_count && k < PB_MAX_DEVICES; k++) {
+    cJSON *d = one_device_json(&r->per_device[k]);
+    if (!d || !cJSON_AddItemToArray(a, d)) cJSON_Delete(d), ok = false;
+  }
+  return finish(a, ok);
+}
+
 static cJSON *device_json(const pb_report *r) {
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
+  int n = r->device_count < PB_MAX_DEVICES ? r->device_count : PB_MAX_DEVICES;
   put(o, "kind", str(r->device_kind), &ok);
   put(o, "name", str(r->device_name), &ok);
   put(o, "count", cJSON_CreateNumber(r->device_count), &ok);
+  put(o, "ids", cJSON_CreateIntArray(r->device_ids, n > 0 ? n : 0), &ok);
   put(o, "timing_source", str(r->timing_source), &ok);
+  put(o, "timing_source_reason",
+      r->timing_source_reason && r->timing_source_reason[0] ? str(r->timing_source_reason) : cJSON_CreateNull(), &ok);
+  put(o, "gpu_timestamps_dropped", u64(r->gpu_timestamps_dropped), &ok);
+  put(o, "idle_pct_cuda_events", num(r->idle_pct_cuda_events, PCT), &ok);
+  put(o, "step_kernel", step_kernel_json(r), &ok);
+  put(o, "per_device", per_device_json(r), &ok);
+  put(o, "most_idle", cJSON_CreateNumber(r->most_idle_device), &ok);
   return finish(o, ok);
 }
 

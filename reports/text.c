@@ -90,6 +90,32 @@ static void print_rates(const pb_report *r, FILE *out) {
           fmtd(&c, "%.2f", r->input_bound_pct), r->classification ? r->classification : "n/a");
 }
 
+/* GPU timing (where the timeline came from, and its cross-checks) and, with several devices, each one's
+ * idle time with the most idle named. */
+static void print_devices(const pb_report *r, FILE *out) {
+  numbuf a, b;
+  if (r->device_kind && strcmp(r->device_kind, "gpu") == 0) {
+    char text[512];
+    int n = snprintf(text, sizeof text, "%s", r->timing_source ? r->timing_source : "n/a");
+    if (r->timing_source_reason && r->timing_source_reason[0])
+      n += snprintf(text + n, sizeof text - (size_t)n, " (%s)", r->timing_source_reason);
+    if (!isnan(r->idle_pct_cuda_events) && n < (int)sizeof text)
+      n += snprintf(text + n, sizeof text - (size_t)n, "; idle by CUDA events %s %%",
+                    fmtd(&a, "%.2f", r->idle_pct_cuda_events));
+    if (r->step_kernel_measured && n < (int)sizeof text)
+      snprintf(text + n, sizeof text - (size_t)n, "; step kernel %s ms for %s ms", fmtd(&a, "%.3f", r->step_kernel_measured_ms),
+               fmtd(&b, "%.3f", r->step_kernel_target_ms));
+    wrapped(out, "timing", text);
+  }
+  if (r->device_count < 2) return;
+  char text[1024];
+  int n = 0;
+  for (int k = 0; k < r->device_count && k < PB_MAX_DEVICES && n < (int)sizeof text; k++)
+    n += snprintf(text + n, sizeof text - (size_t)n, "%s%d: idle %s %%%s", k ? ", " : "", k,
+                  fmtd(&a, "%.2f", r->per_device[k].idle_pct), k == r->most_idle_device ? " (most idle)" : "");
+  wrapped(out, "per device", text);
+}
+
 static void print_bottleneck(const pb_report *r, FILE *out) {
   if (!r->bottleneck_stage[0]) {
     fprintf(out, "%-*sn/a\n", LABEL, "bottleneck");
@@ -201,6 +227,7 @@ static void print_engine(const pb_report *r, FILE *out) {
 void pb_report_print_text(const pb_report *r, FILE *out) {
   print_header(r, out);
   print_rates(r, out);
+  print_devices(r, out);
   print_critical_path(r, out);
   print_bottleneck(r, out);
   print_recommendations(r, out);

@@ -189,6 +189,26 @@ static cJSON *stage_json(const pb_stage_rec *s, int *next_tid) {
   return finish(o, ok);
 }
 
+
+/* The GPU side of the device record (ids, names, timing source reason, step-kernel check, CUPTI
+ * cross-check); optional on load, so traces from before they existed still load. */
+static void device_extras(cJSON *d, const pb_record *rec, bool *ok) {
+  int n = rec->device_count > 0 && rec->device_count <= PB_MAX_DEVICES ? rec->device_count : 0;
+  cJSON *names = cJSON_CreateArray();
+  for (int k = 0; names && k < n; k++) cJSON_AddItemToArray(names, cJSON_CreateString(rec->device_names[k]));
+  put(d, "ids", cJSON_CreateIntArray(rec->device_ids, n), ok);
+  put(d, "names", names, ok);
+  put(d, "timing_source_reason", cJSON_CreateString(rec->timing_source_reason), ok);
+  cJSON *k = cJSON_CreateObject();
+  put(k, "measured", cJSON_CreateBool(rec->step_kernel.measured), ok);
+  put(k, "target_ms", j_dbl(rec->step_kernel.target_ms), ok);
+  put(k, "measured_ms", j_dbl(rec->step_kernel.measured_ms), ok);
+  put(k, "error_pct", j_dbl(rec->step_kernel.error_pct), ok);
+  put(d, "step_kernel", k, ok);
+  put(d, "idle_pct_cuda_events", j_dbl(rec->idle_pct_cuda_events), ok);
+  put(d, "gpu_timestamps_dropped", j_u64(rec->gpu_timestamps_dropped), ok);
+}
+
 static cJSON *record_json(const pb_record *rec) {
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
@@ -202,6 +222,7 @@ static cJSON *record_json(const pb_record *rec) {
   put(d, "name", cJSON_CreateString(rec->device_name), &ok);
   put(d, "count", cJSON_CreateNumber(rec->device_count), &ok);
   put(d, "timing_source", cJSON_CreateString(rec->timing_source), &ok);
+  device_extras(d, rec, &ok);
   put(o, "device", ok ? d : (cJSON_Delete(d), NULL), &ok);
   put(o, "start_ns", j_u64_str(rec->start_ns), &ok);
   put(o, "window_start_ns", j_rel(rec->window_start_ns, rec->start_ns), &ok);
@@ -842,6 +863,47 @@ static int load_first_errors(loader *l, const cJSON *v) {
   return 0;
 }
 
+/* Optional keys (see device_extras). */
+static int load_step_kernel(loader *l, const cJSON *k) {
+  pb_step_kernel_check *c = &l->rec->step_kernel;
+  int rc = v_object(l, k, "pipebench.device.step_kernel");
+  if (!rc) rc = v_bool(l, member(k, "measured"), "pipebench.device.step_kernel.measured", &c->measured);
+  if (!rc) rc = v_dbl(l, member(k, "target_ms"), "pipebench.device.step_kernel.target_ms", &c->target_ms);
+  if (!rc) rc = v_dbl(l, member(k, "measured_ms"), "pipebench.device.step_kernel.measured_ms", &c->measured_ms);
+  if (!rc) rc = v_dbl(l, member(k, "error_pct"), "pipebench.device.step_kernel.error_pct", &c->error_pct);
+  return rc;
+}
+
+static int load_device_lists(loader *l, const cJSON *d) {
+  pb_record *rec = l->rec;
+  int n = 0, rc = 0;
+  const cJSON *ids = member(d, "ids"), *names = member(d, "names");
+  if (ids && !(rc = v_array(l, ids, "pipebench.device.ids", PB_MAX_DEVICES, &n)))
+    for (int k = 0; !rc && k < n; k++)
+      rc = v_int(l, cJSON_GetArrayItem(ids, k), "pipebench.device.ids[]", 0, 1 << 20, &rec->device_ids[k]);
+  if (!rc && names && !(rc = v_array(l, names, "pipebench.device.names", PB_MAX_DEVICES, &n)))
+    for (int k = 0; !rc && k < n; k++)
+      rc = v_str(l, cJSON_GetArrayItem(names, k), "pipebench.device.names[]", rec->device_names[k],
+                 sizeof rec->device_names[k]);
+  return rc;
+}
+
+static int load_device_extras(loader *l, const cJSON *d) {
+  pb_record *rec = l->rec;
+  const cJSON *v;
+  int rc = load_device_lists(l, d);
+  rec->idle_pct_cuda_events = NAN;
+  if (!rc && (v = member(d, "timing_source_reason")))
+    rc = v_str(l, v, "pipebench.device.timing_source_reason", rec->timing_source_reason,
+               sizeof rec->timing_source_reason);
+  if (!rc && (v = member(d, "step_kernel"))) rc = load_step_kernel(l, v);
+  if (!rc && (v = member(d, "idle_pct_cuda_events")))
+    rc = v_dbl(l, v, "pipebench.device.idle_pct_cuda_events", &rec->idle_pct_cuda_events);
+  if (!rc && (v = member(d, "gpu_timestamps_dropped")))
+    rc = v_u64(l, v, "pipebench.device.gpu_timestamps_dropped", &rec->gpu_timestamps_dropped);
+  return rc;
+}
+
 static int load_device(loader *l, const cJSON *d) {
   pb_record *rec = l->rec;
   int rc = v_object(l, d, "pipebench.device");
@@ -851,6 +913,7 @@ static int load_device(loader *l, const cJSON *d) {
   if (!rc)
     rc = v_str(l, member(d, "timing_source"), "pipebench.device.timing_source", rec->timing_source,
                sizeof rec->timing_source);
+  if (!rc) rc = load_device_extras(l, d);
   return rc;
 }
 

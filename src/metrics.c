@@ -79,6 +79,59 @@ static void fill_steps(pb_report *r, const pb_record *rec, const step_sums *t) {
   r->classification = pb_classify(r->input_bound_pct);
 }
 
+double pb_steps_idle_pct(const pb_step *v, size_t n, int devices, int device, uint64_t ws, uint64_t we) {
+  if (we <= ws || devices < 1) return NAN;
+  uint64_t busy = 0;
+  for (size_t i = 0; i < n; i++)
+    if (device < 0 || v[i].device == device) busy += pb_overlap_ns(v[i].compute_start_ns, v[i].compute_end_ns, ws, we);
+  double span = (double)(we - ws) * (device < 0 ? devices : 1);
+  return 100.0 - (double)busy / span * 100.0;
+}
+
+/* Per device: its idle %, input wait and copy bandwidth; the most idle one is named. */
+static void fill_devices(pb_report *r, const pb_record *rec) {
+  int n = rec->device_count > 0 && rec->device_count <= PB_MAX_DEVICES ? rec->device_count : 1;
+  uint64_t wait_ns[PB_MAX_DEVICES] = {0}, copy_ns[PB_MAX_DEVICES] = {0}, copy_bytes[PB_MAX_DEVICES] = {0};
+  for (int k = 0; k < n; k++) {
+    pb_device_report *d = &r->per_device[k];
+    *d = (pb_device_report){.index = k, .id = rec->device_ids[k]};
+    snprintf(d->name, sizeof d->name, "%s", rec->device_names[k]);
+  }
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    const pb_step *st = &rec->steps[i];
+    if (!st->measured || st->device >= n) continue;
+    r->per_device[st->device].steps++;
+    wait_ns[st->device] += pb_step_breakdown(st).input_wait_ns;
+    if (st->h2d_end_ns <= st->h2d_start_ns) continue;
+    copy_ns[st->device] += st->h2d_end_ns - st->h2d_start_ns;
+    copy_bytes[st->device] += st->bytes;
+  }
+  bool measured = r->measured_s > 0;
+  r->most_idle_device = 0;
+  for (int k = 0; k < n; k++) {
+    pb_device_report *d = &r->per_device[k];
+    d->idle_pct = measured ? pb_steps_idle_pct(rec->steps, rec->nsteps, 1, k, rec->window_start_ns, rec->window_end_ns) : NAN;
+    d->input_wait_ms = d->steps ? (double)wait_ns[k] / (double)d->steps / 1e6 : NAN;
+    d->h2d_gb_per_s = copy_ns[k] ? (double)copy_bytes[k] / (double)copy_ns[k] : NAN; /* bytes/ns = GB/s */
+    if (d->idle_pct > r->per_device[r->most_idle_device].idle_pct) r->most_idle_device = k;
+  }
+}
+
+static void fill_device_info(pb_report *r, const pb_record *rec) {
+  r->device_kind = rec->device_kind;
+  snprintf(r->device_name, sizeof r->device_name, "%s", rec->device_name);
+  r->device_count = rec->device_count;
+  r->timing_source = rec->timing_source;
+  r->timing_source_reason = rec->timing_source_reason;
+  memcpy(r->device_ids, rec->device_ids, sizeof r->device_ids);
+  r->step_kernel_measured = rec->step_kernel.measured;
+  r->step_kernel_target_ms = rec->step_kernel.target_ms;
+  r->step_kernel_measured_ms = rec->step_kernel.measured_ms;
+  r->step_kernel_error_pct = rec->step_kernel.error_pct;
+  r->idle_pct_cuda_events = rec->idle_pct_cuda_events;
+  r->gpu_timestamps_dropped = rec->gpu_timestamps_dropped;
+}
+
 static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s) {
   const pb_counters *c = &s->ctr;
   snprintf(sr->name, sizeof sr->name, "%s", s->name);
@@ -152,10 +205,7 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->synthetic = rec->synthetic;
   r->interrupted = rec->interrupted;
   snprintf(r->config_name, sizeof r->config_name, "%s", rec->cfg->name);
-  r->device_kind = rec->device_kind;
-  snprintf(r->device_name, sizeof r->device_name, "%s", rec->device_name);
-  r->device_count = rec->device_count;
-  r->timing_source = rec->timing_source;
+  fill_device_info(r, rec);
   r->warmup_steps = rec->cfg->run.warmup_steps;
   bool measured = rec->measured_count > 0;
   r->measured_s = measured && rec->window_end_ns > rec->window_start_ns
@@ -165,6 +215,7 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   sum_steps(rec, &t);
   fill_steps(r, rec, &t);
   free(t.step_ms);
+  fill_devices(r, rec);
   fill_stages(r, rec);
   fill_accounting(r, rec);
   r->cpu_s = rec->cpu_s;

@@ -22,4 +22,8 @@ pb_step_parts pb_step_breakdown(const pb_step *st);
 
 const char *pb_classify(double input_bound_pct);
 
+/* Device idle % over [ws, we): 100 - compute time inside it / (devices x its length) x 100, over every
+ * step of `device` (-1: all devices, then `devices` of them).  NAN for an empty window. */
+double pb_steps_idle_pct(const pb_step *v, size_t n, int devices, int device, uint64_t ws, uint64_t we);
+
 #endif

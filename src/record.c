@@ -66,7 +66,14 @@ int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e,
   snprintf(rec->timing_source, sizeof rec->timing_source, "%s", d->timing_source);
   snprintf(rec->device_name, sizeof rec->device_name, "%s", d->name);
   rec->device_count = d->count;
-  rec->queued_samples = queued_samples;
+  snprintf(rec->timing_source_reason, sizeof rec->timing_source_reason, "%s", d->timing_source_reason);
+  memcpy(rec->device_ids, d->ids, sizeof rec->device_ids);
+  memcpy(rec->device_names, d->names, sizeof rec->device_names);
+  rec->step_kernel = d->step_kernel;
+  rec->idle_pct_cuda_events = d->idle_pct_cuda_events;
+  rec->gpu_timestamps_dropped = d->gpu_timestamps_dropped;
+  /* Batches dealt to a device that stopped before stepping them are queued samples too. */
+  rec->queued_samples = queued_samples + s->samples_undelivered;
   rec->cpu_s = cpu_s;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   rec->ncpu = n > 0 ? (int)n : 1;

@@ -43,6 +43,12 @@ typedef struct pb_record {
   /* device */
   char device_kind[16], timing_source[16], device_name[128];
   int device_count;
+  char timing_source_reason[256];  /* why CUPTI is not the source on a GPU ("" otherwise) */
+  int device_ids[PB_MAX_DEVICES];
+  char device_names[PB_MAX_DEVICES][64];
+  pb_step_kernel_check step_kernel;
+  double idle_pct_cuda_events;     /* the CUDA-event timeline's idle % when CUPTI's replaced it, else NAN */
+  uint64_t gpu_timestamps_dropped;
   /* steps (the device timeline) */
   pb_step *steps;               /* owned copy, in completion order */
   size_t nsteps;

@@ -13,6 +13,16 @@
 
 #define PB_MAX_FIRST_ERRORS 10
 
+/* One device's own timeline (several GPUs are dealt batches round-robin). */
+typedef struct pb_device_report {
+  int index, id;
+  char name[64];
+  uint64_t steps;               /* measured steps it ran */
+  double idle_pct;              /* 100 - its compute time in the window / window x 100 */
+  double input_wait_ms;         /* mean input wait per measured step */
+  double h2d_gb_per_s;          /* bytes copied / copy time, measured steps (NAN when none copied) */
+} pb_device_report;
+
 typedef struct pb_stage_report {
   char name[PB_NAME_LEN];
   const char *type;             /* "map", "batch", ... or "source" for the in-memory source */
@@ -67,6 +77,14 @@ typedef struct pb_report {
   char device_name[128];
   int device_count;
   const char *timing_source;    /* "cupti" | "cuda_events" | "emulated" */
+  const char *timing_source_reason; /* why not CUPTI on a GPU; "" otherwise */
+  int device_ids[PB_MAX_DEVICES];
+  bool step_kernel_measured;    /* GPU: the step kernel's check at start-up */
+  double step_kernel_target_ms, step_kernel_measured_ms, step_kernel_error_pct;
+  double idle_pct_cuda_events;  /* NAN unless CUPTI's timeline replaced the CUDA events' */
+  uint64_t gpu_timestamps_dropped;
+  pb_device_report per_device[PB_MAX_DEVICES]; /* device_count entries */
+  int most_idle_device;         /* index into per_device */
 
   /* measured window */
   double measured_s;            /* wall time of the measured window (after warm-up) */

@@ -190,9 +190,12 @@ static int execute(run_ctx *c) {
     wait_for_end(c);
   }
   pb_engine_cancel(&c->engine); /* wakes every worker and device thread */
+  pb_device_cancel(&c->device); /* and copies waiting for a device buffer */
   pb_steps_join(&c->steps);
   pb_engine_join(&c->engine);
   c->queued_samples = pb_engine_drain(&c->engine);
+  /* A GPU's own timeline (CUPTI) replaces the step intervals now that every step is in. */
+  pb_device_finish(&c->device, c->steps.v, c->steps.n, c->steps.window_start_ns, c->steps.window_end_ns);
   return rc ? PB_EXIT_RUNTIME : 0;
 }
 

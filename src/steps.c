@@ -19,6 +19,7 @@ int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d)
   if (!s->v) return -ENOMEM;
   uv_mutex_init(&s->lock);
   uv_cond_init(&s->changed);
+  uv_cond_init(&s->dealt);
   /* The run starts now, before the pipeline's threads do: without warm-up steps the window opens here,
    * so the stage counters see the pipeline filling. */
   s->start_ns = pb_now_ns();
@@ -37,6 +38,7 @@ static void finish_locked(pb_steps *s) {
   s->done = true;
   if (s->window_open) pb_engine_close_window(s->engine, s->window_end_ns);
   uv_cond_broadcast(&s->changed);
+  uv_cond_broadcast(&s->dealt);
 }
 
 /* A measured step whose device was already busy (or waiting) when the window opened starts at the
@@ -109,9 +111,12 @@ static int run_step(pb_steps *s, int index, pb_elem *batch, pb_step *st) {
   st->device = (uint16_t)index;
   st->h2d_start_ns = batch->h2d_start_ns;
   st->h2d_end_ns = batch->h2d_end_ns;
-  if (!batch->h2d_end_ns) {
-    int rc = pb_device_h2d(s->device, batch, &st->h2d_start_ns, &st->h2d_end_ns);
+  if (!batch->h2d_end_ns) { /* no h2d stage: the copy is part of the step, on this device */
+    pb_h2d_times t;
+    int rc = pb_device_h2d(s->device, index, batch, &t);
     if (rc) return rc;
+    st->h2d_start_ns = t.start_ns;
+    st->h2d_end_ns = t.end_ns;
   }
   return pb_device_step(s->device, index, batch, &st->compute_start_ns, &st->compute_end_ns);
 }
@@ -122,7 +127,8 @@ static void fail(pb_steps *s, const pb_elem *batch, int rc) {
   s->samples_failed += batch->nsamples;
   if (!s->failed) {
     s->failed = true;
-    snprintf(s->failure, sizeof s->failure, "device: a step failed: %s", strerror(-rc));
+    const char *why = pb_device_error(s->device);
+    snprintf(s->failure, sizeof s->failure, "device: a step failed: %s", why[0] ? why : strerror(-rc));
   }
   finish_locked(s);
   uv_mutex_unlock(&s->lock);
@@ -136,19 +142,87 @@ static uint64_t ready_time(const pb_elem *batch, uint64_t prev_end_ns, uint64_t 
   return t < popped_ns ? t : popped_ns;
 }
 
+/* ---- dealing batches to devices ---- */
+
+static bool fifo_take(pb_deal_fifo *f, pb_elem *out) {
+  if (f->n == 0) return false;
+  *out = f->v[f->head];
+  f->head = (f->head + 1) % f->cap;
+  f->n--;
+  return true;
+}
+
+static int fifo_put(pb_deal_fifo *f, const pb_elem *e) {
+  if (f->n == f->cap) { /* grow: bounded by the batches the pipeline can hold at once */
+    size_t cap = f->cap ? 2 * f->cap : 8;
+    pb_elem *v = malloc(cap * sizeof *v);
+    if (!v) return -ENOMEM;
+    for (size_t i = 0; i < f->n; i++) v[i] = f->v[(f->head + i) % f->cap];
+    free(f->v);
+    f->v = v;
+    f->head = 0;
+    f->cap = cap;
+  }
+  f->v[(f->head + f->n) % f->cap] = *e;
+  f->n++;
+  return 0;
+}
+
+/* The device a batch goes to: the one a GPU copy already put it on, else the next in turn. */
+static int deal_target(pb_steps *s, const pb_elem *b) {
+  if (s->device->assigns_at_h2d && b->h2d_end_ns && b->device < s->device->count) return b->device;
+  return (int)(s->next_deal++ % (uint64_t)s->device->count);
+}
+
+/* Under the lock: files a popped batch (or, at the end, notes there are no more). */
+static void file_batch(pb_steps *s, const pb_elem *b, int got) {
+  if (got <= 0) {
+    s->no_more = true;
+    return;
+  }
+  if (fifo_put(&s->fifo[deal_target(s, b)], b) == 0) return;
+  s->samples_undelivered += b->nsamples; /* out of memory: counted, never lost */
+  pb_buf_release(b->buf);
+  s->no_more = true;
+}
+
+/* The next batch for device `index`: from its own FIFO, or popped from the pipeline by whichever device
+ * thread is free (one at a time) and filed under its device.  False at the end of data or of the run. */
+static bool next_batch(pb_steps *s, int index, pb_elem *out) {
+  pb_queue *q = pb_engine_output(s->engine);
+  bool got_one = false;
+  uv_mutex_lock(&s->lock);
+  while (!(got_one = fifo_take(&s->fifo[index], out)) && !s->no_more && !s->done) {
+    if (s->popping) {
+      uv_cond_wait(&s->dealt, &s->lock);
+      continue;
+    }
+    s->popping = true;
+    uv_mutex_unlock(&s->lock);
+    pb_elem b;
+    int got = pb_queue_pop_many(q, &b, 1);
+    uv_mutex_lock(&s->lock);
+    s->popping = false;
+    file_batch(s, &b, got);
+    uv_cond_broadcast(&s->dealt);
+  }
+  uv_mutex_unlock(&s->lock);
+  return got_one;
+}
+
 static void device_main(void *p) {
   pb_device_thread *a = p;
   pb_steps *s = a->steps;
-  pb_queue *q = pb_engine_output(s->engine);
   uint64_t prev_end = s->start_ns;
   pb_thread_precise_timers();
   while (!is_done(s)) {
     pb_elem batch;
-    if (pb_queue_pop_many(q, &batch, 1) <= 0) break; /* end of data or cancelled */
+    if (!next_batch(s, a->index, &batch)) break; /* end of data or cancelled */
     pb_step st = {.prev_end_ns = prev_end, .ready_ns = ready_time(&batch, prev_end, pb_now_ns())};
     int rc = run_step(s, a->index, &batch, &st);
     pb_buf_release(batch.buf);
     if (rc) {
+      pb_device_discard(s->device, &batch);
       fail(s, &batch, rc);
       break;
     }
@@ -195,9 +269,23 @@ void pb_steps_stop(pb_steps *s) {
   uv_mutex_unlock(&s->lock);
 }
 
+/* Batches dealt to a device that stopped before stepping them: released, and their samples counted
+ * (the accounting's queued samples). */
+static void drain_fifos(pb_steps *s) {
+  for (int i = 0; i < PB_MAX_DEVICES; i++) {
+    pb_elem b;
+    while (fifo_take(&s->fifo[i], &b)) {
+      s->samples_undelivered += b.nsamples;
+      pb_device_discard(s->device, &b);
+      pb_buf_release(b.buf);
+    }
+  }
+}
+
 void pb_steps_join(pb_steps *s) {
   for (int i = 0; i < s->threads_started; i++) uv_thread_join(&s->threads[i].thread);
   s->threads_started = 0;
+  drain_fifos(s);
 }
 
 size_t pb_steps_count(pb_steps *s) {
@@ -208,6 +296,8 @@ size_t pb_steps_count(pb_steps *s) {
 }
 
 void pb_steps_close(pb_steps *s) {
+  for (int i = 0; i < PB_MAX_DEVICES; i++) free(s->fifo[i].v);
+  uv_cond_destroy(&s->dealt);
   uv_cond_destroy(&s->changed);
   uv_mutex_destroy(&s->lock);
   free(s->v);

@@ -25,6 +25,12 @@ typedef struct pb_step {
   bool measured;
 } pb_step;
 
+/* Batches taken from the pipeline for one device, in arrival order (growable ring). */
+typedef struct pb_deal_fifo {
+  pb_elem *v;
+  size_t head, n, cap;
+} pb_deal_fifo;
+
 typedef struct pb_steps pb_steps;
 typedef struct pb_device_thread {
   pb_steps *steps;
@@ -54,6 +60,14 @@ struct pb_steps {
   pb_device *device;
   int threads_started;
   pb_device_thread threads[PB_MAX_DEVICES];
+  /* Dealing batches to devices round-robin (or to the device a GPU copy chose): one thread at a time
+   * pops the pipeline's last queue and files each batch under its device. */
+  pb_deal_fifo fifo[PB_MAX_DEVICES];
+  bool popping;            /* a device thread is popping for everyone */
+  bool no_more;            /* the pipeline's output ended (or was cancelled) */
+  uint64_t next_deal;      /* round-robin counter */
+  uv_cond_t dealt;
+  uint64_t samples_undelivered; /* in batches dealt but never stepped (counted as queued) */
 };
 
 /* Call before pb_engine_start: the run's clock (and, without warm-up, the window) starts here. */
