@@ -72,10 +72,11 @@ static void test_normalize_on_device_moves_uint8(void **state) {
   double dev_per_sample = num(dev, "throughput.bytes_per_s") / num(dev, "throughput.samples_per_s");
   assert_true(fabs(host_per_sample - 32 * 32 * 3 * 4) < 1);
   assert_true(fabs(dev_per_sample - 32 * 32 * 3) < 1);
-  /* The copy's bandwidth is the emulated link's (1 GB/s here: 197 us per batch, so the sleep's
-   * overshoot of a few us does not matter) within 20 %. */
+  /* The copy's bandwidth: never above the emulated link's 1 GB/s (197 us per batch), and not far below
+   * it; a copy's end is when its sleeping thread woke, which a loaded 2-core machine delays by tens of
+   * microseconds, hence the wide lower bound. */
   double gbps = num(cJSON_GetArrayItem(at(host, "device.per_device"), 0), "h2d_gb_per_s");
-  if (gbps < 0.8 || gbps > 1.02) fail_msg("h2d_gb_per_s %.3f, expected ~1", gbps);
+  if (gbps < 0.5 || gbps > 1.005) fail_msg("h2d_gb_per_s %.3f, expected 0.5..1 (the link's 1 GB/s)", gbps);
 }
 
 static int make_tmp(void **state) { return e2e_make_tmp("pipebench-e2e-device"); }
