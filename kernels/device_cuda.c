@@ -298,6 +298,11 @@ static int launch_step(pb_device *d, cuda_state *cs, cuda_gpu *g, cuda_slot *s, 
   if (cs->normalize) {
     pb_norm_params p = cs->norm;
     p.n = (int)(batch->bytes / cs->sample_in_bytes); /* a short last batch has fewer */
+    if (batch->bytes % cs->sample_in_bytes || p.n > cs->norm.n) {
+      snprintf(d->error, sizeof d->error, "normalize.on_device: a batch of %zu bytes is not whole %zu-byte uint8 "
+               "samples (at most %d)", batch->bytes, cs->sample_in_bytes, cs->norm.n);
+      return -EIO;
+    }
     CK(d, (cudaError_t)pb_cuda_launch_normalize(g->compute, s->dev_in, g->dev_out, &p, g->sm_count));
   }
   long long cycles = (long long)(ms * g->cycles_per_ms);
@@ -349,12 +354,17 @@ static void cuda_cancel(pb_device *d) {
 
 /* Steps' prev_end (the previous step's end on the same device) and ready times follow the rewritten
  * compute ends, so the step breakdown stays consistent. */
-static void relink_steps(pb_step *v, size_t n, const uint64_t *old_end) {
+static void relink_steps(pb_step *v, size_t n, const uint64_t *old_end, uint64_t ws) {
   uint64_t last_old[PB_MAX_DEVICES] = {0}, last_new[PB_MAX_DEVICES] = {0};
   for (size_t i = 0; i < n; i++) {
     pb_step *st = &v[i];
     int k = st->device < PB_MAX_DEVICES ? st->device : 0;
     if (last_old[k] && st->prev_end_ns == last_old[k]) st->prev_end_ns = last_new[k];
+    if (st->measured) { /* a measured step that straddled the window's opening starts at it (steps.c) */
+      if (st->compute_start_ns < ws) st->compute_start_ns = ws;
+      if (st->prev_end_ns < ws) st->prev_end_ns = ws;
+      if (st->compute_end_ns < st->compute_start_ns) st->compute_end_ns = st->compute_start_ns;
+    }
     if (st->ready_ns < st->prev_end_ns) st->ready_ns = st->prev_end_ns;
     if (st->ready_ns > st->compute_start_ns) st->ready_ns = st->compute_start_ns;
     if (st->prev_end_ns > st->ready_ns) st->prev_end_ns = st->ready_ns;
@@ -381,7 +391,7 @@ static void apply_cupti(pb_device *d, pb_step *steps, size_t n, uint64_t ws, uin
   int rc = old_end ? pb_gpu_timeline_apply(&tl, steps, n, &stats) : -ENOMEM;
   d->gpu_timestamps_dropped = tl.dropped_invalid;
   if (rc == 0 && stats.compute_rewritten > 0) {
-    relink_steps(steps, n, old_end);
+    relink_steps(steps, n, old_end, ws);
     d->idle_pct_cuda_events = events_idle;
   } else {
     d->timing_source = "cuda_events";
@@ -506,7 +516,8 @@ static const pb_op_cfg *on_device_normalize(const pb_config *cfg, int batch_inde
 
 static void plan_normalize(cuda_state *cs, const pb_config *cfg, int bi, const pb_shape *in) {
   const pb_op_cfg *op = on_device_normalize(cfg, bi);
-  if (!op || op->dtype == PB_DTYPE_UINT8 || !in->known || in->ndims != 3) return;
+  /* The kernel reads uint8: any other input (a float dataset, a host normalize before) is not its job. */
+  if (!op || op->dtype == PB_DTYPE_UINT8 || !in->known || in->ndims != 3 || in->dtype != PB_DTYPE_UINT8) return;
   int c = (int)(in->chw ? in->dims[0] : in->dims[2]);
   if (c < 1 || c > PB_NORM_MAX_CHANNELS) return;
   pb_norm_params *p = &cs->norm;

@@ -192,7 +192,8 @@ static bool next_batch(pb_steps *s, int index, pb_elem *out) {
   pb_queue *q = pb_engine_output(s->engine);
   bool got_one = false;
   uv_mutex_lock(&s->lock);
-  while (!(got_one = fifo_take(&s->fifo[index], out)) && !s->no_more && !s->done) {
+  /* Once the run is over, leftovers stay filed for drain_fifos (counted as queued). */
+  while (!s->done && !(got_one = fifo_take(&s->fifo[index], out)) && !s->no_more) {
     if (s->popping) {
       uv_cond_wait(&s->dealt, &s->lock);
       continue;
@@ -221,12 +222,22 @@ static void device_main(void *p) {
     pb_step st = {.prev_end_ns = prev_end, .ready_ns = ready_time(&batch, prev_end, pb_now_ns())};
     int rc = run_step(s, a->index, &batch, &st);
     pb_buf_release(batch.buf);
+    if (rc == -ECANCELED) { /* the run ended while this batch waited for a device buffer: queued */
+      uv_mutex_lock(&s->lock);
+      s->samples_undelivered += batch.nsamples;
+      uv_mutex_unlock(&s->lock);
+      pb_device_discard(s->device, &batch);
+      break;
+    }
     if (rc) {
       pb_device_discard(s->device, &batch);
       fail(s, &batch, rc);
       break;
     }
-    if (record(s, &st)) break;
+    if (record(s, &st)) { /* out of memory for the step record: the run fails, the batch counted */
+      fail(s, &batch, -ENOMEM);
+      break;
+    }
     prev_end = st.compute_end_ns;
   }
   uv_mutex_lock(&s->lock);
