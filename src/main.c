@@ -10,7 +10,10 @@
 #include "config.h"
 #include "engine.h"
 #include "gen.h"
+#include "ab.h"
 #include "run.h"
+#include "sweep.h"
+#include "tune.h"
 
 #define MAX_SETS 256
 
@@ -22,7 +25,12 @@ static const char *const k_usage =
     "  pipebench analyze PATH [--out DIR] [--format LIST] [--json] [--quiet]\n"
     "                                              recompute the report from a saved trace.json (or the run\n"
     "                                              directory holding one); --out DIR writes DIR/report.json\n"
-    "  pipebench ab|tune|sweep|calibrate           (planned; not in this version)\n"
+    "  pipebench ab --config FILE [OPTIONS]        synthetic vs real (cold cache) vs real (warm cache)\n"
+    "  pipebench sweep --config FILE --set PATH=V1,V2,.. [...]   every combination, one table\n"
+    "  pipebench tune --config FILE [--budget-s N] [--write FILE] [--set PATH=V1,V2,..]\n"
+    "                                              search thread counts and prefetch depth; --set lists\n"
+    "                                              narrow the search to those values\n"
+    "  pipebench calibrate                         (planned; not in this version)\n"
     "  pipebench --help | --version\n"
     "\n"
     "options:\n"
@@ -47,6 +55,7 @@ typedef struct cli {
   char seed_set[64];
   bool device_given;
   bool force;
+  pb_tune_opts tune;
   pb_run_opts run;
 } cli;
 
@@ -100,6 +109,14 @@ static int set_seed(cli *c, const char *v) {
   return 0;
 }
 
+static int set_budget(cli *c, const char *v) {
+  char *end;
+  double s = strtod(v, &end);
+  if (!*v || *end || !(s > 0) || s > 1e7) return usage_error("--budget-s: \"%s\" is not a positive number of seconds (expected e.g. 600)", v);
+  c->tune.budget_s = s;
+  return 0;
+}
+
 /* Options that take a value; returns 1 when argv[*i] was not one of them. */
 static int parse_valued(cli *c, int argc, char **argv, int *i) {
   const char *v;
@@ -112,6 +129,8 @@ static int parse_valued(cli *c, int argc, char **argv, int *i) {
   else if ((v = option_value(argc, argv, i, "--device"))) return set_device(c, v);
   else if ((v = option_value(argc, argv, i, "--out"))) c->run.out_dir = v;
   else if ((v = option_value(argc, argv, i, "--seed"))) return set_seed(c, v);
+  else if (strcmp(c->command, "tune") == 0 && (v = option_value(argc, argv, i, "--budget-s"))) return set_budget(c, v);
+  else if (strcmp(c->command, "tune") == 0 && (v = option_value(argc, argv, i, "--write"))) c->tune.write_file = v;
   else if ((v = option_value(argc, argv, i, "--format"))) {
     c->run.formats_given = true;
     if (pb_parse_formats(v, &c->run.formats, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_USAGE;
@@ -218,9 +237,21 @@ static int cmd_analyze(cli *c) {
   return pb_analyze(c->path, &c->run);
 }
 
+/* ab, sweep and tune load the config themselves: sweep and tune read lists in --set values. */
+static int cmd_multi(cli *c) {
+  pb_multi m = {.command = c->command, .config_file = c->config, .base_sets = c->sets, .nbase_sets = c->nsets,
+                .run = c->run};
+  m.device_given = c->device_given;
+  if (strcmp(c->command, "ab") == 0) return pb_ab(&m);
+  if (strcmp(c->command, "sweep") == 0) return pb_sweep(&m);
+  return pb_tune(&m, &c->tune);
+}
+
 static int dispatch(cli *c) {
   if (strcmp(c->command, "analyze") == 0) return cmd_analyze(c);
   if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
+  if (strcmp(c->command, "ab") == 0 || strcmp(c->command, "sweep") == 0 || strcmp(c->command, "tune") == 0)
+    return cmd_multi(c);
   pb_config *cfg = calloc(1, sizeof *cfg);
   if (!cfg) return PB_EXIT_RUNTIME;
   pb_err err;
@@ -248,9 +279,8 @@ int main(int argc, char **argv) {
   cli c = {0};
   int rc = parse_args(&c, argc, argv);
   if (rc) return rc;
-  if (strcmp(c.command, "run") && strcmp(c.command, "validate") && strcmp(c.command, "gen") &&
-      strcmp(c.command, "analyze")) {
-    fprintf(stderr, "pipebench: %s: not in this version (expected run, validate, gen or analyze)\n", c.command);
+  if (strcmp(c.command, "calibrate") == 0) {
+    fprintf(stderr, "pipebench: %s: not in this version (expected run, validate, gen, analyze, ab, sweep or tune)\n", c.command);
     return PB_EXIT_USAGE;
   }
   return dispatch(&c);

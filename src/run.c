@@ -28,7 +28,9 @@ static void on_signal(int sig) {
   g_signalled = 1;
 }
 
-static void install_signals(void) {
+bool pb_run_signalled(void) { return g_signalled != 0; }
+
+void pb_run_install_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
@@ -58,7 +60,7 @@ int pb_parse_formats(const char *list, unsigned *formats, pb_err *err) {
 
 /* pipebench-out/<name>-<UTC yyyymmdd-HHMMSS>, made here; -2, -3.. when a run in the same second already
  * took the name (mkdir fails with EEXIST, so two runs can never share a directory). */
-static int make_default_out_dir(const pb_config *cfg, char *out, size_t len) {
+static int make_default_out_dir(const pb_config *cfg, const char *kind, char *out, size_t len) {
   char stamp[32];
   time_t now = time(NULL);
   struct tm tm;
@@ -66,10 +68,12 @@ static int make_default_out_dir(const pb_config *cfg, char *out, size_t len) {
   strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
   int rc = pb_mkdir_p("pipebench-out");
   for (int k = 1; !rc && k < 1000; k++) {
+    char name[160];
+    snprintf(name, sizeof name, "%s%s%s", cfg->name, kind ? "-" : "", kind ? kind : "");
     if (k == 1)
-      snprintf(out, len, "pipebench-out/%s-%s", cfg->name, stamp);
+      snprintf(out, len, "pipebench-out/%s-%s", name, stamp);
     else
-      snprintf(out, len, "pipebench-out/%s-%s-%d", cfg->name, stamp, k);
+      snprintf(out, len, "pipebench-out/%s-%s-%d", name, stamp, k);
     if (mkdir(out, 0777) == 0) return 0;
     if (errno != EEXIST) rc = -errno;
   }
@@ -136,7 +140,7 @@ static int open_device(run_ctx *c) {
   }
   c->device_open = true;
   c->engine.device = &c->device;
-  if (notice[0] && !c->opts->quiet) fprintf(stderr, "pipebench: %s\n", notice);
+  if (notice[0] && !c->opts->quiet && !c->opts->quiet_notices) fprintf(stderr, "pipebench: %s\n", notice);
   return 0;
 }
 
@@ -199,21 +203,25 @@ static int execute(run_ctx *c) {
   return rc ? PB_EXIT_RUNTIME : 0;
 }
 
-/* Made before the run, so that a bad --out fails in a second, not after a long run. */
-static int make_out_dir(run_ctx *c) {
+int pb_run_make_out_dir(const pb_config *cfg, const char *given, const char *kind, char *out, size_t len) {
   int rc;
-  if (c->opts->out_dir) {
-    snprintf(c->out_dir, sizeof c->out_dir, "%s", c->opts->out_dir);
-    rc = make_given_out_dir(c->out_dir);
+  if (given) {
+    snprintf(out, len, "%s", given);
+    rc = make_given_out_dir(out);
   } else {
-    rc = make_default_out_dir(c->cfg, c->out_dir, sizeof c->out_dir);
+    rc = make_default_out_dir(cfg, kind, out, len);
   }
   if (rc) {
     fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory)\n",
-            c->out_dir, strerror(-rc));
+            out, strerror(-rc));
     return PB_EXIT_RUNTIME;
   }
   return 0;
+}
+
+/* Made before the run, so that a bad --out fails in a second, not after a long run. */
+static int make_out_dir(run_ctx *c) {
+  return pb_run_make_out_dir(c->cfg, c->opts->out_dir, NULL, c->out_dir, sizeof c->out_dir);
 }
 
 /* trace.json (CONTRACT §5): written when asked for and the run was traced. */
@@ -275,6 +283,8 @@ static int report(run_ctx *c, double cpu0) {
   rc = write_trace(c, rec);
   if (!rc) rc = write_outputs(c, r);
   cJSON_Delete(r->config);
+  r->config = NULL;
+  if (c->opts->result) *c->opts->result = *r;
 out:
   if (rec) pb_record_free(rec);
   free(rec);
@@ -287,8 +297,7 @@ int pb_run(const pb_config *cfg, const pb_run_opts *opts) {
   if (!c) return PB_EXIT_RUNTIME;
   c->cfg = cfg;
   c->opts = opts;
-  g_signalled = 0;
-  install_signals();
+  pb_run_install_signals();
   double cpu0 = cpu_seconds();
   int rc = plan(c);
   if (!rc) rc = make_out_dir(c);

@@ -16,10 +16,23 @@ typedef struct pb_run_opts {
   unsigned formats;             /* PB_FMT_* bits */
   bool formats_given;           /* --format was on the command line */
   bool json_stdout, quiet, no_progress, no_trace;
+  /* For the commands made of several runs (ab, sweep, tune): */
+  bool quiet_notices;           /* no device fallback notice (a later run of the same command) */
+  struct pb_report *result;     /* when set, the run's report is copied here (its config left NULL) */
 } pb_run_opts;
 
 /* Returns the process exit status (CONTRACT §1); prints its own errors. */
 int pb_run(const pb_config *cfg, const pb_run_opts *opts);
+
+/* Installs the SIGINT/SIGTERM handlers: the first signal stops the current run cleanly (exit 130), a second
+ * one exits at once.  pb_run installs them too; a command of several runs checks pb_run_signalled()
+ * between runs. */
+void pb_run_install_signals(void);
+bool pb_run_signalled(void);
+
+/* Makes the output directory: `given` (--out; made if missing, must be writable), else
+ * pipebench-out/<name>[-<kind>]-<UTC yyyymmdd-HHMMSS>.  0, or an exit status after printing one line. */
+int pb_run_make_out_dir(const pb_config *cfg, const char *given, const char *kind, char *out, size_t len);
 
 /* For main.c: parse a --format list.  -EINVAL with err set on an unknown name. */
 int pb_parse_formats(const char *list, unsigned *formats, pb_err *err);

@@ -1,0 +1,103 @@
+#include "multirun.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "gen.h"
+
+int pb_multi_load(const pb_multi *m, const char *const *sets, int nsets, pb_config *cfg, pb_err *err) {
+  const char *all[PB_MULTI_MAX_SETS + 1];
+  int n = 0;
+  for (int i = 0; i < m->nbase_sets && n < PB_MULTI_MAX_SETS; i++) all[n++] = m->base_sets[i];
+  for (int i = 0; i < nsets && n < PB_MULTI_MAX_SETS; i++) all[n++] = sets[i];
+  all[n] = NULL;
+  return pb_config_load(cfg, m->config_file, all, n, err);
+}
+
+int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data) {
+  pb_err err;
+  if (pb_multi_load(m, NULL, 0, base, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  if (pb_engine_check(base, !needs_real_data, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  if (needs_real_data && pb_gen_missing(base)) {
+    fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
+            base->dataset.path, (long long)base->dataset.generate.num_files);
+    pb_gen_opts g = {.quiet = m->run.quiet};
+    int rc = pb_gen(base, &g);
+    if (rc) return rc;
+  }
+  pb_run_install_signals();
+  return pb_run_make_out_dir(base, m->run.out_dir, m->command, m->out_dir, sizeof m->out_dir);
+}
+
+int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synthetic, pb_report *report) {
+  pb_run_opts o = m->run;
+  char dir[PB_PATH_LEN + 64];
+  snprintf(dir, sizeof dir, "%s/%s", m->out_dir, name);
+  o.out_dir = dir;
+  o.synthetic = synthetic;
+  if (!m->device_given) o.device = cfg->device.kind;
+  o.formats = (m->run.formats & PB_FMT_TRACE) | PB_FMT_JSON; /* the command prints its own table */
+  o.json_stdout = false;
+  o.no_progress = true;
+  o.quiet_notices = m->first_notice_shown;
+  o.result = report;
+  m->first_notice_shown = true;
+  m->runs++;
+  memset(report, 0, sizeof *report);
+  report->samples_per_s = NAN;
+  return pb_run(cfg, &o);
+}
+
+static void add_number(cJSON *o, const char *key, double v) {
+  if (isnan(v) || isinf(v)) cJSON_AddNullToObject(o, key);
+  else cJSON_AddNumberToObject(o, key, v);
+}
+
+const char *pb_multi_bottleneck(const pb_report *r) {
+  return r->bottleneck_stage[0] ? r->bottleneck_stage : "-";
+}
+
+cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddNumberToObject(o, "status", status);
+  cJSON_AddStringToObject(o, "out_dir", out_dir);
+  bool have = r->version != NULL; /* the run wrote a report */
+  add_number(o, "samples_per_s", have ? r->samples_per_s : NAN);
+  add_number(o, "batches_per_s", have ? r->batches_per_s : NAN);
+  add_number(o, "device_idle_pct", have ? r->device_idle_pct : NAN);
+  add_number(o, "accelerator_utilization_pct", have ? r->accelerator_utilization_pct : NAN);
+  add_number(o, "input_bound_pct", have ? r->input_bound_pct : NAN);
+  if (have && r->classification) cJSON_AddStringToObject(o, "classification", r->classification);
+  else cJSON_AddNullToObject(o, "classification");
+  if (have && r->bottleneck_stage[0]) cJSON_AddStringToObject(o, "bottleneck", r->bottleneck_stage);
+  else cJSON_AddNullToObject(o, "bottleneck");
+  cJSON_AddBoolToObject(o, "interrupted", have && r->interrupted);
+  return o;
+}
+
+int pb_multi_write_json(const pb_multi *m, const char *name, const cJSON *json) {
+  char path[PB_PATH_LEN + 64];
+  snprintf(path, sizeof path, "%s/%s", m->out_dir, name);
+  char *text = json ? cJSON_Print(json) : NULL;
+  FILE *f = text ? fopen(path, "w") : NULL;
+  int rc = 0;
+  if (!f || fprintf(f, "%s\n", text) < 0) rc = text ? -errno : -ENOMEM;
+  if (f && fclose(f) != 0 && !rc) rc = -errno;
+  free(text);
+  if (rc) {
+    fprintf(stderr, "pipebench: %s: cannot write: %s\n", path, strerror(-rc));
+    return PB_EXIT_RUNTIME;
+  }
+  return 0;
+}

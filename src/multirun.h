@@ -1,0 +1,50 @@
+/* What the commands made of several runs share (ab, sweep, tune): loading the config with the command
+ * line's --set overrides plus a trial's own, running it quietly into a subdirectory of the command's output
+ * directory and keeping its report, and the one-line and JSON summaries of a run. */
+#ifndef PB_MULTIRUN_H
+#define PB_MULTIRUN_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "report.h"
+#include "run.h"
+
+#define PB_MULTI_MAX_SETS 320
+
+typedef struct pb_multi {
+  const char *command;          /* "ab", "sweep", "tune" */
+  const char *config_file;
+  const char *const *base_sets; /* the command line's --set overrides (fixed for every run) */
+  int nbase_sets;
+  pb_run_opts run;              /* the command line's options; out_dir is the command's directory */
+  bool device_given;            /* --device given; else each run uses its config's device.kind */
+  char out_dir[PB_PATH_LEN];    /* made by pb_multi_begin */
+  int runs;                     /* runs started so far */
+  bool first_notice_shown;
+} pb_multi;
+
+/* Loads the base config, checks it can run, generates a preset's missing dataset (unless every run is
+ * synthetic) and makes the output directory.  0, or the exit status after printing one line. */
+int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data);
+
+/* The config with the base overrides, then `sets` (PATH=VALUE each).  0, or -EINVAL with err set. */
+int pb_multi_load(const pb_multi *m, const char *const *sets, int nsets, pb_config *cfg, pb_err *err);
+
+/* Runs `cfg` into <out_dir>/<name> (report.json, and trace.json unless --no-trace or --format leaves it
+ * out), without its text summary or progress; `report` receives the run's report when the run got as far
+ * as writing one.  Returns pb_run's exit status. */
+int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synthetic, pb_report *report);
+
+/* A run's headline figures as JSON: status, out_dir, samples_per_s, batches_per_s, device_idle_pct,
+ * accelerator_utilization_pct, input_bound_pct, classification, bottleneck, interrupted. */
+cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir);
+
+/* Writes `json` pretty-printed to <out_dir>/<name>.  0, or PB_EXIT_RUNTIME after printing one line. */
+int pb_multi_write_json(const pb_multi *m, const char *name, const cJSON *json);
+
+/* "bottleneck" cell of a table: the stage, "device", or "-". */
+const char *pb_multi_bottleneck(const pb_report *r);
+
+#endif

@@ -1,0 +1,304 @@
+/* pipebench sweep: the cartesian product of the --set lists, run one after the other in the order of the
+ * lists (the last list varies fastest), each into <out>/trial-NNN.  Every combination's config is loaded
+ * before the first run, so a bad value fails in a second, not after an hour of runs. */
+#include "sweep.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PB_SWEEP_MAX_TRIALS 4096
+
+typedef struct sweep {
+  pb_multi *m;
+  pb_axis axes[PB_SWEEP_MAX_AXES];
+  int naxes;
+  const char *fixed[PB_MULTI_MAX_SETS];
+  int nfixed;
+  int ntrials;
+  int *status;                  /* per trial: pb_run's exit status, -1 = not run */
+  pb_report *reports;           /* per trial */
+  int best;                     /* trial index, -1 = none */
+} sweep;
+
+/* ---------- the lists ---------- */
+
+static int add_axis(pb_axis *a, const char *set, size_t path_len, const char *list, pb_err *err) {
+  memset(a, 0, sizeof *a);
+  if (path_len >= sizeof a->path) return pb_err_set(err, "--set %s: path too long (expected a dotted config path)", set);
+  memcpy(a->path, set, path_len);
+  for (const char *v = list;; v++) {
+    size_t len = strcspn(v, ",");
+    if (len == 0) return pb_err_set(err, "--set %s: empty value in the list (expected PATH=V1,V2,..)", set);
+    if (len >= sizeof a->values[0] || a->nvalues == PB_SWEEP_MAX_VALUES)
+      return pb_err_set(err, "--set %s: too many or too long values (expected at most %d values of %zu characters)",
+                        set, PB_SWEEP_MAX_VALUES, sizeof a->values[0] - 1);
+    memcpy(a->values[a->nvalues], v, len);
+    a->values[a->nvalues++][len] = '\0';
+    v += len;
+    if (!*v) break;
+  }
+  return 0;
+}
+
+int pb_sweep_split_sets(const char *const *sets, int nsets, pb_axis *axes, int *naxes, const char **fixed,
+                        int *nfixed, pb_err *err) {
+  *naxes = *nfixed = 0;
+  for (int i = 0; i < nsets; i++) {
+    const char *eq = strchr(sets[i], '=');
+    const char *v = eq ? eq + 1 : NULL;
+    bool list = v && strchr(v, ',') && v[0] != '[' && v[0] != '{' && v[0] != '"';
+    if (!list) {
+      fixed[(*nfixed)++] = sets[i];
+      continue;
+    }
+    if (*naxes == PB_SWEEP_MAX_AXES)
+      return pb_err_set(err, "--set %s: more than %d lists (expected fewer swept paths)", sets[i], PB_SWEEP_MAX_AXES);
+    int rc = add_axis(&axes[*naxes], sets[i], (size_t)(eq - sets[i]), v, err);
+    if (rc) return rc;
+    ++*naxes;
+  }
+  return 0;
+}
+
+/* Trial t's value index on axis a: the last axis varies fastest. */
+static int value_index(const sweep *s, int t, int a) {
+  for (int b = s->naxes - 1; b > a; b--) t /= s->axes[b].nvalues;
+  return t % s->axes[a].nvalues;
+}
+
+/* Trial t's --set expressions into buf (one per axis). */
+static void trial_sets(const sweep *s, int t, char buf[][320], const char **sets) {
+  for (int a = 0; a < s->naxes; a++) {
+    snprintf(buf[a], 320, "%s=%s", s->axes[a].path, s->axes[a].values[value_index(s, t, a)]);
+    sets[a] = buf[a];
+  }
+}
+
+/* Loads every combination once: a value the config refuses stops the sweep before any run. */
+static int check_all(sweep *s, pb_config *cfg) {
+  char buf[PB_SWEEP_MAX_AXES][320];
+  const char *sets[PB_SWEEP_MAX_AXES];
+  pb_err err;
+  for (int t = 0; t < s->ntrials; t++) {
+    trial_sets(s, t, buf, sets);
+    if (pb_multi_load(s->m, sets, s->naxes, cfg, &err)) {
+      fprintf(stderr, "pipebench: %s\n", err.msg);
+      return PB_EXIT_USAGE;
+    }
+  }
+  return 0;
+}
+
+/* ---------- output ---------- */
+
+static const char *fmt_num(char *buf, size_t len, const char *fmt, double v) {
+  if (isnan(v)) snprintf(buf, len, "n/a");
+  else snprintf(buf, len, fmt, v);
+  return buf;
+}
+
+static bool ran(const sweep *s, int t) { return s->status[t] >= 0 && s->reports[t].version; }
+
+static void pick_best(sweep *s) {
+  s->best = -1;
+  for (int t = 0; t < s->ntrials; t++)
+    if (ran(s, t) && s->status[t] == 0 && !isnan(s->reports[t].samples_per_s) &&
+        (s->best < 0 || s->reports[t].samples_per_s > s->reports[s->best].samples_per_s))
+      s->best = t;
+}
+
+static void print_table(const sweep *s, FILE *out) {
+  fprintf(out, "%-5s", "trial");
+  for (int a = 0; a < s->naxes; a++) fprintf(out, " %-*s", (int)PB_MAX(8, strlen(s->axes[a].path)), s->axes[a].path);
+  fprintf(out, " %12s %8s %8s  %-14s\n", "samples/s", "idle %", "AU %", "bottleneck");
+  for (int t = 0; t < s->ntrials; t++) {
+    if (s->status[t] < 0) continue;
+    char b1[32], b2[32], b3[32];
+    const pb_report *r = &s->reports[t];
+    fprintf(out, "%-5d", t + 1);
+    for (int a = 0; a < s->naxes; a++)
+      fprintf(out, " %-*s", (int)PB_MAX(8, strlen(s->axes[a].path)), s->axes[a].values[value_index(s, t, a)]);
+    if (!ran(s, t)) {
+      fprintf(out, " failed (exit %d)\n", s->status[t]);
+      continue;
+    }
+    fprintf(out, " %12s %8s %8s  %-14s%s\n", fmt_num(b1, sizeof b1, "%.1f", r->samples_per_s),
+            fmt_num(b2, sizeof b2, "%.1f", r->device_idle_pct), fmt_num(b3, sizeof b3, "%.1f", r->accelerator_utilization_pct),
+            pb_multi_bottleneck(r), t == s->best ? "  <- best" : s->status[t] ? "  (failed)" : "");
+  }
+}
+
+static void csv_num(FILE *f, double v) {
+  if (isnan(v)) fputc(',', f);
+  else fprintf(f, ",%.6g", v);
+}
+
+/* sweep.csv: one row per trial run, the swept values as columns. */
+static int write_csv(const sweep *s) {
+  char path[PB_PATH_LEN + 32];
+  snprintf(path, sizeof path, "%s/sweep.csv", s->m->out_dir);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "pipebench: %s: cannot write the table\n", path);
+    return PB_EXIT_RUNTIME;
+  }
+  fprintf(f, "trial");
+  for (int a = 0; a < s->naxes; a++) fprintf(f, ",%s", s->axes[a].path);
+  fprintf(f, ",status,samples_per_s,batches_per_s,device_idle_pct,accelerator_utilization_pct,bottleneck,best\n");
+  for (int t = 0; t < s->ntrials; t++) {
+    if (s->status[t] < 0) continue;
+    const pb_report *r = &s->reports[t];
+    fprintf(f, "%d", t + 1);
+    for (int a = 0; a < s->naxes; a++) fprintf(f, ",%s", s->axes[a].values[value_index(s, t, a)]);
+    fprintf(f, ",%d", s->status[t]);
+    csv_num(f, ran(s, t) ? r->samples_per_s : NAN);
+    csv_num(f, ran(s, t) ? r->batches_per_s : NAN);
+    csv_num(f, ran(s, t) ? r->device_idle_pct : NAN);
+    csv_num(f, ran(s, t) ? r->accelerator_utilization_pct : NAN);
+    fprintf(f, ",%s,%d\n", ran(s, t) ? pb_multi_bottleneck(r) : "", t == s->best);
+  }
+  return fclose(f) == 0 ? 0 : PB_EXIT_RUNTIME;
+}
+
+static cJSON *trial_json(const sweep *s, int t) {
+  char dir[PB_PATH_LEN + 32];
+  snprintf(dir, sizeof dir, "%s/trial-%03d", s->m->out_dir, t + 1);
+  cJSON *o = pb_multi_run_json(&s->reports[t], s->status[t], dir);
+  cJSON *sets = cJSON_AddObjectToObject(o, "sets");
+  for (int a = 0; a < s->naxes; a++) cJSON_AddStringToObject(sets, s->axes[a].path, s->axes[a].values[value_index(s, t, a)]);
+  cJSON_AddNumberToObject(o, "trial", t + 1);
+  cJSON_AddBoolToObject(o, "best", t == s->best);
+  return o;
+}
+
+static cJSON *sweep_json(const sweep *s, bool interrupted) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "command", "sweep");
+  cJSON_AddStringToObject(o, "config", s->m->config_file);
+  cJSON *fixed = cJSON_AddArrayToObject(o, "fixed_sets");
+  for (int i = 0; i < s->nfixed; i++) cJSON_AddItemToArray(fixed, cJSON_CreateString(s->fixed[i]));
+  cJSON *axes = cJSON_AddArrayToObject(o, "axes");
+  for (int a = 0; a < s->naxes; a++) {
+    cJSON *ax = cJSON_CreateObject();
+    cJSON_AddStringToObject(ax, "path", s->axes[a].path);
+    cJSON *vals = cJSON_AddArrayToObject(ax, "values");
+    for (int v = 0; v < s->axes[a].nvalues; v++) cJSON_AddItemToArray(vals, cJSON_CreateString(s->axes[a].values[v]));
+    cJSON_AddItemToArray(axes, ax);
+  }
+  cJSON_AddNumberToObject(o, "combinations", s->ntrials);
+  cJSON *trials = cJSON_AddArrayToObject(o, "trials");
+  for (int t = 0; t < s->ntrials; t++)
+    if (s->status[t] >= 0) cJSON_AddItemToArray(trials, trial_json(s, t));
+  if (s->best >= 0) cJSON_AddItemToObject(o, "best", trial_json(s, s->best));
+  else cJSON_AddNullToObject(o, "best");
+  cJSON_AddBoolToObject(o, "interrupted", interrupted);
+  return o;
+}
+
+/* ---------- the runs ---------- */
+
+static int run_trial(sweep *s, int t, pb_config *cfg) {
+  char buf[PB_SWEEP_MAX_AXES][320], name[32];
+  const char *sets[PB_SWEEP_MAX_AXES];
+  pb_err err;
+  trial_sets(s, t, buf, sets);
+  if (pb_multi_load(s->m, sets, s->naxes, cfg, &err)) { /* checked before; the files may have changed */
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  snprintf(name, sizeof name, "trial-%03d", t + 1);
+  uint64_t t0 = pb_now_ns();
+  int rc = pb_multi_run(s->m, cfg, name, s->m->run.synthetic, &s->reports[t]);
+  if (!s->m->run.quiet) {
+    char line[1024] = "";
+    size_t len = 0;
+    for (int a = 0; a < s->naxes && len < sizeof line; a++)
+      len += (size_t)snprintf(line + len, sizeof line - len, "%s%s", a ? " " : "", sets[a]);
+    char b[32];
+    fprintf(stderr, "pipebench: sweep: trial %d/%d %s: %.1f s, %s samples/s%s\n", t + 1, s->ntrials, line,
+            (double)(pb_now_ns() - t0) / 1e9, fmt_num(b, sizeof b, "%.1f", s->reports[t].samples_per_s),
+            rc ? " (failed)" : "");
+  }
+  return rc;
+}
+
+static int run_all(sweep *s, pb_config *cfg, bool *interrupted) {
+  int worst = 0;
+  for (int t = 0; t < s->ntrials; t++) {
+    if (pb_run_signalled()) break;
+    s->status[t] = run_trial(s, t, cfg);
+    if (s->status[t] == PB_EXIT_INTERRUPTED || pb_run_signalled()) {
+      *interrupted = true;
+      return PB_EXIT_INTERRUPTED;
+    }
+    if (s->status[t] && !worst) worst = s->status[t];
+  }
+  return worst;
+}
+
+static int finish(sweep *s, int rc, bool interrupted) {
+  pick_best(s);
+  cJSON *json = sweep_json(s, interrupted);
+  int wrc = pb_multi_write_json(s->m, "sweep.json", json);
+  if (!wrc) wrc = write_csv(s);
+  if (s->m->run.json_stdout) {
+    char *text = cJSON_Print(json);
+    if (text) printf("%s\n", text);
+    free(text);
+  } else if (!s->m->run.quiet) {
+    print_table(s, stdout);
+    printf("\nsweep: %s/sweep.csv, %s/sweep.json\n", s->m->out_dir, s->m->out_dir);
+  }
+  cJSON_Delete(json);
+  return rc ? rc : wrc;
+}
+
+static int setup(sweep *s, pb_multi *m) {
+  pb_err err;
+  s->m = m;
+  if (pb_sweep_split_sets(m->base_sets, m->nbase_sets, s->axes, &s->naxes, s->fixed, &s->nfixed, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  if (s->naxes == 0) {
+    fprintf(stderr, "pipebench: sweep: no list to sweep (expected --set PATH=V1,V2,.. at least once)\n");
+    return PB_EXIT_USAGE;
+  }
+  long n = 1;
+  for (int a = 0; a < s->naxes && n <= PB_SWEEP_MAX_TRIALS; a++) n *= s->axes[a].nvalues;
+  if (n > PB_SWEEP_MAX_TRIALS) {
+    fprintf(stderr, "pipebench: sweep: more than %d combinations (expected shorter lists)\n", PB_SWEEP_MAX_TRIALS);
+    return PB_EXIT_USAGE;
+  }
+  s->ntrials = (int)n;
+  m->base_sets = s->fixed;
+  m->nbase_sets = s->nfixed;
+  s->status = malloc(sizeof *s->status * (size_t)n);
+  s->reports = calloc((size_t)n, sizeof *s->reports);
+  if (!s->status || !s->reports) return PB_EXIT_RUNTIME;
+  for (int t = 0; t < s->ntrials; t++) s->status[t] = -1;
+  return 0;
+}
+
+int pb_sweep(pb_multi *m) {
+  sweep *s = calloc(1, sizeof *s);
+  pb_config *cfg = calloc(1, sizeof *cfg);
+  int rc = s && cfg ? setup(s, m) : PB_EXIT_RUNTIME;
+  if (!rc) rc = check_all(s, cfg);
+  if (!rc) rc = pb_multi_begin(m, cfg, !m->run.synthetic);
+  if (!rc) {
+    bool interrupted = false;
+    if (!m->run.quiet) fprintf(stderr, "pipebench: sweep: %d combinations into %s\n", s->ntrials, m->out_dir);
+    rc = run_all(s, cfg, &interrupted);
+    rc = finish(s, rc, interrupted);
+  }
+  if (s) {
+    free(s->status);
+    free(s->reports);
+  }
+  free(s);
+  free(cfg);
+  return rc;
+}

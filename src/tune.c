@@ -1,0 +1,770 @@
+/* pipebench tune: a model-guided search of thread counts per stage and prefetch depth.
+ *
+ * The knobs: `threads` of every read, decode, map and batch stage, and the `depth` of the prefetch stage.
+ * Their values: the --set PATH=V1,V2,.. lists when given (the search then stays inside exactly the space
+ * a `pipebench sweep` of the same lists would run), else 1..256 threads and depth 1..256.
+ *
+ * Each trial is a measured run.  After each, the model is fitted again to the best run so far (Plumber,
+ * MLSys 2022): per stage, its CPU seconds per sample and its wall seconds per sample per thread.  A stage
+ * that is CPU-bound then delivers at most threads / CPU-s-per-sample, a stage that waits (latency) at most
+ * threads / wall-s-per-sample, and all the CPU work together at most ncpu / CPU-s-per-sample summed; the
+ * pipeline delivers the minimum of those, of the stages that are not knobs, and of the device's rate.
+ * The candidates for the next trial come from that model and from the run's analysis:
+ *   allocation   threads sized for the model's best rate (Plumber's allocation of cores to stages by
+ *                their measured per-core rates), with 10 % headroom
+ *   bottleneck   more threads for the stage the analysis blames (critical path, cross-checked)
+ *   move         a thread moved from a CPU-bound stage with slack to a CPU-bound bottleneck when the
+ *                cores are saturated
+ *   prefetch     twice the depth when the pipeline keeps up on average but the device still waits
+ *   recommend    the analysis' own recommendations that are knob changes (their predictions get checked)
+ * The candidate with the highest predicted samples/s runs next.  The search stops when the device is the
+ * limit, when no candidate is predicted to gain 2 %, after two trials in a row that did not gain 2 %,
+ * at the trial limit, or when the next trial would end after --budget-s.  Every trial's prediction is
+ * compared with its measurement.  See docs/TUNING.md. */
+#include "tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "engine.h"
+#include "sweep.h"
+
+#define MAX_KNOBS (PB_MAX_STAGES + 1)
+#define MAX_TRIALS 256
+#define DEFAULT_MAX_TRIALS 12
+#define DEFAULT_BUDGET_S 600.0
+#define GAIN 1.02                 /* a change must gain 2 % to count: run-to-run noise on a busy machine */
+#define HEADROOM 1.10             /* allocation: threads for 10 % more than the target rate */
+#define RANGE_MAX 256
+
+typedef struct knob {
+  int stage;                    /* config stage index */
+  bool depth;                   /* prefetch depth; else threads */
+  char path[PB_NAME_LEN + 32];  /* stages.<name>.threads|depth */
+  int nvalues;                  /* > 0: the listed values, ascending; 0: the range 1..RANGE_MAX */
+  int values[PB_SWEEP_MAX_VALUES];
+} knob;
+
+typedef struct point {
+  int v[MAX_KNOBS];
+} point;
+
+typedef struct trial {
+  point p;
+  char change[160];
+  double predicted;             /* samples/s (NAN for the first trial) */
+  int status;                   /* pb_run's exit status */
+  double wall_s;
+  pb_report *rep;
+} trial;
+
+/* The model fitted to one run (see the top of the file). */
+typedef struct model {
+  double device_rate, fixed_cap, cpu_other_s;
+  double cpu_s[MAX_KNOBS], wall_s[MAX_KNOBS], bw_cap[MAX_KNOBS];
+  bool cpu_bound[MAX_KNOBS], valid[MAX_KNOBS];
+  int ncpu;
+} model;
+
+typedef struct tuner {
+  pb_multi *m;
+  pb_config *cfg;               /* scratch */
+  knob knobs[MAX_KNOBS];
+  int nknobs;
+  const char *fixed[PB_MULTI_MAX_SETS];
+  int nfixed;
+  bool listed;                  /* the space was given as lists */
+  long space_size;              /* combinations, when listed */
+  trial trials[MAX_TRIALS];
+  int ntrials, best, max_trials;
+  double budget_s;
+  uint64_t t0_ns;
+  char stop_reason[256];
+  int ncpu;
+} tuner;
+
+/* ---------- knobs and points ---------- */
+
+static int knob_min(const knob *k) { return k->nvalues ? k->values[0] : 1; }
+static int knob_max(const knob *k) { return k->nvalues ? k->values[k->nvalues - 1] : RANGE_MAX; }
+
+/* The smallest allowed value >= want (the largest when none is). */
+static int snap_up(const knob *k, double want) {
+  if (!k->nvalues) return want < 1 ? 1 : want > RANGE_MAX ? RANGE_MAX : (int)ceil(want - 1e-9);
+  for (int i = 0; i < k->nvalues; i++)
+    if (k->values[i] >= want - 1e-9) return k->values[i];
+  return knob_max(k);
+}
+
+/* The largest allowed value <= want (the smallest when none is). */
+static int snap_down(const knob *k, double want) {
+  if (!k->nvalues) return want < 1 ? 1 : want > RANGE_MAX ? RANGE_MAX : (int)floor(want + 1e-9);
+  for (int i = k->nvalues - 1; i >= 0; i--)
+    if (k->values[i] <= want + 1e-9) return k->values[i];
+  return knob_min(k);
+}
+
+/* The next allowed value above / below cur, or cur when there is none. */
+static int step_up(const knob *k, int cur) { return cur >= knob_max(k) ? cur : snap_up(k, cur + 1); }
+static int step_down(const knob *k, int cur) { return cur <= knob_min(k) ? cur : snap_down(k, cur - 1); }
+
+static bool same_point(const tuner *t, const point *a, const point *b) {
+  for (int k = 0; k < t->nknobs; k++)
+    if (a->v[k] != b->v[k]) return false;
+  return true;
+}
+
+static bool tried(const tuner *t, const point *p) {
+  for (int i = 0; i < t->ntrials; i++)
+    if (same_point(t, &t->trials[i].p, p)) return true;
+  return false;
+}
+
+static void point_sets(const tuner *t, const point *p, char buf[][96], const char **sets) {
+  for (int k = 0; k < t->nknobs; k++) {
+    snprintf(buf[k], 96, "%s=%d", t->knobs[k].path, p->v[k]);
+    sets[k] = buf[k];
+  }
+}
+
+static int load_point(tuner *t, const point *p, pb_err *err) {
+  char buf[MAX_KNOBS][96];
+  const char *sets[MAX_KNOBS];
+  point_sets(t, p, buf, sets);
+  return pb_multi_load(t->m, sets, t->nknobs, t->cfg, err);
+}
+
+/* The pipeline's planned buffers at this point fit limits.max_memory_mb. */
+static bool fits_memory(tuner *t, const point *p) {
+  pb_err err;
+  if (load_point(t, p, &err)) return false;
+  pb_engine *e = calloc(1, sizeof *e);
+  if (!e) return false;
+  bool ok = false;
+  if (!pb_engine_plan(e, t->cfg, t->m->run.synthetic, t->cfg->device.count, &err)) {
+    char who[256];
+    ok = pb_engine_memory_bytes(e, who, sizeof who) <= (uint64_t)t->cfg->max_memory_mb * 1000000u;
+  }
+  pb_engine_close(e);
+  free(e);
+  return ok;
+}
+
+/* Threads of the CPU-bound stages (by the model) stay within twice the cores plus one per stage: a thread
+ * per core keeps the cores busy, the rest cover threads blocked on their queues; beyond that, threads only
+ * add switching and memory.  Stages that wait without CPU are not counted: threads are right for them. */
+static bool within_cores(const tuner *t, const model *md, const point *p) {
+  int threads = 0, stages = 0;
+  for (int k = 0; k < t->nknobs; k++)
+    if (!t->knobs[k].depth && md->valid[k] && md->cpu_bound[k]) threads += p->v[k], stages++;
+  return threads <= 2 * t->ncpu + stages;
+}
+
+/* ---------- the model ---------- */
+
+static double bandwidth_cap(const pb_stage_cfg *sc, const pb_stage_report *s) {
+  if (sc->type != PB_STAGE_READ || !(sc->bandwidth_mb_per_s > 0) || !s->calls || !s->bytes_out) return INFINITY;
+  return sc->bandwidth_mb_per_s * 1e6 / ((double)s->bytes_out / (double)s->calls);
+}
+
+static int knob_for_stage(const tuner *t, const char *name, bool depth) {
+  for (int k = 0; k < t->nknobs; k++)
+    if (t->knobs[k].depth == depth && strcmp(t->cfg->stages[t->knobs[k].stage].name, name) == 0) return k;
+  return -1;
+}
+
+static void fit_model(const tuner *t, const pb_report *r, model *md) {
+  memset(md, 0, sizeof *md);
+  md->ncpu = t->ncpu;
+  md->device_rate = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
+  md->fixed_cap = INFINITY;
+  for (int i = 0; i < r->nstages; i++) {
+    const pb_stage_report *s = &r->stages[i];
+    if (s->skipped || isnan(s->capacity_per_s) || s->capacity_per_s <= 0 || !s->calls) continue;
+    double cpu_frac = isnan(s->cpu_fraction) ? 0 : s->cpu_fraction;
+    double cpu_s = cpu_frac * s->threads / s->capacity_per_s;
+    int k = knob_for_stage(t, s->name, false);
+    if (k < 0) {
+      md->fixed_cap = fmin(md->fixed_cap, s->capacity_per_s);
+      md->cpu_other_s += cpu_s;
+      continue;
+    }
+    md->valid[k] = true;
+    md->cpu_bound[k] = pb_stage_cpu_bound(s);
+    md->cpu_s[k] = cpu_s;
+    md->wall_s[k] = s->threads / s->capacity_per_s;
+    md->bw_cap[k] = bandwidth_cap(&t->cfg->stages[t->knobs[k].stage], s);
+  }
+}
+
+/* A knob stage's samples/s with `threads` threads (CPU-bound: each thread on a core of its own). */
+static double stage_cap(const model *md, int k, int threads) {
+  double per_thread_s = md->cpu_bound[k] ? md->cpu_s[k] : md->wall_s[k];
+  double cap = per_thread_s > 0 ? threads / per_thread_s : INFINITY;
+  return fmin(cap, md->bw_cap[k]);
+}
+
+static double cores_limit(const tuner *t, const model *md) {
+  double cpu_s = md->cpu_other_s;
+  for (int k = 0; k < t->nknobs; k++)
+    if (md->valid[k]) cpu_s += md->cpu_s[k];
+  return cpu_s > 0 ? md->ncpu / cpu_s : INFINITY;
+}
+
+static double predict(const tuner *t, const model *md, const point *p) {
+  double rate = fmin(fmin(md->device_rate, md->fixed_cap), cores_limit(t, md));
+  for (int k = 0; k < t->nknobs; k++)
+    if (!t->knobs[k].depth && md->valid[k]) rate = fmin(rate, stage_cap(md, k, p->v[k]));
+  return isinf(rate) ? NAN : rate;
+}
+
+/* The best the model allows with any threads: the device, the fixed stages, the cores, bandwidth caps. */
+static double ceiling(const tuner *t, const model *md) {
+  double rate = fmin(fmin(md->device_rate, md->fixed_cap), cores_limit(t, md));
+  for (int k = 0; k < t->nknobs; k++)
+    if (!t->knobs[k].depth && md->valid[k]) rate = fmin(rate, md->bw_cap[k]);
+  return rate;
+}
+
+/* Threads a stage needs for `rate` samples/s, with headroom. */
+static double threads_needed(const model *md, int k, double rate) {
+  double per_thread_s = md->cpu_bound[k] ? md->cpu_s[k] : md->wall_s[k];
+  return fmax(1, rate * per_thread_s * HEADROOM);
+}
+
+/* ---------- candidates ---------- */
+
+typedef struct candidate {
+  point p;
+  char change[160];
+  double predicted;
+} candidate;
+
+typedef struct cand_list {
+  candidate v[PB_MAX_RECOMMENDATIONS + 8];
+  int n;
+} cand_list;
+
+static void offer(tuner *t, cand_list *cl, const model *md, const point *p, double predicted, const char *fmt,
+                  const char *name) {
+  if (cl->n == (int)PB_ARRAY_LEN(cl->v) || tried(t, p) || !within_cores(t, md, p) || !fits_memory(t, p)) return;
+  for (int i = 0; i < cl->n; i++)
+    if (same_point(t, &cl->v[i].p, p)) return;
+  candidate *c = &cl->v[cl->n++];
+  c->p = *p;
+  c->predicted = predicted;
+  snprintf(c->change, sizeof c->change, fmt, name);
+}
+
+static const char *stage_name(const tuner *t, int k) { return t->cfg->stages[t->knobs[k].stage].name; }
+
+/* Plumber's allocation: every threads knob sized for the model's ceiling. */
+static void offer_allocation(tuner *t, cand_list *cl, const model *md, const point *from) {
+  double target = ceiling(t, md);
+  if (isinf(target) || isnan(target)) return;
+  point p = *from;
+  for (int k = 0; k < t->nknobs; k++)
+    if (!t->knobs[k].depth && md->valid[k]) p.v[k] = snap_up(&t->knobs[k], threads_needed(md, k, target));
+  /* Over the cores' guard: trim the stages with the most slack first. */
+  for (int guard = 0; guard < 4096 && !within_cores(t, md, &p); guard++) {
+    int best = -1;
+    double best_slack = 0;
+    for (int k = 0; k < t->nknobs; k++) {
+      if (t->knobs[k].depth || !md->valid[k] || !md->cpu_bound[k] || step_down(&t->knobs[k], p.v[k]) == p.v[k]) continue;
+      double slack = stage_cap(md, k, p.v[k]) / target;
+      if (best < 0 || slack > best_slack) best = k, best_slack = slack;
+    }
+    if (best < 0) break;
+    p.v[best] = step_down(&t->knobs[best], p.v[best]);
+  }
+  offer(t, cl, md, &p, predict(t, md, &p), "allocation%s", "");
+}
+
+/* More threads for the stage the analysis blames, enough for the next limit when the model knows it. */
+static void offer_bottleneck(tuner *t, cand_list *cl, const model *md, const trial *best) {
+  int k = knob_for_stage(t, best->rep->bottleneck_stage, false);
+  if (k < 0 || !md->valid[k]) return;
+  point p = best->p;
+  int want = snap_up(&t->knobs[k], threads_needed(md, k, ceiling(t, md)));
+  p.v[k] = want > best->p.v[k] ? want : step_up(&t->knobs[k], best->p.v[k]);
+  if (p.v[k] != best->p.v[k]) offer(t, cl, md, &p, predict(t, md, &p), "%s: more threads (bottleneck)", stage_name(t, k));
+  point q = best->p; /* one step only: the model may overshoot */
+  q.v[k] = step_up(&t->knobs[k], best->p.v[k]);
+  if (q.v[k] != best->p.v[k]) offer(t, cl, md, &q, predict(t, md, &q), "%s: one more thread (bottleneck)", stage_name(t, k));
+  /* Saturated cores: take a thread from the CPU-bound stage with the most slack. */
+  if (!md->cpu_bound[k] || best->rep->cores_used < 0.85 * t->ncpu) return;
+  double rate = best->rep->samples_per_s;
+  int donor = -1;
+  for (int d = 0; d < t->nknobs; d++) {
+    if (d == k || t->knobs[d].depth || !md->valid[d] || !md->cpu_bound[d]) continue;
+    int fewer = step_down(&t->knobs[d], best->p.v[d]);
+    if (fewer == best->p.v[d] || stage_cap(md, d, fewer) < 1.15 * rate) continue;
+    if (donor < 0 || stage_cap(md, d, fewer) > stage_cap(md, donor, step_down(&t->knobs[donor], best->p.v[donor]))) donor = d;
+  }
+  if (donor < 0) return;
+  q.v[donor] = step_down(&t->knobs[donor], best->p.v[donor]);
+  offer(t, cl, md, &q, predict(t, md, &q), "%s: a thread moved to it (cores saturated)", stage_name(t, k));
+}
+
+/* Deeper prefetch when the pipeline keeps up on average and the device still waits. */
+static void offer_prefetch(tuner *t, cand_list *cl, const model *md, const trial *best) {
+  const pb_report *r = best->rep;
+  if (!(r->device_idle_pct > 2) || isnan(r->model_capacity_per_s) || isnan(r->device_rate_per_s) ||
+      r->model_capacity_per_s < 1.1 * r->device_rate_per_s)
+    return;
+  for (int k = 0; k < t->nknobs; k++) {
+    if (!t->knobs[k].depth) continue;
+    point p = best->p;
+    p.v[k] = snap_up(&t->knobs[k], 2.0 * best->p.v[k]);
+    if (p.v[k] != best->p.v[k]) offer(t, cl, md, &p, predict(t, md, &p), "%s: deeper (device waits on variance)", stage_name(t, k));
+  }
+}
+
+/* A recommendation made only of knob changes ("--set stages.X.threads=N ..."), as a point; false if not. */
+static bool recommendation_point(const tuner *t, const char *action, const point *from, point *p) {
+  *p = *from;
+  char buf[sizeof ((pb_recommendation *)0)->action];
+  snprintf(buf, sizeof buf, "%s", action);
+  int n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+    if (strcmp(tok, "--set") == 0) continue;
+    char name[PB_NAME_LEN], what[16];
+    int v;
+    if (sscanf(tok, "stages.%63[^.].%15[a-z]=%d", name, what, &v) != 3) return false;
+    int k = knob_for_stage(t, name, strcmp(what, "depth") == 0);
+    if (k < 0 || (strcmp(what, "depth") && strcmp(what, "threads"))) return false;
+    if (t->knobs[k].nvalues && snap_up(&t->knobs[k], v) != v) return false; /* outside the listed space */
+    if (v < 1 || v > RANGE_MAX) return false;
+    p->v[k] = v;
+    n++;
+  }
+  return n > 0;
+}
+
+static void offer_recommendations(tuner *t, cand_list *cl, const model *md, const trial *best) {
+  for (int i = 0; i < best->rep->nrecommendations; i++) {
+    const pb_recommendation *rc = &best->rep->recommendations[i];
+    point p;
+    if (isnan(rc->predicted_samples_per_s) || !recommendation_point(t, rc->action, &best->p, &p)) continue;
+    offer(t, cl, md, &p, rc->predicted_samples_per_s, "recommendation: %s", rc->action);
+  }
+}
+
+/* The candidate predicted best (the first of equals), or -1. */
+static int pick(const cand_list *cl) {
+  int best = -1;
+  for (int i = 0; i < cl->n; i++)
+    if (!isnan(cl->v[i].predicted) && (best < 0 || cl->v[i].predicted > cl->v[best].predicted)) best = i;
+  return best;
+}
+
+/* ---------- trials ---------- */
+
+static double elapsed_s(const tuner *t) { return (double)(pb_now_ns() - t->t0_ns) / 1e9; }
+
+static double measured(const trial *tr) {
+  return tr->status == 0 && tr->rep && tr->rep->version ? tr->rep->samples_per_s : NAN;
+}
+
+/* (predicted - measured) / measured x 100, NAN when either is missing. */
+static double error_pct(const trial *tr) {
+  double m = measured(tr);
+  return isnan(tr->predicted) || isnan(m) || m <= 0 ? NAN : (tr->predicted - m) / m * 100;
+}
+
+static void point_text(const tuner *t, const point *p, char *out, size_t len) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (int k = 0; k < t->nknobs && n < len; k++)
+    n += (size_t)snprintf(out + n, len - n, "%s%s=%d", k ? " " : "", t->knobs[k].path, p->v[k]);
+}
+
+static void show_trial(const tuner *t, const trial *tr) {
+  if (t->m->run.quiet) return;
+  char pred[32] = "-", err[32] = "", pt[1024];
+  if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%.1f", tr->predicted);
+  if (!isnan(error_pct(tr))) snprintf(err, sizeof err, " (prediction error %+.1f %%)", error_pct(tr));
+  point_text(t, &tr->p, pt, sizeof pt);
+  fprintf(stderr, "pipebench: tune: trial %d, %s: %s\n", t->ntrials, tr->change, pt);
+  if (tr->status)
+    fprintf(stderr, "pipebench: tune:   failed (exit %d) after %.1f s\n", tr->status, tr->wall_s);
+  else
+    fprintf(stderr, "pipebench: tune:   predicted %s, measured %.1f samples/s%s, %.1f s; bottleneck %s\n", pred,
+            measured(tr), err, tr->wall_s, pb_multi_bottleneck(tr->rep));
+}
+
+static int run_point(tuner *t, const point *p, const char *change, double predicted) {
+  trial *tr = &t->trials[t->ntrials];
+  memset(tr, 0, sizeof *tr);
+  tr->p = *p;
+  tr->predicted = predicted;
+  snprintf(tr->change, sizeof tr->change, "%s", change);
+  tr->rep = calloc(1, sizeof *tr->rep);
+  pb_err err;
+  if (!tr->rep) return PB_EXIT_RUNTIME;
+  if (load_point(t, p, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    free(tr->rep);
+    tr->rep = NULL;
+    return PB_EXIT_USAGE;
+  }
+  char name[32];
+  snprintf(name, sizeof name, "trial-%03d", t->ntrials + 1);
+  uint64_t t0 = pb_now_ns();
+  tr->status = pb_multi_run(t->m, t->cfg, name, t->m->run.synthetic, tr->rep);
+  tr->wall_s = (double)(pb_now_ns() - t0) / 1e9;
+  t->ntrials++;
+  show_trial(t, tr);
+  return tr->status;
+}
+
+static double longest_trial_s(const tuner *t) {
+  double s = 0;
+  for (int i = 0; i < t->ntrials; i++) s = fmax(s, t->trials[i].wall_s);
+  return s;
+}
+
+/* Why the search stops now (in t->stop_reason), or false to go on. */
+static bool should_stop(tuner *t, int without_gain) {
+  const trial *best = &t->trials[t->best];
+  if (t->ntrials >= t->max_trials)
+    snprintf(t->stop_reason, sizeof t->stop_reason, "trial limit (%d)", t->max_trials);
+  else if (elapsed_s(t) + longest_trial_s(t) > t->budget_s)
+    snprintf(t->stop_reason, sizeof t->stop_reason, "time budget (--budget-s %.0f): another trial would end after it",
+             t->budget_s);
+  else if (strcmp(best->rep->bottleneck_stage, "device") == 0 && best->rep->device_idle_pct < 3)
+    snprintf(t->stop_reason, sizeof t->stop_reason, "the device is the limit (idle %.1f %%)", best->rep->device_idle_pct);
+  else if (without_gain >= 2)
+    snprintf(t->stop_reason, sizeof t->stop_reason, "two trials in a row gained less than %.0f %%", (GAIN - 1) * 100);
+  else
+    return false;
+  return true;
+}
+
+/* Runs the most promising candidate; 1 when none is worth a trial, else the trial's exit status. */
+static int next_trial(tuner *t, int *without_gain) {
+  const trial *best = &t->trials[t->best];
+  model md;
+  fit_model(t, best->rep, &md);
+  cand_list cl = {.n = 0};
+  offer_allocation(t, &cl, &md, &best->p);
+  offer_bottleneck(t, &cl, &md, best);
+  offer_prefetch(t, &cl, &md, best);
+  offer_recommendations(t, &cl, &md, best);
+  int i = pick(&cl);
+  double best_rate = measured(best);
+  if (i < 0 || cl.v[i].predicted < GAIN * best_rate) {
+    snprintf(t->stop_reason, sizeof t->stop_reason, i < 0 ? "no untried change left in the space"
+                                                          : "no change is predicted to gain %.0f %%", (GAIN - 1) * 100);
+    return -1;
+  }
+  int rc = run_point(t, &cl.v[i].p, cl.v[i].change, cl.v[i].predicted);
+  double got = measured(&t->trials[t->ntrials - 1]);
+  if (rc || isnan(got) || got < GAIN * best_rate) ++*without_gain;
+  else *without_gain = 0;
+  if (!rc && !isnan(got) && got > best_rate) t->best = t->ntrials - 1;
+  return rc;
+}
+
+static int search(tuner *t, const point *base) {
+  t->t0_ns = pb_now_ns();
+  int rc = run_point(t, base, "base config", NAN);
+  if (rc) {
+    snprintf(t->stop_reason, sizeof t->stop_reason, "the base config's run failed (exit %d)", rc);
+    return rc;
+  }
+  t->best = 0;
+  int without_gain = 0;
+  while (!should_stop(t, without_gain)) {
+    if (pb_run_signalled()) return PB_EXIT_INTERRUPTED;
+    rc = next_trial(t, &without_gain);
+    if (rc < 0) break;
+    if (rc == PB_EXIT_INTERRUPTED || pb_run_signalled()) {
+      snprintf(t->stop_reason, sizeof t->stop_reason, "interrupted");
+      return PB_EXIT_INTERRUPTED;
+    }
+    if (rc == PB_EXIT_USAGE) return rc;
+  }
+  return 0;
+}
+
+/* ---------- the space ---------- */
+
+static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+/* A --set list as a knob's allowed values: positive integers, sorted, without repeats. */
+static int list_values(knob *k, const pb_axis *ax) {
+  for (int i = 0; i < ax->nvalues; i++) {
+    char *end;
+    long v = strtol(ax->values[i], &end, 10);
+    if (*end || v < 1 || v > PB_MAX_THREADS) {
+      fprintf(stderr, "pipebench: tune: --set %s: \"%s\" is not a count (expected integers >= 1)\n", ax->path, ax->values[i]);
+      return PB_EXIT_USAGE;
+    }
+    k->values[k->nvalues++] = (int)v;
+  }
+  qsort(k->values, (size_t)k->nvalues, sizeof k->values[0], cmp_int);
+  int n = 0;
+  for (int i = 0; i < k->nvalues; i++)
+    if (!n || k->values[i] != k->values[n - 1]) k->values[n++] = k->values[i];
+  k->nvalues = n;
+  return 0;
+}
+
+static void add_knob(tuner *t, int stage, bool depth) {
+  knob *k = &t->knobs[t->nknobs++];
+  memset(k, 0, sizeof *k);
+  k->stage = stage;
+  k->depth = depth;
+  snprintf(k->path, sizeof k->path, "stages.%s.%s", t->cfg->stages[stage].name, depth ? "depth" : "threads");
+}
+
+/* Every threads and depth knob of the config; with lists, only the listed ones, with their values. */
+static int find_knobs(tuner *t, const pb_axis *axes, int naxes) {
+  for (int i = 0; i < t->cfg->nstages; i++) {
+    pb_stage_type ty = t->cfg->stages[i].type;
+    if (ty == PB_STAGE_READ || ty == PB_STAGE_DECODE || ty == PB_STAGE_MAP || ty == PB_STAGE_BATCH) add_knob(t, i, false);
+    if (ty == PB_STAGE_PREFETCH) add_knob(t, i, true);
+  }
+  if (!naxes) return 0;
+  knob listed[MAX_KNOBS];
+  int n = 0;
+  t->space_size = 1;
+  for (int a = 0; a < naxes; a++) {
+    int k = 0;
+    while (k < t->nknobs && strcmp(t->knobs[k].path, axes[a].path) != 0) k++;
+    if (k == t->nknobs) {
+      fprintf(stderr, "pipebench: tune: --set %s=..: not a knob the tuner searches (expected stages.<name>.threads "
+                      "of a read, decode, map or batch stage, or stages.<prefetch>.depth)\n", axes[a].path);
+      return PB_EXIT_USAGE;
+    }
+    listed[n] = t->knobs[k];
+    if (list_values(&listed[n], &axes[a])) return PB_EXIT_USAGE;
+    t->space_size *= listed[n++].nvalues;
+  }
+  memcpy(t->knobs, listed, sizeof listed[0] * (size_t)n);
+  t->nknobs = n;
+  t->listed = true;
+  return 0;
+}
+
+/* The base config's values, moved onto the lists when it is not on them. */
+static void base_point(const tuner *t, point *p) {
+  for (int k = 0; k < t->nknobs; k++) {
+    const pb_stage_cfg *sc = &t->cfg->stages[t->knobs[k].stage];
+    int v = t->knobs[k].depth ? (int)sc->depth : sc->threads;
+    p->v[k] = v < knob_min(&t->knobs[k]) ? knob_min(&t->knobs[k]) : snap_down(&t->knobs[k], v);
+  }
+}
+
+/* ---------- output ---------- */
+
+static cJSON *trial_json(const tuner *t, int i) {
+  const trial *tr = &t->trials[i];
+  char dir[PB_PATH_LEN + 32];
+  snprintf(dir, sizeof dir, "%s/trial-%03d", t->m->out_dir, i + 1);
+  cJSON *o = pb_multi_run_json(tr->rep, tr->status, dir);
+  cJSON_AddNumberToObject(o, "trial", i + 1);
+  cJSON_AddStringToObject(o, "change", tr->change);
+  cJSON *sets = cJSON_AddObjectToObject(o, "sets");
+  for (int k = 0; k < t->nknobs; k++) cJSON_AddNumberToObject(sets, t->knobs[k].path, tr->p.v[k]);
+  if (isnan(tr->predicted)) cJSON_AddNullToObject(o, "predicted_samples_per_s");
+  else cJSON_AddNumberToObject(o, "predicted_samples_per_s", tr->predicted);
+  double e = error_pct(tr);
+  if (isnan(e)) cJSON_AddNullToObject(o, "prediction_error_pct");
+  else cJSON_AddNumberToObject(o, "prediction_error_pct", e);
+  cJSON_AddBoolToObject(o, "best", i == t->best);
+  return o;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median and max of |prediction error| over the trials that have one; returns how many. */
+static int error_summary(const tuner *t, double *median, double *max) {
+  double v[MAX_TRIALS];
+  int n = 0;
+  for (int i = 0; i < t->ntrials; i++)
+    if (!isnan(error_pct(&t->trials[i]))) v[n++] = fabs(error_pct(&t->trials[i]));
+  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  *median = n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : NAN;
+  *max = n ? v[n - 1] : NAN;
+  return n;
+}
+
+static void add_num(cJSON *o, const char *key, double v) {
+  if (isnan(v) || isinf(v)) cJSON_AddNullToObject(o, key);
+  else cJSON_AddNumberToObject(o, key, v);
+}
+
+static cJSON *space_json(const tuner *t) {
+  cJSON *space = cJSON_CreateArray();
+  for (int k = 0; k < t->nknobs; k++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", t->knobs[k].path);
+    if (t->knobs[k].nvalues) cJSON_AddItemToObject(o, "values", cJSON_CreateIntArray(t->knobs[k].values, t->knobs[k].nvalues));
+    else cJSON_AddItemToObject(o, "range", cJSON_CreateIntArray((const int[]){1, RANGE_MAX}, 2));
+    cJSON_AddItemToArray(space, o);
+  }
+  return space;
+}
+
+static cJSON *tune_json(const tuner *t, const char *tuned_path, bool interrupted) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "command", "tune");
+  cJSON_AddStringToObject(o, "config", t->m->config_file);
+  cJSON_AddItemToObject(o, "space", space_json(t));
+  if (t->listed) cJSON_AddNumberToObject(o, "space_size", (double)t->space_size);
+  else cJSON_AddNullToObject(o, "space_size");
+  cJSON_AddNumberToObject(o, "ncpu", t->ncpu);
+  cJSON_AddNumberToObject(o, "max_trials", t->max_trials);
+  cJSON_AddNumberToObject(o, "budget_s", t->budget_s);
+  cJSON_AddNumberToObject(o, "elapsed_s", elapsed_s(t));
+  cJSON *trials = cJSON_AddArrayToObject(o, "trials");
+  for (int i = 0; i < t->ntrials; i++) cJSON_AddItemToArray(trials, trial_json(t, i));
+  bool have = t->ntrials && t->best >= 0;
+  if (have) cJSON_AddItemToObject(o, "best", trial_json(t, t->best));
+  else cJSON_AddNullToObject(o, "best");
+  double base = t->ntrials ? measured(&t->trials[0]) : NAN, tuned = have ? measured(&t->trials[t->best]) : NAN;
+  add_num(o, "base_samples_per_s", base);
+  add_num(o, "tuned_samples_per_s", tuned);
+  add_num(o, "gain_pct", base > 0 ? (tuned - base) / base * 100 : NAN);
+  double med, max;
+  int n = error_summary(t, &med, &max);
+  cJSON *pe = cJSON_AddObjectToObject(o, "prediction_error_pct");
+  cJSON_AddNumberToObject(pe, "trials", n);
+  add_num(pe, "median_abs", med);
+  add_num(pe, "max_abs", max);
+  cJSON_AddStringToObject(o, "stop_reason", t->stop_reason);
+  if (tuned_path) cJSON_AddStringToObject(o, "tuned_config", tuned_path);
+  else cJSON_AddNullToObject(o, "tuned_config");
+  cJSON_AddBoolToObject(o, "interrupted", interrupted);
+  return o;
+}
+
+static void print_table(const tuner *t, FILE *out) {
+  fprintf(out, "%-5s %-44s", "trial", "change");
+  for (int k = 0; k < t->nknobs; k++)
+    fprintf(out, " %*s", (int)PB_MAX(6, strlen(t->knobs[k].path) - 7), t->knobs[k].path + 7); /* no "stages." */
+  fprintf(out, " %10s %10s %8s  %s\n", "predicted", "measured", "error %", "bottleneck");
+  for (int i = 0; i < t->ntrials; i++) {
+    const trial *tr = &t->trials[i];
+    char pred[32] = "-", meas[32] = "failed", err[32] = "-";
+    if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%.1f", tr->predicted);
+    if (!isnan(measured(tr))) snprintf(meas, sizeof meas, "%.1f", measured(tr));
+    if (!isnan(error_pct(tr))) snprintf(err, sizeof err, "%+.1f", error_pct(tr));
+    fprintf(out, "%-5d %-44.44s", i + 1, tr->change);
+    for (int k = 0; k < t->nknobs; k++) fprintf(out, " %*d", (int)PB_MAX(6, strlen(t->knobs[k].path) - 7), tr->p.v[k]);
+    fprintf(out, " %10s %10s %8s  %s%s\n", pred, meas, err, tr->status ? "-" : pb_multi_bottleneck(tr->rep),
+            i == t->best ? "  <- best" : "");
+  }
+}
+
+static void print_summary(const tuner *t, const char *tuned_path, FILE *out) {
+  print_table(t, out);
+  double base = measured(&t->trials[0]), tuned = measured(&t->trials[t->best]);
+  char pt[1024];
+  point_text(t, &t->trials[t->best].p, pt, sizeof pt);
+  fprintf(out, "\ntuned: %s\n  %.1f samples/s, %+.1f %% over the base config's %.1f; %d trials in %.1f s; stopped: %s\n",
+          pt, tuned, (tuned - base) / base * 100, base, t->ntrials, elapsed_s(t), t->stop_reason);
+  double med, max;
+  int n = error_summary(t, &med, &max);
+  if (n) fprintf(out, "prediction error: median |error| %.1f %%, max %.1f %% over %d trials (target 15 %%)\n", med, max, n);
+  if (tuned_path) fprintf(out, "tuned config: %s\n", tuned_path);
+}
+
+/* The best trial's config, resolved (valid and runnable), to `path`. */
+static int write_config(tuner *t, const char *path) {
+  pb_err err;
+  if (load_point(t, &t->trials[t->best].p, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_RUNTIME;
+  cJSON *json = pb_config_to_json(t->cfg);
+  char *text = json ? cJSON_Print(json) : NULL;
+  FILE *f = text ? fopen(path, "w") : NULL;
+  int rc = f && fprintf(f, "%s\n", text) >= 0 ? 0 : PB_EXIT_RUNTIME;
+  if (f && fclose(f) != 0) rc = PB_EXIT_RUNTIME;
+  if (rc) fprintf(stderr, "pipebench: %s: cannot write the tuned config (expected a writable path)\n", path);
+  free(text);
+  cJSON_Delete(json);
+  return rc;
+}
+
+static int finish(tuner *t, const pb_tune_opts *o, int rc) {
+  bool have = t->ntrials > 0 && t->best >= 0 && !isnan(measured(&t->trials[t->best]));
+  char tuned[PB_PATH_LEN + 32];
+  snprintf(tuned, sizeof tuned, "%s/tuned.json", t->m->out_dir);
+  int wrc = have ? write_config(t, tuned) : 0;
+  if (!wrc && have && o->write_file) wrc = write_config(t, o->write_file);
+  cJSON *json = tune_json(t, have ? tuned : NULL, rc == PB_EXIT_INTERRUPTED);
+  if (!wrc) wrc = pb_multi_write_json(t->m, "tune.json", json);
+  if (t->m->run.json_stdout) {
+    char *text = cJSON_Print(json);
+    if (text) printf("%s\n", text);
+    free(text);
+  } else if (!t->m->run.quiet && have) {
+    print_summary(t, o->write_file ? o->write_file : tuned, stdout);
+  }
+  cJSON_Delete(json);
+  return rc ? rc : wrc;
+}
+
+/* ---------- the command ---------- */
+
+static int setup(tuner *t, pb_multi *m, const pb_tune_opts *o) {
+  pb_axis *axes = calloc(PB_SWEEP_MAX_AXES, sizeof *axes);
+  int naxes = 0, rc = 0;
+  pb_err err;
+  if (!axes) return PB_EXIT_RUNTIME;
+  if (pb_sweep_split_sets(m->base_sets, m->nbase_sets, axes, &naxes, t->fixed, &t->nfixed, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    rc = PB_EXIT_USAGE;
+  }
+  t->m = m;
+  m->base_sets = t->fixed;
+  m->nbase_sets = t->nfixed;
+  if (!rc) rc = pb_multi_begin(m, t->cfg, !m->run.synthetic);
+  if (!rc) rc = find_knobs(t, axes, naxes);
+  free(axes);
+  if (rc) return rc;
+  if (!t->nknobs) {
+    fprintf(stderr, "pipebench: tune: %s: nothing to tune (expected a read, decode, map or batch stage, or a prefetch)\n",
+            m->config_file);
+    return PB_EXIT_USAGE;
+  }
+  t->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (t->ncpu < 1) t->ncpu = 1;
+  t->budget_s = o->budget_s > 0 ? o->budget_s : DEFAULT_BUDGET_S;
+  t->max_trials = o->max_trials > 0 ? o->max_trials
+                  : t->listed       ? (int)PB_MAX(2, t->space_size / 4)
+                                    : DEFAULT_MAX_TRIALS;
+  if (t->max_trials > MAX_TRIALS) t->max_trials = MAX_TRIALS;
+  return 0;
+}
+
+int pb_tune(pb_multi *m, const pb_tune_opts *o) {
+  tuner *t = calloc(1, sizeof *t);
+  if (!t || !(t->cfg = calloc(1, sizeof *t->cfg))) {
+    free(t);
+    return PB_EXIT_RUNTIME;
+  }
+  t->best = -1;
+  int rc = setup(t, m, o);
+  if (!rc) {
+    point base;
+    base_point(t, &base);
+    if (!m->run.quiet)
+      fprintf(stderr, "pipebench: tune: %d knobs, at most %d trials, budget %.0f s, into %s\n", t->nknobs,
+              t->max_trials, t->budget_s, m->out_dir);
+    rc = search(t, &base);
+    if (t->ntrials) rc = finish(t, o, rc);
+  }
+  for (int i = 0; i < t->ntrials; i++) free(t->trials[i].rep);
+  free(t->cfg);
+  free(t);
+  return rc;
+}
