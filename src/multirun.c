@@ -58,9 +58,13 @@ int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synth
   return pb_run(cfg, &o);
 }
 
-static void add_number(cJSON *o, const char *key, double v) {
-  if (isnan(v) || isinf(v)) cJSON_AddNullToObject(o, key);
-  else cJSON_AddNumberToObject(o, key, v);
+void pb_multi_add_number(cJSON *o, const char *key, double v, int decimals) {
+  if (isnan(v) || isinf(v)) {
+    cJSON_AddNullToObject(o, key);
+    return;
+  }
+  double scale = pow(10.0, decimals), r = round(v * scale) / scale;
+  cJSON_AddNumberToObject(o, key, isfinite(r) ? r : v);
 }
 
 const char *pb_multi_bottleneck(const pb_report *r) {
@@ -73,11 +77,11 @@ cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir) {
   cJSON_AddNumberToObject(o, "status", status);
   cJSON_AddStringToObject(o, "out_dir", out_dir);
   bool have = r->version != NULL; /* the run wrote a report */
-  add_number(o, "samples_per_s", have ? r->samples_per_s : NAN);
-  add_number(o, "batches_per_s", have ? r->batches_per_s : NAN);
-  add_number(o, "device_idle_pct", have ? r->device_idle_pct : NAN);
-  add_number(o, "accelerator_utilization_pct", have ? r->accelerator_utilization_pct : NAN);
-  add_number(o, "input_bound_pct", have ? r->input_bound_pct : NAN);
+  pb_multi_add_number(o, "samples_per_s", have ? r->samples_per_s : NAN, 1);
+  pb_multi_add_number(o, "batches_per_s", have ? r->batches_per_s : NAN, 1);
+  pb_multi_add_number(o, "device_idle_pct", have ? r->device_idle_pct : NAN, 2);
+  pb_multi_add_number(o, "accelerator_utilization_pct", have ? r->accelerator_utilization_pct : NAN, 2);
+  pb_multi_add_number(o, "input_bound_pct", have ? r->input_bound_pct : NAN, 2);
   if (have && r->classification) cJSON_AddStringToObject(o, "classification", r->classification);
   else cJSON_AddNullToObject(o, "classification");
   if (have && r->bottleneck_stage[0]) cJSON_AddStringToObject(o, "bottleneck", r->bottleneck_stage);

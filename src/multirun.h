@@ -44,6 +44,9 @@ cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir);
 /* Writes `json` pretty-printed to <out_dir>/<name>.  0, or PB_EXIT_RUNTIME after printing one line. */
 int pb_multi_write_json(const pb_multi *m, const char *name, const cJSON *json);
 
+/* Adds v rounded to `decimals` (as report.json rounds: samples/s 1, percentages 2), or null when NAN/inf. */
+void pb_multi_add_number(cJSON *o, const char *key, double v, int decimals);
+
 /* "bottleneck" cell of a table: the stage, "device", or "-". */
 const char *pb_multi_bottleneck(const pb_report *r);
 

@@ -130,9 +130,10 @@ static void print_table(const sweep *s, FILE *out) {
   }
 }
 
-static void csv_num(FILE *f, double v) {
+/* As report.json rounds them: samples/s to 0.1, percentages to 0.01. */
+static void csv_num(FILE *f, double v, int decimals) {
   if (isnan(v)) fputc(',', f);
-  else fprintf(f, ",%.6g", v);
+  else fprintf(f, ",%.*f", decimals, v);
 }
 
 /* sweep.csv: one row per trial run, the swept values as columns. */
@@ -153,10 +154,10 @@ static int write_csv(const sweep *s) {
     fprintf(f, "%d", t + 1);
     for (int a = 0; a < s->naxes; a++) fprintf(f, ",%s", s->axes[a].values[value_index(s, t, a)]);
     fprintf(f, ",%d", s->status[t]);
-    csv_num(f, ran(s, t) ? r->samples_per_s : NAN);
-    csv_num(f, ran(s, t) ? r->batches_per_s : NAN);
-    csv_num(f, ran(s, t) ? r->device_idle_pct : NAN);
-    csv_num(f, ran(s, t) ? r->accelerator_utilization_pct : NAN);
+    csv_num(f, ran(s, t) ? r->samples_per_s : NAN, 1);
+    csv_num(f, ran(s, t) ? r->batches_per_s : NAN, 1);
+    csv_num(f, ran(s, t) ? r->device_idle_pct : NAN, 2);
+    csv_num(f, ran(s, t) ? r->accelerator_utilization_pct : NAN, 2);
     fprintf(f, ",%s,%d\n", ran(s, t) ? pb_multi_bottleneck(r) : "", t == s->best);
   }
   return fclose(f) == 0 ? 0 : PB_EXIT_RUNTIME;

@@ -572,11 +572,8 @@ static cJSON *trial_json(const tuner *t, int i) {
   cJSON_AddStringToObject(o, "change", tr->change);
   cJSON *sets = cJSON_AddObjectToObject(o, "sets");
   for (int k = 0; k < t->nknobs; k++) cJSON_AddNumberToObject(sets, t->knobs[k].path, tr->p.v[k]);
-  if (isnan(tr->predicted)) cJSON_AddNullToObject(o, "predicted_samples_per_s");
-  else cJSON_AddNumberToObject(o, "predicted_samples_per_s", tr->predicted);
-  double e = error_pct(tr);
-  if (isnan(e)) cJSON_AddNullToObject(o, "prediction_error_pct");
-  else cJSON_AddNumberToObject(o, "prediction_error_pct", e);
+  pb_multi_add_number(o, "predicted_samples_per_s", tr->predicted, 1);
+  pb_multi_add_number(o, "prediction_error_pct", error_pct(tr), 2);
   cJSON_AddBoolToObject(o, "best", i == t->best);
   return o;
 }
@@ -598,10 +595,7 @@ static int error_summary(const tuner *t, double *median, double *max) {
   return n;
 }
 
-static void add_num(cJSON *o, const char *key, double v) {
-  if (isnan(v) || isinf(v)) cJSON_AddNullToObject(o, key);
-  else cJSON_AddNumberToObject(o, key, v);
-}
+static void add_num(cJSON *o, const char *key, double v, int decimals) { pb_multi_add_number(o, key, v, decimals); }
 
 static cJSON *space_json(const tuner *t) {
   cJSON *space = cJSON_CreateArray();
@@ -625,22 +619,22 @@ static cJSON *tune_json(const tuner *t, const char *tuned_path, bool interrupted
   cJSON_AddNumberToObject(o, "ncpu", t->ncpu);
   cJSON_AddNumberToObject(o, "max_trials", t->max_trials);
   cJSON_AddNumberToObject(o, "budget_s", t->budget_s);
-  cJSON_AddNumberToObject(o, "elapsed_s", elapsed_s(t));
+  pb_multi_add_number(o, "elapsed_s", elapsed_s(t), 3);
   cJSON *trials = cJSON_AddArrayToObject(o, "trials");
   for (int i = 0; i < t->ntrials; i++) cJSON_AddItemToArray(trials, trial_json(t, i));
   bool have = t->ntrials && t->best >= 0;
   if (have) cJSON_AddItemToObject(o, "best", trial_json(t, t->best));
   else cJSON_AddNullToObject(o, "best");
   double base = t->ntrials ? measured(&t->trials[0]) : NAN, tuned = have ? measured(&t->trials[t->best]) : NAN;
-  add_num(o, "base_samples_per_s", base);
-  add_num(o, "tuned_samples_per_s", tuned);
-  add_num(o, "gain_pct", base > 0 ? (tuned - base) / base * 100 : NAN);
+  add_num(o, "base_samples_per_s", base, 1);
+  add_num(o, "tuned_samples_per_s", tuned, 1);
+  add_num(o, "gain_pct", base > 0 ? (tuned - base) / base * 100 : NAN, 2);
   double med, max;
   int n = error_summary(t, &med, &max);
   cJSON *pe = cJSON_AddObjectToObject(o, "prediction_error_pct");
   cJSON_AddNumberToObject(pe, "trials", n);
-  add_num(pe, "median_abs", med);
-  add_num(pe, "max_abs", max);
+  add_num(pe, "median_abs", med, 2);
+  add_num(pe, "max_abs", max, 2);
   cJSON_AddStringToObject(o, "stop_reason", t->stop_reason);
   if (tuned_path) cJSON_AddStringToObject(o, "tuned_config", tuned_path);
   else cJSON_AddNullToObject(o, "tuned_config");

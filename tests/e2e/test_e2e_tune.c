@@ -1,0 +1,234 @@
+/* End-to-end: `pipebench sweep` and `pipebench tune` (issue 6) on small planted configs.
+ *
+ * Every config reads a small raw dataset (generated once into the suite's temporary directory) and plants
+ * a known bottleneck: a map stage spinning a fixed CPU time per sample on one thread (more threads help, up
+ * to the 2 cores), or a read stage waiting a fixed latency per sample (more threads than cores help).
+ * The device is emulated and fast, so the pipeline is the limit until tuned.  Each run is a few tenths of
+ * a second; the whole suite takes well under a minute. */
+#include <math.h>
+
+#include "e2e_util.h"
+
+/* A raw dataset of 512 one-record files; `stages` (the inside of "stages" before batch). */
+static const char *planted(const char *name, const char *stages, double step_ms) {
+  return write_config(name,
+                      "{'name':'%s','seed':1,"
+                      "'dataset':{'path':'%s','format':'raw','record_bytes':1024,"
+                      "  'generate':{'num_files':512,'samples_per_file':1,'record_bytes':1024}},"
+                      "'stages':[%s{'name':'batch','type':'batch','size':16},"
+                      "  {'name':'prefetch','type':'prefetch','depth':2},{'name':'h2d','type':'h2d'}],"
+                      "'device':{'kind':'emulated','step_ms':%g},"
+                      "'run':{'steps':25,'warmup_steps':3}}",
+                      name, tmp_path("data"), stages, step_ms);
+}
+
+/* read, then one map spinning 500 us of CPU per sample on 1 thread: 2,000 samples/s; the device takes
+ * 16 / 2 ms = 8,000 samples/s, so two threads double the rate (the machine has 2 cores). */
+static const char *spin_config(void) {
+  return planted("spin", "{'name':'read','type':'read'},"
+                         "{'name':'aug','type':'map','threads':1,'ops':[{'op':'spin','us':500}]},", 2);
+}
+
+/* read waiting 2,000 us per sample without CPU on 1 thread: 500 samples/s; the device takes 8,000. */
+static const char *latency_config(void) {
+  return planted("latency", "{'name':'read','type':'read','threads':1,'latency_us':2000},", 2);
+}
+
+static cJSON *load_json(const char *path) {
+  static char text[1 << 20];
+  read_text(path, text, sizeof text);
+  cJSON *j = cJSON_Parse(text);
+  if (!j) fail_msg("%s: missing or not JSON", path);
+  return keep_json(j);
+}
+
+static const char *file_in(const char *dir, const char *name) {
+  static char path[4][500];
+  static int next;
+  char *p = path[next++ % 4];
+  snprintf(p, 500, "%s/%s", dir, name);
+  return p;
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static int setup_data(void **state) {
+  (void)state;
+  if (e2e_make_tmp("pipebench-e2e-tune")) return -1;
+  return 0;
+}
+
+/* ---------- sweep ---------- */
+
+static void test_sweep_table(void **state) {
+  (void)state;
+  const char *cfg = spin_config();
+  gen_ok(cfg);
+  const char *dir = out_dir("sweep");
+  result *r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=1,2", "--set",
+                          "stages.prefetch.depth=1,4", "--set", "run.steps=15", "--out", dir));
+  if (r->status != 0) fail_msg("sweep: exit %d: %s", r->status, r->err);
+  cJSON *sw = load_json(file_in(dir, "sweep.json"));
+  assert_int_equal((int)num(sw, "combinations"), 4);
+  cJSON *trials = at(sw, "trials");
+  assert_int_equal(cJSON_GetArraySize(trials), 4);
+  /* The last list varies fastest; every trial has its own run directory and report. */
+  const char *want[4][2] = {{"1", "1"}, {"1", "4"}, {"2", "1"}, {"2", "4"}};
+  double best_rate = 0;
+  int nbest = 0, i = 0;
+  cJSON *t;
+  cJSON_ArrayForEach(t, trials) {
+    assert_string_equal(cJSON_GetObjectItem(at(t, "sets"), "stages.aug.threads")->valuestring, want[i][0]);
+    assert_string_equal(cJSON_GetObjectItem(at(t, "sets"), "stages.prefetch.depth")->valuestring, want[i][1]);
+    assert_int_equal((int)num(t, "status"), 0);
+    cJSON *rep = load_report(str(t, "out_dir"));
+    assert_accounting_balances(rep);
+    assert_true(num(rep, "throughput.samples_per_s") == num(t, "samples_per_s"));
+    if (num(t, "samples_per_s") > best_rate) best_rate = num(t, "samples_per_s");
+    nbest += cJSON_IsTrue(at(t, "best"));
+    i++;
+  }
+  assert_int_equal(nbest, 1);
+  assert_true(num(sw, "best.samples_per_s") == best_rate);
+  /* Two threads for the spinning stage win (by far: ~2x). */
+  assert_string_equal(cJSON_GetObjectItem(at(sw, "best.sets"), "stages.aug.threads")->valuestring, "2");
+  /* sweep.csv: a header and one row per trial; the text table marks the best. */
+  char csv[8192];
+  read_text(file_in(dir, "sweep.csv"), csv, sizeof csv);
+  assert_true(strncmp(csv, "trial,stages.aug.threads,stages.prefetch.depth,status,samples_per_s", 66) == 0);
+  int lines = 0;
+  for (char *c = csv; *c; c++) lines += *c == '\n';
+  assert_int_equal(lines, 5);
+  assert_non_null(strstr(r->out, "<- best"));
+}
+
+static void test_sweep_errors(void **state) {
+  (void)state;
+  const char *cfg = spin_config();
+  /* A bad value in a list fails before any run: exit 2, one line naming the path. */
+  const char *dir = out_dir("sweep-bad");
+  result *r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=1,0", "--out", dir));
+  assert_one_error_line(r, 2, "threads");
+  assert_false(exists(file_in(dir, "trial-001")));
+  r = run_pb(ARGS("sweep", "--config", cfg, "--set", "run.steps=5"));
+  assert_one_error_line(r, 2, "no list");
+  r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=1,,2"));
+  assert_one_error_line(r, 2, "empty value");
+}
+
+/* ---------- tune ---------- */
+
+/* Checks every trial of tune.json: predictions and their errors, the best marked, points in range. */
+static void check_trials(cJSON *tj) {
+  cJSON *t;
+  int i = 0, nbest = 0;
+  double best = 0;
+  cJSON_ArrayForEach(t, at(tj, "trials")) {
+    if (i == 0) {
+      assert_true(cJSON_IsNull(at(t, "predicted_samples_per_s")));
+    } else if (num(t, "status") == 0) {
+      double pred = num(t, "predicted_samples_per_s"), got = num(t, "samples_per_s");
+      double err = num(t, "prediction_error_pct");
+      assert_true(fabs(err - (pred - got) / got * 100) < 0.05); /* both rounded to 0.1 samples/s */
+    }
+    nbest += cJSON_IsTrue(at(t, "best"));
+    if (num(t, "status") == 0 && num(t, "samples_per_s") > best) best = num(t, "samples_per_s");
+    i++;
+  }
+  assert_int_equal(nbest, 1);
+  assert_true(num(tj, "tuned_samples_per_s") == best);
+  assert_true(i <= num(tj, "max_trials"));
+  assert_true(strlen(str(tj, "stop_reason")) > 0);
+}
+
+static void test_tune_cpu_bound(void **state) {
+  (void)state;
+  const char *cfg = spin_config();
+  const char *dir = out_dir("tune-spin"), *written = tmp_path("tuned-spin.json");
+  result *r = run_pb(ARGS("tune", "--config", cfg, "--out", dir, "--write", written));
+  if (r->status != 0) fail_msg("tune: exit %d: %s", r->status, r->err);
+  cJSON *tj = load_json(file_in(dir, "tune.json"));
+  check_trials(tj);
+  /* One thread spinning 500 us: ~2,000 samples/s; the tuned config gives the stage more threads. */
+  assert_true(num(tj, "tuned_samples_per_s") > 1.4 * num(tj, "base_samples_per_s"));
+  double threads = cJSON_GetObjectItem(at(tj, "best.sets"), "stages.aug.threads")->valuedouble;
+  assert_true(threads >= 2);
+  assert_non_null(strstr(r->out, "tuned:"));
+  assert_non_null(strstr(r->out, "prediction error"));
+  /* The written config is valid and runnable, and holds the tuned threads. */
+  r = run_pb(ARGS("validate", "--config", written));
+  if (r->status != 0) fail_msg("validate %s: exit %d: %s", written, r->status, r->err);
+  cJSON *rep = run_report(written, "tuned-spin", ARGS("--set", "run.steps=10"));
+  assert_int_equal((int)num(stage(rep, "aug"), "threads"), (int)threads);
+  assert_accounting_balances(rep);
+}
+
+static void test_tune_latency_more_threads_than_cores(void **state) {
+  (void)state;
+  const char *dir = out_dir("tune-latency");
+  result *r = run_pb(ARGS("tune", "--config", latency_config(), "--out", dir, "--quiet"));
+  if (r->status != 0) fail_msg("tune: exit %d: %s", r->status, r->err);
+  assert_string_equal(r->out, ""); /* --quiet */
+  cJSON *tj = load_json(file_in(dir, "tune.json"));
+  check_trials(tj);
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  double threads = cJSON_GetObjectItem(at(tj, "best.sets"), "stages.read.threads")->valuedouble;
+  /* The read waits without CPU: threads beyond the cores are right (500/s per thread, 8,000/s wanted). */
+  if (!(threads > 2 * ncpu)) fail_msg("read threads %.0f, expected more than 2 x %ld cores", threads, ncpu);
+  assert_true(num(tj, "tuned_samples_per_s") > 4 * num(tj, "base_samples_per_s"));
+}
+
+static void test_tune_listed_space(void **state) {
+  (void)state;
+  const char *dir = out_dir("tune-listed");
+  /* 4 x 2 x 2 = 16 combinations: at most 4 trials, each inside the lists. */
+  result *r = run_pb(ARGS("tune", "--config", spin_config(), "--out", dir, "--quiet", "--set",
+                          "stages.aug.threads=1,2,3,4", "--set", "stages.read.threads=1,2", "--set",
+                          "stages.prefetch.depth=1,2"));
+  if (r->status != 0) fail_msg("tune: exit %d: %s", r->status, r->err);
+  cJSON *tj = load_json(file_in(dir, "tune.json"));
+  check_trials(tj);
+  assert_int_equal((int)num(tj, "space_size"), 16);
+  assert_int_equal((int)num(tj, "max_trials"), 4);
+  assert_int_equal(cJSON_GetArraySize(at(tj, "space")), 3);
+  cJSON *t;
+  cJSON_ArrayForEach(t, at(tj, "trials")) {
+    double a = cJSON_GetObjectItem(at(t, "sets"), "stages.aug.threads")->valuedouble;
+    double rd = cJSON_GetObjectItem(at(t, "sets"), "stages.read.threads")->valuedouble;
+    double d = cJSON_GetObjectItem(at(t, "sets"), "stages.prefetch.depth")->valuedouble;
+    assert_true(a >= 1 && a <= 4 && (rd == 1 || rd == 2) && (d == 1 || d == 2));
+  }
+}
+
+static void test_tune_budget_and_errors(void **state) {
+  (void)state;
+  const char *cfg = latency_config();
+  /* A budget shorter than two trials: the base config runs, and no trial starts that would end after it. */
+  const char *dir = out_dir("tune-budget");
+  result *r = run_pb(ARGS("tune", "--config", cfg, "--out", dir, "--quiet", "--budget-s", "0.5"));
+  if (r->status != 0) fail_msg("tune: exit %d: %s", r->status, r->err);
+  cJSON *tj = load_json(file_in(dir, "tune.json"));
+  assert_int_equal(cJSON_GetArraySize(at(tj, "trials")), 1);
+  assert_non_null(strstr(str(tj, "stop_reason"), "budget"));
+  r = run_pb(ARGS("tune", "--config", cfg, "--budget-s", "soon"));
+  assert_one_error_line(r, 2, "--budget-s");
+  r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.prefetch.buffer=1,2"));
+  assert_one_error_line(r, 2, "not a knob");
+  r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,x"));
+  assert_one_error_line(r, 2, "not a count");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_sweep_table, free_reports),
+      cmocka_unit_test_teardown(test_sweep_errors, free_reports),
+      cmocka_unit_test_teardown(test_tune_cpu_bound, free_reports),
+      cmocka_unit_test_teardown(test_tune_latency_more_threads_than_cores, free_reports),
+      cmocka_unit_test_teardown(test_tune_listed_space, free_reports),
+      cmocka_unit_test_teardown(test_tune_budget_and_errors, free_reports),
+  };
+  return cmocka_run_group_tests(tests, setup_data, remove_tmp);
+}
