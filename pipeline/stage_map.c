@@ -190,7 +190,7 @@ static int run_flip(map_ctx *c, const pb_op_cfg *op, int k) {
 
 static int run_op(map_ctx *c, const pb_op_cfg *op, int k) {
   switch (op->kind) {
-    case PB_OP_SPIN: pb_spin_until_ns(pb_now_ns() + (uint64_t)op->us * 1000u); return 0;
+    case PB_OP_SPIN: pb_spin_cpu_ns((uint64_t)op->us * 1000u); return 0;
     case PB_OP_SLEEP: pb_sleep_until_ns(pb_now_ns() + (uint64_t)op->us * 1000u); return 0;
     case PB_OP_FLIP: return run_flip(c, op, k);
     default:

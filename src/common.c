@@ -37,6 +37,18 @@ void pb_spin_until_ns(uint64_t deadline_ns) {
   }
 }
 
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void pb_spin_cpu_ns(uint64_t cpu_ns) {
+  uint64_t end = thread_cpu_ns() + cpu_ns;
+  while (thread_cpu_ns() < end) {
+  }
+}
+
 void pb_thread_precise_timers(void) {
   /* The default 50 us slack would make every emulated copy/step overshoot by tens of microseconds. */
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);

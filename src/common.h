@@ -29,8 +29,12 @@ static inline uint64_t pb_overlap_ns(uint64_t a0, uint64_t a1, uint64_t b0, uint
 }
 /* Sleep until an absolute pb_now_ns() deadline (no-op when already past). */
 void pb_sleep_until_ns(uint64_t deadline_ns);
-/* Busy-wait until an absolute deadline: burns CPU on purpose (the `spin` op). */
+/* Busy-wait until an absolute deadline: burns CPU on purpose. */
 void pb_spin_until_ns(uint64_t deadline_ns);
+/* Burns cpu_ns of this thread's own CPU time (the `spin` op).  Unlike a wall-clock deadline, a thread
+ * that loses its core to another keeps spinning until it has done the whole work, as real compute
+ * would: on a saturated machine the op takes longer, and more threads than cores gain nothing. */
+void pb_spin_cpu_ns(uint64_t cpu_ns);
 /* Ask the kernel for ~1 us timer slack on this thread so emulated sleeps end on time. */
 void pb_thread_precise_timers(void);
 

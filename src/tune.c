@@ -67,7 +67,7 @@ typedef struct model {
   double device_rate, fixed_cap, cpu_other_s;
   double cpu_s[MAX_KNOBS], wall_s[MAX_KNOBS], bw_cap[MAX_KNOBS];
   bool cpu_bound[MAX_KNOBS], valid[MAX_KNOBS];
-  int ncpu;
+  double cores;                 /* cores the stages can use together (see effective_cores) */
 } model;
 
 typedef struct tuner {
@@ -177,9 +177,22 @@ static int knob_for_stage(const tuner *t, const char *name, bool depth) {
   return -1;
 }
 
+/* The cores the stages can keep busy together.  A saturated run (cores_used >= 0.85 x ncpu) shows it: the
+ * rest goes to the kernel, the device thread and hand-offs, which no stage's CPU time includes.  The most
+ * any saturated trial used is the estimate; with no saturated trial yet, all of them. */
+static double effective_cores(const tuner *t) {
+  double cores = 0;
+  for (int i = 0; i < t->ntrials; i++) {
+    const trial *tr = &t->trials[i];
+    if (tr->status == 0 && tr->rep && tr->rep->version && tr->rep->cores_used >= 0.85 * t->ncpu)
+      cores = fmax(cores, fmin(tr->rep->cores_used, t->ncpu));
+  }
+  return cores > 0 ? cores : t->ncpu;
+}
+
 static void fit_model(const tuner *t, const pb_report *r, model *md) {
   memset(md, 0, sizeof *md);
-  md->ncpu = t->ncpu;
+  md->cores = effective_cores(t);
   md->device_rate = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
   md->fixed_cap = INFINITY;
   for (int i = 0; i < r->nstages; i++) {
@@ -212,7 +225,7 @@ static double cores_limit(const tuner *t, const model *md) {
   double cpu_s = md->cpu_other_s;
   for (int k = 0; k < t->nknobs; k++)
     if (md->valid[k]) cpu_s += md->cpu_s[k];
-  return cpu_s > 0 ? md->ncpu / cpu_s : INFINITY;
+  return cpu_s > 0 ? md->cores / cpu_s : INFINITY;
 }
 
 static double predict(const tuner *t, const model *md, const point *p) {
@@ -321,6 +334,25 @@ static void offer_prefetch(tuner *t, cand_list *cl, const model *md, const trial
     point p = best->p;
     p.v[k] = snap_up(&t->knobs[k], 2.0 * best->p.v[k]);
     if (p.v[k] != best->p.v[k]) offer(t, cl, md, &p, predict(t, md, &p), "%s: deeper (device waits on variance)", stage_name(t, k));
+  }
+}
+
+/* Saturated cores: the CPU-bound stages with more threads each (twice, else half as many again).  The
+ * scheduler shares the cores among runnable threads, so more of them win the stages a bigger share
+ * against the engine's other threads and fill the gaps where one blocks on a queue.  Predicted: the
+ * cores' limit with every core, the gap this tries to close. */
+static void offer_oversubscribe(tuner *t, cand_list *cl, const model *md, const trial *best) {
+  if (best->rep->cores_used < 0.85 * t->ncpu) return;
+  model all = *md;
+  all.cores = t->ncpu;
+  for (double f = 2.0; f >= 1.5; f -= 0.5) {
+    point p = best->p;
+    for (int k = 0; k < t->nknobs; k++)
+      if (!t->knobs[k].depth && md->valid[k] && md->cpu_bound[k]) p.v[k] = snap_up(&t->knobs[k], f * best->p.v[k]);
+    if (within_cores(t, md, &p)) {
+      offer(t, cl, md, &p, predict(t, &all, &p), "more threads, CPU-bound (cores saturated)%s", "");
+      return;
+    }
   }
 }
 
@@ -454,6 +486,7 @@ static int next_trial(tuner *t, int *without_gain) {
   offer_allocation(t, &cl, &md, &best->p);
   offer_bottleneck(t, &cl, &md, best);
   offer_prefetch(t, &cl, &md, best);
+  offer_oversubscribe(t, &cl, &md, best);
   offer_recommendations(t, &cl, &md, best);
   int i = pick(&cl);
   double best_rate = measured(best);
