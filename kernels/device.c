@@ -46,8 +46,9 @@ int pb_device_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t) {
   return d->ops->h2d(d, index, batch, t);
 }
 
-int pb_device_step(pb_device *d, int index, pb_elem *batch, uint64_t *start_ns, uint64_t *end_ns) {
-  return d->ops->step(d, index, batch, start_ns, end_ns);
+int pb_device_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns,
+                   uint64_t *end_ns) {
+  return d->ops->step(d, index, batch, ready_ns, start_ns, end_ns);
 }
 
 void pb_device_discard(pb_device *d, pb_elem *batch) {

@@ -33,8 +33,11 @@ typedef struct pb_device_ops {
   /* Copies a batch to device `index` (-1: the device takes the next in round-robin order and notes it
    * in batch->device); waits until the copy is done.  0, -ECANCELED, or -EIO (pb_device_error says). */
   int (*h2d)(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t);
-  /* Runs the step for a batch already on device `index`; waits until it is done. */
-  int (*step)(pb_device *d, int index, pb_elem *batch, uint64_t *start_ns, uint64_t *end_ns);
+  /* Runs the step for a batch already on device `index`; waits until it is done.  ready_ns is the
+   * earliest the step could start: the batch was on the device and the device's previous step over.
+   * The emulated device starts the step then (see device_emulated.c); a GPU starts it when its launch
+   * reaches it. */
+  int (*step)(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns, uint64_t *end_ns);
   /* The batch will not be stepped (the run ended): free what its copy holds on the device. */
   void (*discard)(pb_device *d, pb_elem *batch);
   /* Wakes every thread waiting inside the device (the run is cancelled). */
@@ -84,7 +87,8 @@ struct pb_device {
 int pb_device_open(pb_device *d, const pb_config *cfg, pb_device_kind kind, char *notice, size_t notice_len,
                    pb_err *err);
 int pb_device_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t);
-int pb_device_step(pb_device *d, int index, pb_elem *batch, uint64_t *start_ns, uint64_t *end_ns);
+int pb_device_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns,
+                   uint64_t *end_ns);
 void pb_device_discard(pb_device *d, pb_elem *batch);
 void pb_device_cancel(pb_device *d);
 void pb_device_finish(pb_device *d, struct pb_step *steps, size_t nsteps, uint64_t window_start_ns,

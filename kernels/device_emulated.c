@@ -1,8 +1,17 @@
 /* The emulated device: a single copy engine moving bytes at device.h2d_gb_per_s, and a step that lasts
  * device.step_ms (constant, or drawn from a normal distribution with the seed).  Both wait with absolute
- * sleeps on the monotonic clock, so they cost no host CPU and do not drift; what they report is the
- * interval that really elapsed.  Device memory is not modelled: a batch is "on the device" once its copy
- * time has passed, and normalize.on_device costs nothing here. */
+ * sleeps on the monotonic clock, so they cost no host CPU and do not drift.
+ *
+ * Their intervals are in device time, as a GPU's are: a copy starts when the copy engine is free, a step
+ * when its batch is on the device and the previous step is over (ready_ns), and each lasts exactly its
+ * modelled time.  The host thread that sleeps for them may wake late on a busy machine (hundreds of
+ * microseconds on 2 loaded cores); a GPU does not slow down when the host is busy, because a training
+ * loop queues its launches ahead of the GPU.  So the late wake-up is not added to the device's time:
+ * otherwise a 1 ms step would measure 1.4 ms when the pipeline saturates the cores, and the device's
+ * rate, idle time and AU would all depend on the host's load.
+ *
+ * Device memory is not modelled: a batch is "on the device" once its copy time has passed, and
+ * normalize.on_device costs nothing here. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,18 +27,22 @@ static int emulated_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t
   d->copy_free_at_ns = start + copy_ns;
   uv_mutex_unlock(&d->copy_lock);
   pb_sleep_until_ns(start + copy_ns);
-  /* Waiting for the shared copy engine is part of the copy, as on a real link. */
-  *t = (pb_h2d_times){.start_ns = start, .end_ns = pb_now_ns(), .wait_start_ns = now, .wait_end_ns = now};
+  /* Waiting for the shared copy engine is part of the copy, as on a real link.  The copy ends in device
+   * time, however late this thread wakes. */
+  *t = (pb_h2d_times){.start_ns = start, .end_ns = start + copy_ns, .wait_start_ns = now, .wait_end_ns = now};
   if (index >= 0) batch->device = (uint8_t)index;
   return 0;
 }
 
-static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t *start_ns, uint64_t *end_ns) {
-  uint64_t t0 = pb_now_ns();
+static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns,
+                         uint64_t *end_ns) {
+  (void)batch;
+  uint64_t now = pb_now_ns();
+  uint64_t t0 = ready_ns && ready_ns < now ? ready_ns : now; /* the launch was queued when the batch was ready */
   uint64_t step_ns = (uint64_t)(pb_device_draw_step_ms(d, index) * 1e6);
   if (step_ns) pb_sleep_until_ns(t0 + step_ns);
   *start_ns = t0;
-  *end_ns = step_ns ? pb_now_ns() : t0;
+  *end_ns = t0 + step_ns;
   return 0;
 }
 

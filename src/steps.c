@@ -103,7 +103,8 @@ static bool is_done(pb_steps *s) {
   return done;
 }
 
-/* One step: the batch is on the host; copy it unless the h2d stage already did, then compute. */
+/* One step: the batch is on the host; copy it unless the h2d stage already did, then compute.  The
+ * step can start once the batch is ready (st->ready_ns) and, when the copy is part of the step, copied. */
 static int run_step(pb_steps *s, int index, pb_elem *batch, pb_step *st) {
   st->bytes = batch->bytes;
   st->key = pb_elem_key(batch);
@@ -118,7 +119,8 @@ static int run_step(pb_steps *s, int index, pb_elem *batch, pb_step *st) {
     st->h2d_start_ns = t.start_ns;
     st->h2d_end_ns = t.end_ns;
   }
-  return pb_device_step(s->device, index, batch, &st->compute_start_ns, &st->compute_end_ns);
+  uint64_t ready_ns = st->ready_ns > st->h2d_end_ns ? st->ready_ns : st->h2d_end_ns;
+  return pb_device_step(s->device, index, batch, ready_ns, &st->compute_start_ns, &st->compute_end_ns);
 }
 
 /* A device call failed: the batch's samples are errors (not lost), and the run stops with exit 1. */

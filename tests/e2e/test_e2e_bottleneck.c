@@ -11,6 +11,10 @@
  *
  *         idle % = 100 x (1 - S / max(1000 B / R, S))
  *
+ *     R is the planted rate, or the planted stage's measured capacity when that is lower: a timed wait
+ *     can end late on a loaded virtual machine (an 800 us sleep was seen taking 900-1000 us), and the
+ *     capacity check below bounds how much lower it may be.
+ *
  *   - the planted stage has the largest critical_path_pct of all stages (for the device: the device
  *     segment is the largest of the critical path);
  *   - the accounting balances;
@@ -149,12 +153,13 @@ static void expect_largest_on_critical_path(cJSON *rep, const char *planted) {
 #define CAP_TOL 0.15
 static void expect_planted(cJSON *rep, const char *what, const char *planted, double rate_per_s, double batch,
                            double step_ms) {
-  double want_idle = expected_idle_pct(rate_per_s, batch, step_ms);
   double idle = num(rep, "device_idle_pct");
   const char *blamed = str(rep, "bottleneck.stage");
   bool is_device = strcmp(planted, "device") == 0;
   cJSON *pct = is_device ? NULL : at(stage(rep, planted), "critical_path_pct");
   cJSON *cap = is_device ? NULL : at(stage(rep, planted), "capacity_per_s");
+  double delivered = cJSON_IsNumber(cap) && cap->valuedouble < rate_per_s ? cap->valuedouble : rate_per_s;
+  double want_idle = expected_idle_pct(delivered, batch, step_ms);
   char extra[200];
   if (is_device)
     snprintf(extra, sizeof extra, "device segment %.1f of %.1f ms on the critical path",
@@ -278,7 +283,9 @@ static void test_no_trace_capacity_model_only(void **state) {
          num(rep, "device_idle_pct"), expected_idle_pct(MAP_SLEEP_R, MAP_SLEEP_B, MAP_SLEEP_S), reason);
   assert_string_equal(str(rep, "bottleneck.stage"), "augment");
   if (!strstr(reason, "capacity model only")) fail_msg("the reason does not say \"capacity model only\": %s", reason);
-  double idle = num(rep, "device_idle_pct"), want = expected_idle_pct(MAP_SLEEP_R, MAP_SLEEP_B, MAP_SLEEP_S);
+  double cap = num(stage(rep, "augment"), "capacity_per_s");
+  double idle = num(rep, "device_idle_pct"), want = expected_idle_pct(cap < MAP_SLEEP_R ? cap : MAP_SLEEP_R, MAP_SLEEP_B, MAP_SLEEP_S);
+  if (cap < (1 - CAP_TOL) * MAP_SLEEP_R) fail_msg("capacity_per_s of augment %.1f, planted %.1f", cap, (double)MAP_SLEEP_R);
   if (idle < want - IDLE_TOL_PCT || idle > want + IDLE_TOL_PCT)
     fail_msg("device_idle_pct %.2f, expected %.2f +- %.0f", idle, want, IDLE_TOL_PCT);
   assert_accounting_balances(rep);
