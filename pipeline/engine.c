@@ -345,6 +345,7 @@ static void worker_main(void *arg) {
   pb_worker *w = arg;
   pb_stage *s = w->stage;
   w->per_element = s->is_source;
+  int64_t delay0 = pb_thread_cpu_delay_ns();
   uint64_t cpu0 = thread_cpu_ns();
   pb_thread_precise_timers();
   if (s->is_source)
@@ -355,6 +356,8 @@ static void worker_main(void *arg) {
     if (s->ops->abandon) w->ctr.samples_in_flight += s->ops->abandon(w);
   }
   w->cpu_ns = thread_cpu_ns() - cpu0;
+  int64_t delay1 = pb_thread_cpu_delay_ns();
+  w->cpu_delay_ns = delay0 >= 0 && delay1 >= delay0 ? delay1 - delay0 : -1;
   pb_queue_producer_done(s->out);
 }
 

@@ -90,6 +90,7 @@ struct pb_worker {
   bool per_element;             /* work counted per element emitted (a source; a flush) */
   bool cancelled;
   uint64_t cpu_ns;              /* this thread's CPU time, start to exit (CLOCK_THREAD_CPUTIME_ID) */
+  int64_t cpu_delay_ns;         /* time runnable but waiting for a core, start to exit; -1: unknown */
   /* tracing (trace.h): the ring, and the PROCESS segment being timed */
   pb_trace_ring trace;
   bool in_segment, producing;   /* producing: a source's or flush's work, cut at every emit */

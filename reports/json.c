@@ -164,6 +164,7 @@ static cJSON *stage_json(const pb_stage_report *s) {
       {"critical_path_pct", s->critical_path_pct, PCT},
       {"critical_path_self_ms", s->critical_path_self_ms, MS},
       {"cpu_fraction", s->cpu_fraction, FRAC},
+      {"cpu_delay_fraction", s->cpu_delay_fraction, FRAC},
   };
   cJSON *o = cJSON_CreateObject();
   bool ok = true;

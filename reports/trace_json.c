@@ -173,6 +173,7 @@ static cJSON *stage_json(const pb_stage_rec *s, int *next_tid) {
   put(o, "ctr", ctr_json(&s->ctr), &ok);
   put(o, "hist", hist_json(&s->hist), &ok);
   put(o, "cpu_ns", j_u64(s->cpu_ns), &ok);
+  put(o, "cpu_delay_ns", s->cpu_delay_ns < 0 ? cJSON_CreateNull() : j_u64((uint64_t)s->cpu_delay_ns), &ok);
   put(o, "queue_mean_fill", j_dbl(s->queue_mean_fill), &ok);
   put(o, "queue_capacity", cJSON_CreateNumber(s->queue_capacity), &ok);
   if (s->workers) {
@@ -828,6 +829,13 @@ static int load_stage(loader *l, const cJSON *v, int i, pb_stage_rec *s) {
   }
   if ((rc = load_hist(l, member(v, "hist"), at, &s->hist))) return rc;
   if ((rc = v_u64(l, member(v, "cpu_ns"), AT("cpu_ns"), &s->cpu_ns))) return rc;
+  const cJSON *delay = member(v, "cpu_delay_ns"); /* optional: traces from before it have none */
+  uint64_t delay_ns = 0;
+  s->cpu_delay_ns = -1;
+  if (delay && !cJSON_IsNull(delay)) {
+    if ((rc = v_u64(l, delay, AT("cpu_delay_ns"), &delay_ns))) return rc;
+    s->cpu_delay_ns = delay_ns > INT64_MAX ? -1 : (int64_t)delay_ns;
+  }
   if ((rc = v_dbl(l, member(v, "queue_mean_fill"), AT("queue_mean_fill"), &s->queue_mean_fill))) return rc;
   if ((rc = v_int(l, member(v, "queue_capacity"), AT("queue_capacity"), 0, INT32_MAX, &s->queue_capacity)))
     return rc;

@@ -23,6 +23,17 @@ int pb_err_set(pb_err *err, const char *fmt, ...) {
 
 uint64_t pb_now_ns(void) { return uv_hrtime(); }
 
+int64_t pb_thread_cpu_delay_ns(void) {
+  /* "<on-cpu ns> <run-queue wait ns> <timeslices>" (Documentation/scheduler/sched-stats.rst); read twice
+   * per worker, at its start and its exit, so the open and read cost nothing that matters. */
+  FILE *f = fopen("/proc/thread-self/schedstat", "r");
+  if (!f) return -1;
+  unsigned long long run_ns, delay_ns;
+  int n = fscanf(f, "%llu %llu", &run_ns, &delay_ns);
+  fclose(f);
+  return n == 2 && delay_ns <= INT64_MAX ? (int64_t)delay_ns : -1;
+}
+
 void pb_sleep_until_ns(uint64_t deadline_ns) {
   /* uv_hrtime() is CLOCK_MONOTONIC, so an absolute clock_nanosleep on it is exact and immune to
    * early wake-ups (EINTR just loops). */

@@ -31,6 +31,10 @@ static inline uint64_t pb_overlap_ns(uint64_t a0, uint64_t a1, uint64_t b0, uint
 void pb_sleep_until_ns(uint64_t deadline_ns);
 /* Busy-wait until an absolute deadline: burns CPU on purpose. */
 void pb_spin_until_ns(uint64_t deadline_ns);
+/* The calling thread's run-queue delay so far: the time it was runnable but waiting for a core (the
+ * second field of /proc/thread-self/schedstat), in ns; -1 when the kernel does not say. */
+int64_t pb_thread_cpu_delay_ns(void);
+
 /* Burns cpu_ns of this thread's own CPU time (the `spin` op).  Unlike a wall-clock deadline, a thread
  * that loses its core to another keeps spinning until it has done the whole work, as real compute
  * would: on a saturated machine the op takes longer, and more threads than cores gain nothing. */

@@ -141,7 +141,7 @@ static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s
   sr->graph_start_ms = sr->graph_total_ms = sr->graph_self_ms = NAN;
   if (s->skipped) {
     sr->skipped = true;
-    sr->cpu_fraction = NAN;
+    sr->cpu_fraction = sr->cpu_delay_fraction = NAN;
     return;
   }
   sr->calls = c->calls;
@@ -161,6 +161,10 @@ static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s
   sr->queue_capacity = s->queue_capacity;
   double f = c->busy_total_ns ? (double)s->cpu_ns / (double)c->busy_total_ns : NAN;
   sr->cpu_fraction = isnan(f) ? NAN : f > 1 ? 1 : f;
+  /* Run-queue delay also follows wake-ups from queue waits, outside the service time: capped so that
+   * CPU and delay together never exceed the busy time. */
+  double d = c->busy_total_ns && s->cpu_delay_ns >= 0 ? (double)s->cpu_delay_ns / (double)c->busy_total_ns : NAN;
+  sr->cpu_delay_fraction = isnan(d) || isnan(sr->cpu_fraction) ? NAN : fmin(d, 1 - sr->cpu_fraction);
 }
 
 static void fill_stages(pb_report *r, const pb_record *rec) {

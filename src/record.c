@@ -25,7 +25,12 @@ static int stage_from_run(pb_stage_rec *sr, const pb_stage *s, const pb_config *
   sr->is_source = s->is_source;
   sr->batched = s->batched;
   pb_stage_totals(s, &sr->ctr, &sr->hist);
-  for (int k = 0; k < s->threads; k++) sr->cpu_ns += s->workers[k].cpu_ns;
+  sr->cpu_delay_ns = 0;
+  for (int k = 0; k < s->threads; k++) {
+    sr->cpu_ns += s->workers[k].cpu_ns;
+    int64_t d = s->workers[k].cpu_delay_ns;
+    sr->cpu_delay_ns = d < 0 || sr->cpu_delay_ns < 0 ? -1 : sr->cpu_delay_ns + d;
+  }
   sr->queue_capacity = s->out->capacity;
   return traced ? copy_traces(sr, s) : 0;
 }
@@ -36,6 +41,7 @@ static void stage_skipped(pb_stage_rec *sr, const pb_stage_cfg *sc, int index) {
   sr->threads = sc->threads;
   sr->cfg_index = index;
   sr->skipped = true;
+  sr->cpu_delay_ns = -1;
   pb_hist_reset(&sr->hist);
 }
 

@@ -31,6 +31,8 @@ typedef struct pb_stage_rec {
   pb_counters ctr;              /* summed over workers */
   pb_hist hist;                 /* service time per call, measured window */
   uint64_t cpu_ns;              /* CPU time of its threads, whole run */
+  int64_t cpu_delay_ns;         /* time its threads were runnable but waiting for a core, whole run; -1:
+                                 * unknown (no /proc/thread-self/schedstat, or a trace from before it) */
   double queue_mean_fill;       /* output queue, 0..1 */
   int queue_capacity;
   pb_worker_trace *workers;     /* `threads` entries when traced, else NULL (owned) */

@@ -40,6 +40,8 @@ typedef struct pb_stage_report {
   double critical_path_ms, critical_path_pct; /* time on the critical path (NAN without a trace) */
   double critical_path_self_ms; /* the part of critical_path_ms spent processing (the rest: hand-offs) */
   double cpu_fraction;          /* CPU time / busy time of its threads, 0..1: ~1 CPU-bound, ~0 waiting */
+  double cpu_delay_fraction;    /* run-queue delay / busy time, 0..1 - cpu_fraction: waiting for a core
+                                 * (NAN when the kernel does not say) */
   /* stage graph node, rebuilt from the trace's lineage (NAN / "" without a trace) */
   char parent[PB_NAME_LEN];     /* the node its inputs came from ("" for a source) */
   double graph_start_ms;        /* first event in the analysed window, ms after the window opened */

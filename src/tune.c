@@ -5,9 +5,9 @@
  * a `pipebench sweep` of the same lists would run), else 1..256 threads and depth 1..256.
  *
  * Each trial is a measured run.  After each, the model is fitted again to the best run so far (Plumber,
- * MLSys 2022): per stage, its CPU seconds per sample and its wall seconds per sample per thread.  A stage
- * that is CPU-bound then delivers at most threads / CPU-s-per-sample, a stage that waits (latency) at most
- * threads / wall-s-per-sample, and all the CPU work together at most ncpu / CPU-s-per-sample summed; the
+ * MLSys 2022): per stage, its CPU seconds per sample and one thread's seconds per sample on an idle
+ * machine (busy time less the run-queue delay).  A stage then delivers at most threads / that, and all
+ * the CPU work together at most the cores / CPU-s-per-sample summed; the
  * pipeline delivers the minimum of those, of the stages that are not knobs, and of the device's rate.
  * The candidates for the next trial come from that model and from the run's analysis:
  *   allocation   threads sized for the model's best rate (Plumber's allocation of cores to stages by
@@ -65,7 +65,9 @@ typedef struct trial {
 /* The model fitted to one run (see the top of the file). */
 typedef struct model {
   double device_rate, fixed_cap, cpu_other_s;
-  double cpu_s[MAX_KNOBS], wall_s[MAX_KNOBS], bw_cap[MAX_KNOBS];
+  /* Per knob stage, seconds per sample: CPU time (all its threads), and one thread's time on an idle
+   * machine (CPU plus latency, without the time spent waiting for a core). */
+  double cpu_s[MAX_KNOBS], thread_s[MAX_KNOBS], bw_cap[MAX_KNOBS];
   bool cpu_bound[MAX_KNOBS], valid[MAX_KNOBS];
   double cores;                 /* cores the stages can use together (see effective_cores) */
 } model;
@@ -190,6 +192,16 @@ static double effective_cores(const tuner *t) {
   return cores > 0 ? cores : t->ncpu;
 }
 
+/* One thread's seconds per sample on an idle machine: its busy time per sample less the run-queue delay
+ * (the threads competed for cores; a trial with other threads will compete differently, and the cores'
+ * limit covers the competition).  Without the delay, a CPU-bound stage's CPU time stands in for it. */
+static double thread_s_per_sample(const pb_stage_report *s, bool cpu_bound, double cpu_s) {
+  double wall_s = s->threads / s->capacity_per_s;
+  if (isnan(s->cpu_delay_fraction)) return cpu_bound ? cpu_s : wall_s;
+  double free_s = wall_s * (1 - s->cpu_delay_fraction);
+  return free_s > cpu_s ? free_s : cpu_s;
+}
+
 static void fit_model(const tuner *t, const pb_report *r, model *md) {
   memset(md, 0, sizeof *md);
   md->cores = effective_cores(t);
@@ -209,15 +221,15 @@ static void fit_model(const tuner *t, const pb_report *r, model *md) {
     md->valid[k] = true;
     md->cpu_bound[k] = pb_stage_cpu_bound(s);
     md->cpu_s[k] = cpu_s;
-    md->wall_s[k] = s->threads / s->capacity_per_s;
+    md->thread_s[k] = thread_s_per_sample(s, md->cpu_bound[k], cpu_s);
     md->bw_cap[k] = bandwidth_cap(&t->cfg->stages[t->knobs[k].stage], s);
   }
 }
 
-/* A knob stage's samples/s with `threads` threads (CPU-bound: each thread on a core of its own). */
+/* A knob stage's samples/s with `threads` threads, each as fast as on an idle machine (the cores' limit
+ * bounds them together). */
 static double stage_cap(const model *md, int k, int threads) {
-  double per_thread_s = md->cpu_bound[k] ? md->cpu_s[k] : md->wall_s[k];
-  double cap = per_thread_s > 0 ? threads / per_thread_s : INFINITY;
+  double cap = md->thread_s[k] > 0 ? threads / md->thread_s[k] : INFINITY;
   return fmin(cap, md->bw_cap[k]);
 }
 
@@ -243,10 +255,13 @@ static double ceiling(const tuner *t, const model *md) {
   return rate;
 }
 
-/* Threads a stage needs for `rate` samples/s, with headroom. */
-static double threads_needed(const model *md, int k, double rate) {
-  double per_thread_s = md->cpu_bound[k] ? md->cpu_s[k] : md->wall_s[k];
-  return fmax(1, rate * per_thread_s * HEADROOM);
+/* Threads a stage needs for `rate` samples/s, as an allowed value: with headroom when the values allow
+ * it, but a listed value that reaches the rate itself is not passed over for the headroom (with lists
+ * like 1,2,4,8,16 the headroom would double the threads). */
+static int threads_needed(const tuner *t, const model *md, int k, double rate) {
+  double need = fmax(1, rate * md->thread_s[k]);
+  int with_headroom = snap_up(&t->knobs[k], need * HEADROOM), without = snap_up(&t->knobs[k], need);
+  return t->knobs[k].nvalues && without < with_headroom && without >= need - 1e-9 ? without : with_headroom;
 }
 
 /* ---------- candidates ---------- */
@@ -281,7 +296,7 @@ static void offer_allocation(tuner *t, cand_list *cl, const model *md, const poi
   if (isinf(target) || isnan(target)) return;
   point p = *from;
   for (int k = 0; k < t->nknobs; k++)
-    if (!t->knobs[k].depth && md->valid[k]) p.v[k] = snap_up(&t->knobs[k], threads_needed(md, k, target));
+    if (!t->knobs[k].depth && md->valid[k]) p.v[k] = threads_needed(t, md, k, target);
   /* Over the cores' guard: trim the stages with the most slack first. */
   for (int guard = 0; guard < 4096 && !within_cores(t, md, &p); guard++) {
     int best = -1;
@@ -302,7 +317,7 @@ static void offer_bottleneck(tuner *t, cand_list *cl, const model *md, const tri
   int k = knob_for_stage(t, best->rep->bottleneck_stage, false);
   if (k < 0 || !md->valid[k]) return;
   point p = best->p;
-  int want = snap_up(&t->knobs[k], threads_needed(md, k, ceiling(t, md)));
+  int want = threads_needed(t, md, k, ceiling(t, md));
   p.v[k] = want > best->p.v[k] ? want : step_up(&t->knobs[k], best->p.v[k]);
   if (p.v[k] != best->p.v[k]) offer(t, cl, md, &p, predict(t, md, &p), "%s: more threads (bottleneck)", stage_name(t, k));
   point q = best->p; /* one step only: the model may overshoot */

@@ -155,8 +155,15 @@ void pb_analysis_free(pb_analysis *a) {
   a->prev_step = NULL;
 }
 
+double pb_stage_cpu_share(const pb_stage_report *s) {
+  double delay = s->cpu_delay_fraction;
+  if (isnan(delay) || delay >= 1) return s->cpu_fraction; /* unknown: busy time includes any delay */
+  double f = s->cpu_fraction / (1 - delay);
+  return f > 1 ? 1 : f;
+}
+
 bool pb_stage_cpu_bound(const pb_stage_report *s) {
-  return !isnan(s->cpu_fraction) && s->cpu_fraction >= PB_CPU_BOUND_FRACTION;
+  return !isnan(s->cpu_fraction) && pb_stage_cpu_share(s) >= PB_CPU_BOUND_FRACTION;
 }
 
 double pb_stage_cpu_s_per_sample(const pb_stage_report *s) {

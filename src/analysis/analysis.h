@@ -48,8 +48,13 @@ bool pb_analysis_emitter(const pb_analysis *a, int row, uint64_t key, pb_evref *
 
 /* Shared by the model and the recommendations (analysis.c). */
 #define PB_CPU_BOUND_FRACTION 0.5
-/* CPU time is most of the stage's busy time (cpu_fraction >= 0.5): it competes for cores. */
+/* CPU time is most of the stage's busy time, not counting the time it waited for a core (run-queue
+ * delay, when the kernel reports it): cpu_fraction / (1 - cpu_delay_fraction) >= 0.5.  It competes for
+ * cores.  A stage that waits on latency stays "waiting" on a saturated machine, however long its
+ * threads queue for a core; one that computes stays CPU-bound, however little CPU it gets. */
 bool pb_stage_cpu_bound(const pb_stage_report *s);
+/* The stage's CPU share of its busy time net of run-queue delay (see pb_stage_cpu_bound), 0..1. */
+double pb_stage_cpu_share(const pb_stage_report *s);
 /* CPU seconds one sample costs in a CPU-bound stage (cpu_fraction x threads / capacity); 0 otherwise. */
 double pb_stage_cpu_s_per_sample(const pb_stage_report *s);
 /* Index of the report row named `name`, or -1. */

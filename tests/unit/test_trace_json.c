@@ -105,6 +105,7 @@ static void build_record(fixture *f) {
     pb_hist_add(&s->hist, 5 * SEC);
     pb_hist_add(&s->hist, 1ull << 50); /* clamps into the last bucket */
     s->cpu_ns = (1ull << 58) + (uint64_t)i;
+    s->cpu_delay_ns = i == 1 ? -1 : (int64_t)(1ull << 55) + i; /* unknown (null) and known */
     s->queue_capacity = 256 >> i;
     s->workers = calloc((size_t)s->threads, sizeof *s->workers);
   }
@@ -226,6 +227,7 @@ static void assert_records_equal(const pb_record *a, const pb_record *b) {
     assert_memory_equal(&x->ctr, &y->ctr, sizeof x->ctr);
     assert_memory_equal(&x->hist, &y->hist, sizeof x->hist);
     assert_int_equal(x->cpu_ns, y->cpu_ns);
+    assert_int_equal(x->cpu_delay_ns, y->cpu_delay_ns);
     assert_same_double(x->queue_mean_fill, y->queue_mean_fill);
     assert_int_equal(x->queue_capacity, y->queue_capacity);
     assert_int_equal(x->workers != NULL, y->workers != NULL);
