@@ -59,7 +59,7 @@ def cases():
         "unet3d": ("configs/unet3d.json", ["run.steps=8", "device.step_ms=20", emu],
                    ["stages.read.threads=1,2,4,8", "stages.batch.threads=1,2", "stages.prefetch.depth=1,2,4"]),
         "unet3d-net": ("configs/unet3d.json",
-                       ["run.steps=30", "device.step_ms=20", emu, "stages.read.bandwidth_mb_per_s=0",
+                       ["run.steps=60", "device.step_ms=20", emu, "stages.read.bandwidth_mb_per_s=0",
                         "stages.read.latency_us=5000"] + starved,
                        ["stages.read.threads=1,2,4,8,16", "stages.batch.threads=1,2", "stages.prefetch.depth=1,2,4"]),
         "cosmoflow": ("configs/cosmoflow.json", ["run.steps=150", emu],
@@ -135,6 +135,8 @@ def one_case(binary, name, spec, runs, tunes, tmp):
     best_median = statistics.median(rates[0])
     ratios = [statistics.median(r) / best_median for r in rates[1:]]
     errors = [t["prediction_error_pct"] for tj in tuned for t in tj["trials"] if t["prediction_error_pct"] is not None]
+    by_kind = [(kind(t["change"]), t["prediction_error_pct"]) for tj in tuned for t in tj["trials"]
+               if t["prediction_error_pct"] is not None]
     return {
         "case": name, "space": sweep["combinations"], "sweep_trials": len(sweep["trials"]),
         "max_trials": tuned[0]["max_trials"], "tune_trials": [len(t["trials"]) for t in tuned],
@@ -143,8 +145,18 @@ def one_case(binary, name, spec, runs, tunes, tmp):
         "tuned_in_tune": [t["best"]["samples_per_s"] for t in tuned],
         "stop_reasons": [t["stop_reason"] for t in tuned],
         "best_median": best_median, "tuned_medians": [statistics.median(r) for r in rates[1:]],
-        "ratios": ratios, "prediction_errors_pct": errors,
+        "ratios": ratios, "prediction_errors_pct": errors, "errors_by_kind": by_kind,
     }
+
+
+def kind(change):
+    """A tuner trial's candidate kind, from its `change` text (docs/TUNING.md, the search)."""
+    for key, name in (("explore", "explore"), ("allocation", "allocation"), ("recommendation", "recommendation"),
+                      ("cores saturated)", "oversubscribe" if change.startswith("more threads") else "move"),
+                      ("bottleneck", "bottleneck"), ("deeper", "prefetch")):
+        if key in change:
+            return name
+    return "other"
 
 
 def short(sets):
@@ -187,6 +199,16 @@ def main():
     if errs:
         print(f"prediction error over {len(errs)} tuner trials: median |error| {statistics.median(errs):.1f} %, "
               f"max {max(errs):.1f} %, within 15 %: {sum(e <= 15 for e in errs)}/{len(errs)}")
+        kinds = {}
+        for r in results:
+            for k, e in r["errors_by_kind"]:
+                kinds.setdefault(k, []).append(e)
+        print("\n| candidate kind | trials | median error | median abs error | max abs error | within 15 % |")
+        print("|---|---|---|---|---|---|")
+        for k, v in sorted(kinds.items()):
+            a = [abs(e) for e in v]
+            print(f"| {k} | {len(v)} | {statistics.median(v):+.1f} % | {statistics.median(a):.1f} % | {max(a):.1f} % | "
+                  f"{sum(e <= 15 for e in a)}/{len(a)} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -39,6 +39,7 @@
 #define DEFAULT_BUDGET_S 600.0
 #define GAIN 1.02                 /* a change must gain 2 % to count: run-to-run noise on a busy machine */
 #define HEADROOM 1.10             /* allocation: threads for 10 % more than the target rate */
+#define MODEL_MISS_PCT 15.0       /* median |prediction error| above which the search also looks around */
 #define RANGE_MAX 256
 
 typedef struct knob {
@@ -273,7 +274,7 @@ typedef struct candidate {
 } candidate;
 
 typedef struct cand_list {
-  candidate v[PB_MAX_RECOMMENDATIONS + 8];
+  candidate v[4 * (PB_MAX_RECOMMENDATIONS + 8)]; /* from the best trial and the others, newest first */
   int n;
 } cand_list;
 
@@ -492,22 +493,70 @@ static bool should_stop(tuner *t, int without_gain) {
   return true;
 }
 
-/* Runs the most promising candidate; 1 when none is worth a trial, else the trial's exit status. */
-static int next_trial(tuner *t, int *without_gain) {
-  const trial *best = &t->trials[t->best];
+static int error_summary(const tuner *t, double *median, double *max);
+
+/* The median |prediction error| of the trials so far, in % (0 before the first prediction). */
+static double model_miss_pct(const tuner *t) {
+  double median, max;
+  return error_summary(t, &median, &max) ? median : 0;
+}
+
+/* One step up and one down on every knob from the best point, the bottleneck's threads first (the list
+ * keeps the first of equal predictions).  Offered only when the model has been wrong: then its
+ * predictions cannot be trusted to say that nothing near the best point is better. */
+static void offer_neighbours(tuner *t, cand_list *cl, const trial *best) {
   model md;
   fit_model(t, best->rep, &md);
+  int first = knob_for_stage(t, best->rep->bottleneck_stage, false);
+  for (int pass = 0; pass < 3; pass++)
+    for (int k = 0; k < t->nknobs; k++) {
+      if ((pass == 0) != (k == first)) continue;
+      point p = best->p;
+      p.v[k] = pass < 2 ? step_up(&t->knobs[k], best->p.v[k]) : step_down(&t->knobs[k], best->p.v[k]);
+      char what[sizeof t->knobs[k].path + 32];
+      snprintf(what, sizeof what, "explore: %s one step %s", t->knobs[k].path + strlen("stages."),
+               pass < 2 ? "up" : "down");
+      if (p.v[k] != best->p.v[k]) offer(t, cl, &md, &p, predict(t, &md, &p), "%s", what);
+    }
+}
+
+/* Every kind of candidate, from the model fitted to trial `from`. */
+static void offer_from(tuner *t, cand_list *cl, const trial *from) {
+  model md;
+  fit_model(t, from->rep, &md);
+  offer_allocation(t, cl, &md, &from->p);
+  offer_bottleneck(t, cl, &md, from);
+  offer_prefetch(t, cl, &md, from);
+  offer_oversubscribe(t, cl, &md, from);
+  offer_recommendations(t, cl, &md, from);
+}
+
+/* Runs the most promising candidate; 1 when none is worth a trial, else the trial's exit status.  The
+ * candidates come from the best trial and from the others too: a trial that measured worse may have
+ * met a limit the best run did not reach (a stage starved of cores by the threads it added), and the
+ * change that lifts that limit may be the way past both.  The list keeps the first of equal points,
+ * so the best trial's own candidates come first. */
+static int next_trial(tuner *t, int *without_gain) {
+  const trial *best = &t->trials[t->best];
   cand_list cl = {.n = 0};
-  offer_allocation(t, &cl, &md, &best->p);
-  offer_bottleneck(t, &cl, &md, best);
-  offer_prefetch(t, &cl, &md, best);
-  offer_oversubscribe(t, &cl, &md, best);
-  offer_recommendations(t, &cl, &md, best);
+  offer_from(t, &cl, best);
+  for (int j = t->ntrials - 1; j >= 0; j--) {
+    const trial *tr = &t->trials[j];
+    if (j != t->best && tr->status == 0 && tr->rep && tr->rep->version) offer_from(t, &cl, tr);
+  }
   int i = pick(&cl);
   double best_rate = measured(best);
-  if (i < 0 || cl.v[i].predicted < GAIN * best_rate) {
-    snprintf(t->stop_reason, sizeof t->stop_reason, i < 0 ? "no untried change left in the space"
-                                                          : "no change is predicted to gain %.0f %%", (GAIN - 1) * 100);
+  if ((i < 0 || cl.v[i].predicted < GAIN * best_rate) && model_miss_pct(t) > MODEL_MISS_PCT) {
+    /* The model has been wrong: its predictions cannot say that nothing near the best point is better,
+     * so the most promising change runs anyway, or a step around the best point. */
+    offer_neighbours(t, &cl, best);
+    i = pick(&cl);
+  } else if (i >= 0 && cl.v[i].predicted < GAIN * best_rate) {
+    snprintf(t->stop_reason, sizeof t->stop_reason, "no change is predicted to gain %.0f %%", (GAIN - 1) * 100);
+    return -1;
+  }
+  if (i < 0) {
+    snprintf(t->stop_reason, sizeof t->stop_reason, "no untried change left in the space");
     return -1;
   }
   int rc = run_point(t, &cl.v[i].p, cl.v[i].change, cl.v[i].predicted);
