@@ -47,7 +47,7 @@ def cases():
     latency = planted("latency", [{"name": "read", "type": "read", "latency_us": 3000},
                                   {"name": "augment", "type": "map", "ops": [{"op": "spin", "us": 60}]}], step_ms=4)
     emu = "device.kind=emulated"
-    resnet_fixed = ["stages.batch.size=32", "run.steps=30", "device.step_ms=10", "stages.shuffle.buffer=128", emu]
+    resnet_fixed = ["stages.batch.size=32", "run.steps=80", "device.step_ms=10", "stages.shuffle.buffer=128", emu]
     resnet_space = ["stages.read.threads=1,2", "stages.decode.threads=1,2,3,4", "stages.augment.threads=1,2,3",
                     "stages.prefetch.depth=1,2,4"]
     starved = ["stages.read.threads=1", "stages.batch.threads=1", "stages.prefetch.depth=1"]

@@ -39,7 +39,7 @@
 #define DEFAULT_BUDGET_S 600.0
 #define GAIN 1.02                 /* a change must gain 2 % to count: run-to-run noise on a busy machine */
 #define HEADROOM 1.10             /* allocation: threads for 10 % more than the target rate */
-#define MODEL_MISS_PCT 15.0       /* median |prediction error| above which the search also looks around */
+#define MODEL_MISS_PCT 15.0       /* median |prediction error| above which the model is not trusted to stop */
 #define RANGE_MAX 256
 
 typedef struct knob {
@@ -495,15 +495,16 @@ static bool should_stop(tuner *t, int without_gain) {
 
 static int error_summary(const tuner *t, double *median, double *max);
 
-/* The median |prediction error| of the trials so far, in % (0 before the first prediction). */
-static double model_miss_pct(const tuner *t) {
+/* The model's predictions have been checked and held: at least one was measured, and the median
+ * |prediction error| so far is within MODEL_MISS_PCT.  Before that the model is one run's guess. */
+static bool model_verified(const tuner *t) {
   double median, max;
-  return error_summary(t, &median, &max) ? median : 0;
+  return error_summary(t, &median, &max) > 0 && median <= MODEL_MISS_PCT;
 }
 
-/* One step up and one down on every knob from the best point, the bottleneck's threads first (the list
- * keeps the first of equal predictions).  Offered only when the model has been wrong: then its
- * predictions cannot be trusted to say that nothing near the best point is better. */
+/* One step up on every knob from the best point, the bottleneck's threads first (the list keeps the
+ * first of equal predictions), then one step down on the others.  Offered only when the model is not
+ * verified (model_verified). */
 static void offer_neighbours(tuner *t, cand_list *cl, const trial *best) {
   model md;
   fit_model(t, best->rep, &md);
@@ -546,9 +547,9 @@ static int next_trial(tuner *t, int *without_gain) {
   }
   int i = pick(&cl);
   double best_rate = measured(best);
-  if ((i < 0 || cl.v[i].predicted < GAIN * best_rate) && model_miss_pct(t) > MODEL_MISS_PCT) {
-    /* The model has been wrong: its predictions cannot say that nothing near the best point is better,
-     * so the most promising change runs anyway, or a step around the best point. */
+  if ((i < 0 || cl.v[i].predicted < GAIN * best_rate) && !model_verified(t)) {
+    /* The model is unchecked or has been wrong: its predictions cannot say that nothing near the best
+     * point is better, so the most promising change runs anyway, or a step around the best point. */
     offer_neighbours(t, &cl, best);
     i = pick(&cl);
   } else if (i >= 0 && cl.v[i].predicted < GAIN * best_rate) {

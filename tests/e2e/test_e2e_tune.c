@@ -121,12 +121,34 @@ static void test_sweep_errors(void **state) {
 
 /* ---------- tune ---------- */
 
-/* Checks every trial of tune.json: predictions and their errors, the best marked, points in range. */
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of v[0..n), n > 0 (sorts v). */
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Checks every trial of tune.json: predictions and their errors, the best marked, points in range, and
+ * exploration only while the model is unchecked or wrong (no prediction measured yet, or a median
+ * |prediction error| of the trials before over 15 %). */
 static void check_trials(cJSON *tj) {
   cJSON *t;
-  int i = 0, nbest = 0;
-  double best = 0;
+  int i = 0, nbest = 0, nerr = 0;
+  double best = 0, errs[256];
   cJSON_ArrayForEach(t, at(tj, "trials")) {
+    if (strncmp(str(t, "change"), "explore:", 8) == 0) {
+      double copy[256];
+      memcpy(copy, errs, sizeof errs[0] * (size_t)nerr);
+      if (nerr > 0 && median(copy, nerr) <= 15)
+        fail_msg("trial %d explores, but the model's median |error| so far is %.1f %%", i + 1,
+                 nerr ? median(copy, nerr) : 0.0);
+    }
+    if (i > 0 && cJSON_IsNumber(at(t, "prediction_error_pct")) && nerr < 256)
+      errs[nerr++] = fabs(num(t, "prediction_error_pct"));
     if (i == 0) {
       assert_true(cJSON_IsNull(at(t, "predicted_samples_per_s")));
     } else if (num(t, "status") == 0) {
