@@ -27,8 +27,8 @@ static int emulated_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t
   d->copy_free_at_ns = start + copy_ns;
   uv_mutex_unlock(&d->copy_lock);
   pb_sleep_until_ns(start + copy_ns);
-  /* Waiting for the shared copy engine is part of the copy, as on a real link.  The copy ends in device
-   * time, however late this thread wakes. */
+  /* The copy runs from when the shared copy engine is free (earlier copies queue ahead of it) for its
+   * modelled time: its end is in device time, however late this thread wakes. */
   *t = (pb_h2d_times){.start_ns = start, .end_ns = start + copy_ns, .wait_start_ns = now, .wait_end_ns = now};
   if (index >= 0) batch->device = (uint8_t)index;
   return 0;
@@ -38,8 +38,11 @@ static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t ready
                          uint64_t *end_ns) {
   (void)batch;
   uint64_t now = pb_now_ns();
-  uint64_t t0 = ready_ns && ready_ns < now ? ready_ns : now; /* the launch was queued when the batch was ready */
   uint64_t step_ns = (uint64_t)(pb_device_draw_step_ms(d, index) * 1e6);
+  /* The launch was queued when the batch was ready, unless this thread is a whole step late: then the
+   * host could not have queued it (it was busy elsewhere), and the late start is the host's, as on a
+   * GPU whose launch queue ran dry.  Without this, device time would fall ever further behind. */
+  uint64_t t0 = ready_ns && ready_ns < now && now - ready_ns < step_ns ? ready_ns : now;
   if (step_ns) pb_sleep_until_ns(t0 + step_ns);
   *start_ns = t0;
   *end_ns = t0 + step_ns;

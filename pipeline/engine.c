@@ -341,11 +341,27 @@ static uint64_t thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The run-queue delay inside the thread's service time since `s0`, or -1 when unknown.  The kernel
+ * counts every trip through the run queue, also the one after each wake-up from a queue or pool wait,
+ * which is not service time.  Reading the counters around every wait would cost more than the waits
+ * are worth to a fast stage, so the share of those trips is taken from their count: each time the
+ * thread was put on a core it queued, on average, delay / slices; `waits` of those slices began with a
+ * wake-up. */
+static int64_t service_cpu_delay_ns(bool have_s0, const pb_sched_stat *s0, uint64_t waits) {
+  pb_sched_stat s1;
+  if (!have_s0 || !pb_thread_sched_stat(&s1) || s1.delay_ns < s0->delay_ns || s1.slices <= s0->slices) return -1;
+  double delay = (double)(s1.delay_ns - s0->delay_ns), slices = (double)(s1.slices - s0->slices);
+  double in_service = slices > (double)waits ? delay * (1.0 - (double)waits / slices) : 0.0;
+  return (int64_t)in_service;
+}
+
 static void worker_main(void *arg) {
   pb_worker *w = arg;
   pb_stage *s = w->stage;
   w->per_element = s->is_source;
-  int64_t delay0 = pb_thread_cpu_delay_ns();
+  pb_sched_stat sched0;
+  bool have_sched = pb_thread_sched_stat(&sched0);
+  uint64_t waits0 = pb_thread_waits;
   uint64_t cpu0 = thread_cpu_ns();
   pb_thread_precise_timers();
   if (s->is_source)
@@ -356,8 +372,7 @@ static void worker_main(void *arg) {
     if (s->ops->abandon) w->ctr.samples_in_flight += s->ops->abandon(w);
   }
   w->cpu_ns = thread_cpu_ns() - cpu0;
-  int64_t delay1 = pb_thread_cpu_delay_ns();
-  w->cpu_delay_ns = delay0 >= 0 && delay1 >= delay0 ? delay1 - delay0 : -1;
+  w->cpu_delay_ns = service_cpu_delay_ns(have_sched, &sched0, pb_thread_waits - waits0);
   pb_queue_producer_done(s->out);
 }
 

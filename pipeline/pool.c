@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
+
 int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align) {
   return pb_pool_init_mem(p, count, buf_bytes, align, NULL);
 }
@@ -84,6 +86,7 @@ pb_buf *pb_pool_get(pb_pool *p) {
   uv_mutex_lock(&p->lock);
   while (!p->free_list && !p->cancelled) {
     p->waiting++;
+    pb_thread_waits++;
     uv_cond_wait(&p->available, &p->lock);
     p->waiting--;
   }

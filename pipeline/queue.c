@@ -62,6 +62,7 @@ int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bo
     while (q->count == q->capacity && !q->cancelled) {
       if (waited) *waited = true;
       q->waiting_producers++;
+      pb_thread_waits++;
       uv_cond_wait(&q->not_full, &q->lock);
       q->waiting_producers--;
     }
@@ -90,6 +91,7 @@ int pb_queue_pop_many(pb_queue *q, pb_elem *out, int max) {
   uv_mutex_lock(&q->lock);
   while (q->count == 0 && q->producers > 0 && !q->cancelled) {
     q->waiting_consumers++;
+    pb_thread_waits++;
     uv_cond_wait(&q->not_empty, &q->lock);
     q->waiting_consumers--;
   }

@@ -149,8 +149,10 @@ static void make_warm(ab_ctx *c, ab_run *r) {
 
 /* ---------- the runs ---------- */
 
+/* A run that failed (exit 1 or 2) may still have written a report: its figures are not used (AB.md). */
 static bool have_rate(const ab_run *r) {
-  return r->started && r->report.version && isfinite(r->report.samples_per_s) && r->report.samples_per_s > 0;
+  return r->started && (r->status == 0 || r->status == PB_EXIT_INTERRUPTED) && r->report.version &&
+         isfinite(r->report.samples_per_s) && r->report.samples_per_s > 0;
 }
 
 static double rate(const ab_run *r) { return have_rate(r) ? r->report.samples_per_s : NAN; }

@@ -23,15 +23,18 @@ int pb_err_set(pb_err *err, const char *fmt, ...) {
 
 uint64_t pb_now_ns(void) { return uv_hrtime(); }
 
-int64_t pb_thread_cpu_delay_ns(void) {
+_Thread_local uint64_t pb_thread_waits;
+
+bool pb_thread_sched_stat(pb_sched_stat *s) {
   /* "<on-cpu ns> <run-queue wait ns> <timeslices>" (Documentation/scheduler/sched-stats.rst); read twice
    * per worker, at its start and its exit, so the open and read cost nothing that matters. */
   FILE *f = fopen("/proc/thread-self/schedstat", "r");
-  if (!f) return -1;
-  unsigned long long run_ns, delay_ns;
-  int n = fscanf(f, "%llu %llu", &run_ns, &delay_ns);
+  if (!f) return false;
+  unsigned long long run_ns, delay_ns, slices;
+  int n = fscanf(f, "%llu %llu %llu", &run_ns, &delay_ns, &slices);
   fclose(f);
-  return n == 2 && delay_ns <= INT64_MAX ? (int64_t)delay_ns : -1;
+  *s = (pb_sched_stat){.run_ns = run_ns, .delay_ns = delay_ns, .slices = slices};
+  return n == 3 && run_ns > 0;
 }
 
 void pb_sleep_until_ns(uint64_t deadline_ns) {

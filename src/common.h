@@ -31,9 +31,17 @@ static inline uint64_t pb_overlap_ns(uint64_t a0, uint64_t a1, uint64_t b0, uint
 void pb_sleep_until_ns(uint64_t deadline_ns);
 /* Busy-wait until an absolute deadline: burns CPU on purpose. */
 void pb_spin_until_ns(uint64_t deadline_ns);
-/* The calling thread's run-queue delay so far: the time it was runnable but waiting for a core (the
- * second field of /proc/thread-self/schedstat), in ns; -1 when the kernel does not say. */
-int64_t pb_thread_cpu_delay_ns(void);
+/* The calling thread's scheduler figures so far, from /proc/thread-self/schedstat: the time it was
+ * runnable but waiting for a core (run-queue delay), and how many times it was put on a core.  false
+ * when the kernel does not say (no file, or all zero: scheduler statistics switched off). */
+typedef struct pb_sched_stat {
+  uint64_t run_ns, delay_ns, slices;
+} pb_sched_stat;
+bool pb_thread_sched_stat(pb_sched_stat *s);
+
+/* Sleeps of the calling thread on a queue's or pool's condition variable: each ends with a wake-up,
+ * and so with one trip through the run queue that is not part of any service time. */
+extern _Thread_local uint64_t pb_thread_waits;
 
 /* Burns cpu_ns of this thread's own CPU time (the `spin` op).  Unlike a wall-clock deadline, a thread
  * that loses its core to another keeps spinning until it has done the whole work, as real compute

@@ -57,6 +57,10 @@ int pb_sweep_split_sets(const char *const *sets, int nsets, pb_axis *axes, int *
       return pb_err_set(err, "--set %s: more than %d lists (expected fewer swept paths)", sets[i], PB_SWEEP_MAX_AXES);
     int rc = add_axis(&axes[*naxes], sets[i], (size_t)(eq - sets[i]), v, err);
     if (rc) return rc;
+    for (int a = 0; a < *naxes; a++)
+      if (strcmp(axes[a].path, axes[*naxes].path) == 0)
+        return pb_err_set(err, "--set %s: %s has a list already (expected one list per path)", sets[i],
+                          axes[a].path);
     ++*naxes;
   }
   return 0;

@@ -4,12 +4,12 @@
  * Their values: the --set PATH=V1,V2,.. lists when given (the search then stays inside exactly the space
  * a `pipebench sweep` of the same lists would run), else 1..256 threads and depth 1..256.
  *
- * Each trial is a measured run.  After each, the model is fitted again to the best run so far (Plumber,
- * MLSys 2022): per stage, its CPU seconds per sample and one thread's seconds per sample on an idle
- * machine (busy time less the run-queue delay).  A stage then delivers at most threads / that, and all
- * the CPU work together at most the cores / CPU-s-per-sample summed; the
- * pipeline delivers the minimum of those, of the stages that are not knobs, and of the device's rate.
- * The candidates for the next trial come from that model and from the run's analysis:
+ * Each trial is a measured run.  The model (Plumber, MLSys 2022) is fitted to one run: per stage, its
+ * CPU seconds per sample and one thread's seconds per sample on an idle machine (busy time less the
+ * run-queue delay).  A stage then delivers at most threads / that, and all the CPU work together at most
+ * the cores / CPU-s-per-sample summed; the pipeline delivers the minimum of those, of the stages that
+ * are not knobs, and of the device's rate.  The candidates for the next trial come from the model fitted
+ * to the best run so far and to each other trial, and from their analyses:
  *   allocation   threads sized for the model's best rate (Plumber's allocation of cores to stages by
  *                their measured per-core rates), with 10 % headroom
  *   bottleneck   more threads for the stage the analysis blames (critical path, cross-checked)
@@ -17,10 +17,12 @@
  *                cores are saturated
  *   prefetch     twice the depth when the pipeline keeps up on average but the device still waits
  *   recommend    the analysis' own recommendations that are knob changes (their predictions get checked)
+ *   explore      one step around the best point, while the model is unchecked or has been wrong
  * The candidate with the highest predicted samples/s runs next.  The search stops when the device is the
- * limit, when no candidate is predicted to gain 2 %, after two trials in a row that did not gain 2 %,
- * at the trial limit, or when the next trial would end after --budget-s.  Every trial's prediction is
- * compared with its measurement.  See docs/TUNING.md. */
+ * limit, when no candidate is predicted to gain 2 % and the model has been checked and right (median
+ * |error| within 15 %), after two trials in a row that did not gain 2 %, at the trial limit, or when the
+ * next trial would end after --budget-s.  Every trial's prediction is compared with its measurement.
+ * See docs/TUNING.md. */
 #include "tune.h"
 
 #include <math.h>
@@ -271,21 +273,38 @@ typedef struct candidate {
   point p;
   char change[160];
   double predicted;
+  bool explore;                 /* a step around the best point: picked only when exploring */
 } candidate;
 
 typedef struct cand_list {
-  candidate v[4 * (PB_MAX_RECOMMENDATIONS + 8)]; /* from the best trial and the others, newest first */
+  /* From the best trial (at most 13 + prefetch knobs), the steps around it (2 per knob), then the other
+   * trials, newest first, while there is room. */
+  candidate v[4 * (PB_MAX_RECOMMENDATIONS + 8) + 2 * MAX_KNOBS];
   int n;
+  bool offering_explore;        /* what offer() is adding now */
 } cand_list;
 
+/* Adds a candidate unless the list is full or the point is listed, measured, over the cores guard or
+ * over memory (checked in that order: the memory check plans the pipeline).  The list keeps the first
+ * of equal points, so whoever offers first keeps the label and the prediction. */
 static void offer(tuner *t, cand_list *cl, const model *md, const point *p, double predicted, const char *fmt,
                   const char *name) {
-  if (cl->n == (int)PB_ARRAY_LEN(cl->v) || tried(t, p) || !within_cores(t, md, p) || !fits_memory(t, p)) return;
-  for (int i = 0; i < cl->n; i++)
-    if (same_point(t, &cl->v[i].p, p)) return;
+  for (int i = 0; i < cl->n; i++) {
+    candidate *c = &cl->v[i];
+    if (!same_point(t, &c->p, p)) continue;
+    if (c->explore && !cl->offering_explore) { /* a model's own reason beats a step around */
+      c->explore = false;
+      c->predicted = predicted;
+      snprintf(c->change, sizeof c->change, fmt, name);
+    }
+    return;
+  }
+  if (cl->n == (int)PB_ARRAY_LEN(cl->v)) return;
+  if (tried(t, p) || !within_cores(t, md, p) || !fits_memory(t, p)) return;
   candidate *c = &cl->v[cl->n++];
   c->p = *p;
   c->predicted = predicted;
+  c->explore = cl->offering_explore;
   snprintf(c->change, sizeof c->change, fmt, name);
 }
 
@@ -402,11 +421,14 @@ static void offer_recommendations(tuner *t, cand_list *cl, const model *md, cons
   }
 }
 
-/* The candidate predicted best (the first of equals), or -1. */
-static int pick(const cand_list *cl) {
+/* The candidate predicted best (the first of equals), or -1; steps around the best point only when
+ * exploring. */
+static int pick(const cand_list *cl, bool exploring) {
   int best = -1;
   for (int i = 0; i < cl->n; i++)
-    if (!isnan(cl->v[i].predicted) && (best < 0 || cl->v[i].predicted > cl->v[best].predicted)) best = i;
+    if ((exploring || !cl->v[i].explore) && !isnan(cl->v[i].predicted) &&
+        (best < 0 || cl->v[i].predicted > cl->v[best].predicted))
+      best = i;
   return best;
 }
 
@@ -508,6 +530,7 @@ static bool model_verified(const tuner *t) {
 static void offer_neighbours(tuner *t, cand_list *cl, const trial *best) {
   model md;
   fit_model(t, best->rep, &md);
+  cl->offering_explore = true;
   int first = knob_for_stage(t, best->rep->bottleneck_stage, false);
   for (int pass = 0; pass < 3; pass++)
     for (int k = 0; k < t->nknobs; k++) {
@@ -519,6 +542,7 @@ static void offer_neighbours(tuner *t, cand_list *cl, const trial *best) {
                pass < 2 ? "up" : "down");
       if (p.v[k] != best->p.v[k]) offer(t, cl, &md, &p, predict(t, &md, &p), "%s", what);
     }
+  cl->offering_explore = false;
 }
 
 /* Every kind of candidate, from the model fitted to trial `from`. */
@@ -539,28 +563,32 @@ static void offer_from(tuner *t, cand_list *cl, const trial *from) {
  * so the best trial's own candidates come first. */
 static int next_trial(tuner *t, int *without_gain) {
   const trial *best = &t->trials[t->best];
-  cand_list cl = {.n = 0};
-  offer_from(t, &cl, best);
+  cand_list *cl = calloc(1, sizeof *cl);
+  if (!cl) {
+    snprintf(t->stop_reason, sizeof t->stop_reason, "out of memory for the candidates");
+    return -1;
+  }
+  offer_from(t, cl, best);
+  offer_neighbours(t, cl, best);
   for (int j = t->ntrials - 1; j >= 0; j--) {
     const trial *tr = &t->trials[j];
-    if (j != t->best && tr->status == 0 && tr->rep && tr->rep->version) offer_from(t, &cl, tr);
+    if (j != t->best && tr->status == 0 && tr->rep && tr->rep->version) offer_from(t, cl, tr);
   }
-  int i = pick(&cl);
+  int i = pick(cl, false);
   double best_rate = measured(best);
-  if ((i < 0 || cl.v[i].predicted < GAIN * best_rate) && !model_verified(t)) {
+  if ((i < 0 || cl->v[i].predicted < GAIN * best_rate) && !model_verified(t)) {
     /* The model is unchecked or has been wrong: its predictions cannot say that nothing near the best
      * point is better, so the most promising change runs anyway, or a step around the best point. */
-    offer_neighbours(t, &cl, best);
-    i = pick(&cl);
-  } else if (i >= 0 && cl.v[i].predicted < GAIN * best_rate) {
+    i = pick(cl, true);
+  } else if (i >= 0 && cl->v[i].predicted < GAIN * best_rate) {
     snprintf(t->stop_reason, sizeof t->stop_reason, "no change is predicted to gain %.0f %%", (GAIN - 1) * 100);
-    return -1;
+    i = -2;
   }
-  if (i < 0) {
-    snprintf(t->stop_reason, sizeof t->stop_reason, "no untried change left in the space");
-    return -1;
-  }
-  int rc = run_point(t, &cl.v[i].p, cl.v[i].change, cl.v[i].predicted);
+  if (i == -1) snprintf(t->stop_reason, sizeof t->stop_reason, "no untried change left in the space");
+  candidate next = i >= 0 ? cl->v[i] : (candidate){.predicted = NAN};
+  free(cl);
+  if (i < 0) return -1;
+  int rc = run_point(t, &next.p, next.change, next.predicted);
   double got = measured(&t->trials[t->ntrials - 1]);
   if (rc || isnan(got) || got < GAIN * best_rate) ++*without_gain;
   else *without_gain = 0;
@@ -572,13 +600,17 @@ static int search(tuner *t, const point *base) {
   t->t0_ns = pb_now_ns();
   int rc = run_point(t, base, "base config", NAN);
   if (rc) {
-    snprintf(t->stop_reason, sizeof t->stop_reason, "the base config's run failed (exit %d)", rc);
+    if (rc == PB_EXIT_INTERRUPTED) snprintf(t->stop_reason, sizeof t->stop_reason, "interrupted");
+    else snprintf(t->stop_reason, sizeof t->stop_reason, "the base config's run failed (exit %d)", rc);
     return rc;
   }
   t->best = 0;
   int without_gain = 0;
   while (!should_stop(t, without_gain)) {
-    if (pb_run_signalled()) return PB_EXIT_INTERRUPTED;
+    if (pb_run_signalled()) {
+      snprintf(t->stop_reason, sizeof t->stop_reason, "interrupted");
+      return PB_EXIT_INTERRUPTED;
+    }
     rc = next_trial(t, &without_gain);
     if (rc < 0) break;
     if (rc == PB_EXIT_INTERRUPTED || pb_run_signalled()) {

@@ -2,7 +2,8 @@
  *
  * Capacity of a stage = threads x samples / busy time: the samples/s it could sustain if it never waited
  * for input or for downstream.  The device's rate = batch x devices / mean compute time.  A stage is
- * CPU-bound when its threads' CPU time is most of their busy time (cpu_fraction >= 0.5); those share
+ * CPU-bound when its threads' CPU time is most of their busy time net of run-queue delay
+ * (pb_stage_cpu_bound); those share
  * the machine's cores, which bounds the pipeline at ncpu / (CPU seconds per sample, summed).
  *
  * The bottleneck is "device" when the run is not input-bound.  Otherwise it is the stage with the most

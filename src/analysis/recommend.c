@@ -119,7 +119,8 @@ static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
              b->name, b->cpu_fraction * 100, want, t, target);
     return;
   }
-  int extra = (int)floor(free_cores / (b->cpu_fraction > 0 ? b->cpu_fraction : 1) + 1e-9);
+  double share = pb_stage_cpu_share(b); /* of a thread's own time, net of queueing for a core */
+  int extra = (int)floor(free_cores / (share > 0 ? share : 1) + 1e-9);
   if (extra >= 1) {
     if (want > t + extra) want = t + extra;
     if (!(rc = set_threads(r, b, bi, want, cap_limit))) return;

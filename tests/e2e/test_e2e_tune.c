@@ -117,6 +117,8 @@ static void test_sweep_errors(void **state) {
   assert_one_error_line(r, 2, "no list");
   r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=1,,2"));
   assert_one_error_line(r, 2, "empty value");
+  r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=1,2", "--set", "stages.aug.threads=3,4"));
+  assert_one_error_line(r, 2, "has a list already");
 }
 
 /* ---------- tune ---------- */
