@@ -146,6 +146,7 @@ def one_case(binary, name, spec, runs, tunes, tmp):
         "stop_reasons": [t["stop_reason"] for t in tuned],
         "best_median": best_median, "tuned_medians": [statistics.median(r) for r in rates[1:]],
         "ratios": ratios, "prediction_errors_pct": errors, "errors_by_kind": by_kind,
+        "rates": rates,  # every re-measurement: [sweep best, tuned 1, tuned 2, ...]
     }
 
 

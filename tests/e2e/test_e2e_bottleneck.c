@@ -182,6 +182,13 @@ static void expect_planted(cJSON *rep, const char *what, const char *planted, do
              IDLE_TOL_PCT);
   expect_largest_on_critical_path(rep, planted);
   if (!is_device) {
+    /* The run-queue delay is known wherever the kernel has scheduler statistics, and bounded. */
+    cJSON *delay = at(stage(rep, planted), "cpu_delay_fraction");
+    if (access("/proc/thread-self/schedstat", R_OK) == 0 && !cJSON_IsNumber(delay))
+      fail_msg("%s: cpu_delay_fraction of %s is not a number, although the kernel has schedstat", what, planted);
+    if (cJSON_IsNumber(delay) &&
+        (delay->valuedouble < 0 || delay->valuedouble > 1 - num(stage(rep, planted), "cpu_fraction") + 1e-4))
+      fail_msg("%s: cpu_delay_fraction of %s is %.4f, outside [0, 1 - cpu_fraction]", what, planted, delay->valuedouble);
     if (!cJSON_IsNumber(cap)) fail_msg("%s: capacity_per_s of %s is not a number", what, planted);
     if (cap->valuedouble > 1.05 * rate_per_s || cap->valuedouble < (1 - CAP_TOL) * rate_per_s)
       fail_msg("%s: capacity_per_s of %s is %.1f, the planted rate %.1f", what, planted, cap->valuedouble,
