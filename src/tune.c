@@ -129,15 +129,18 @@ static bool tried(const tuner *t, const point *p) {
   return false;
 }
 
-static void point_sets(const tuner *t, const point *p, char buf[][96], const char **sets) {
+/* Room for "<path>=<int>": the knob path plus '=', up to 11 digits with sign, and the NUL. */
+#define SET_LEN (PB_NAME_LEN + 32 + 16)
+
+static void point_sets(const tuner *t, const point *p, char buf[][SET_LEN], const char **sets) {
   for (int k = 0; k < t->nknobs; k++) {
-    snprintf(buf[k], 96, "%s=%d", t->knobs[k].path, p->v[k]);
+    snprintf(buf[k], SET_LEN, "%s=%d", t->knobs[k].path, p->v[k]);
     sets[k] = buf[k];
   }
 }
 
 static int load_point(tuner *t, const point *p, pb_err *err) {
-  char buf[MAX_KNOBS][96];
+  char buf[MAX_KNOBS][SET_LEN];
   const char *sets[MAX_KNOBS];
   point_sets(t, p, buf, sets);
   return pb_multi_load(t->m, sets, t->nknobs, t->cfg, err);

@@ -148,9 +148,10 @@ static void expect_largest_on_critical_path(cJSON *rep, const char *planted) {
 
 /* The checks every planted case makes; prints the case's line.  Beyond the four checks at the top of the
  * file, the planted stage's capacity_per_s (threads / mean service time) must match the planted rate:
- * at most 5 % above it (emulated waits never end early), at most CAP_TOL below (timer slack, which is
- * larger under the sanitizers). */
-#define CAP_TOL 0.15
+ * at most 5 % above it (emulated waits never end early), at most CAP_TOL below: timed waits end late on
+ * a loaded virtual machine, more so under the sanitizers (a 2 ms sleep was seen taking 2.55 ms on the
+ * 2-vCPU development VM, a capacity 21 % below the planted rate). */
+#define CAP_TOL 0.30
 static void expect_planted(cJSON *rep, const char *what, const char *planted, double rate_per_s, double batch,
                            double step_ms) {
   double idle = num(rep, "device_idle_pct");
