@@ -44,8 +44,11 @@ static void test_auto_falls_back_with_one_line(void **state) {
   assert_int_equal(num(rep, "device.gpu_timestamps_dropped"), 0);
 }
 
-/* Two devices: batches dealt in turn (each runs half the steps, +-1), one timeline each, the most idle
- * named, and the devices' idle times average to the run's. */
+/* Two devices: batches dealt in turn, one timeline each, the most idle named, and the devices' idle
+ * times average to the run's.  Each runs about half the steps: the window closes on the 40th step
+ * overall, and a device thread the kernel held off the core for a step or more (as on a loaded 2-vCPU
+ * machine) is behind by that many steps for good, its filed batches counted as queued; hence +-4 (10 %),
+ * not +-1. */
 static void test_two_devices_round_robin(void **state) {
   cJSON *rep = run_report(device_config("two", "false", 2), "two", NULL);
   assert_int_equal(num(rep, "device.count"), 2);
@@ -53,7 +56,7 @@ static void test_two_devices_round_robin(void **state) {
   assert_int_equal(cJSON_GetArraySize(per), 2);
   double s0 = num(cJSON_GetArrayItem(per, 0), "steps"), s1 = num(cJSON_GetArrayItem(per, 1), "steps");
   assert_int_equal(s0 + s1, num(rep, "steps.count"));
-  if (s0 - s1 > 1 || s1 - s0 > 1) fail_msg("steps per device %.0f and %.0f: expected round-robin", s0, s1);
+  if (s0 - s1 > 4 || s1 - s0 > 4) fail_msg("steps per device %.0f and %.0f: expected round-robin", s0, s1);
   double i0 = num(cJSON_GetArrayItem(per, 0), "idle_pct"), i1 = num(cJSON_GetArrayItem(per, 1), "idle_pct");
   int most = (int)num(rep, "device.most_idle");
   assert_true(most == 0 || most == 1);
