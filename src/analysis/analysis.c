@@ -166,8 +166,10 @@ bool pb_stage_cpu_bound(const pb_stage_report *s) {
   return !isnan(s->cpu_fraction) && pb_stage_cpu_share(s) >= PB_CPU_BOUND_FRACTION;
 }
 
+/* Every stage's CPU counts, not only the CPU-bound ones': a read that waits 75 % of its time may still
+ * spend 2 ms of CPU per sample copying it, and those cores are not there for the other stages. */
 double pb_stage_cpu_s_per_sample(const pb_stage_report *s) {
-  if (!pb_stage_cpu_bound(s) || isnan(s->capacity_per_s) || s->capacity_per_s <= 0) return 0;
+  if (isnan(s->cpu_fraction) || isnan(s->capacity_per_s) || s->capacity_per_s <= 0) return 0;
   return s->cpu_fraction * s->threads / s->capacity_per_s;
 }
 

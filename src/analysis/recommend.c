@@ -105,6 +105,11 @@ static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
   double cap_limit = bandwidth_cap_per_s(r, rec, bi);
   if (cap_limit <= 1.05 * b->capacity_per_s) return;
   double target = fmin(next_limit(r, bi), cap_limit);
+  /* The cores bound every stage together: threads past the cores' limit only queue for a core. */
+  if (!isnan(r->cpu_limit_per_s)) {
+    if (!pb_stage_cpu_bound(b) && r->cpu_limit_per_s <= 1.05 * b->capacity_per_s) return;
+    target = fmin(target, r->cpu_limit_per_s);
+  }
   int t = b->threads;
   double need = isinf(target) ? t + 1 : ceil(t * target / b->capacity_per_s - 1e-9);
   int want = need > PB_MAX_THREADS_SUGGESTED ? PB_MAX_THREADS_SUGGESTED : need <= t ? t + 1 : (int)need;

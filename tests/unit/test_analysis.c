@@ -273,12 +273,61 @@ static void test_cpu_bound_net_of_run_queue_delay(void **state) {
   assert_false(pb_stage_cpu_bound(&none));
 }
 
+/* The cores' limit counts every stage's CPU, a waiting one's too, and more threads for a waiting
+ * bottleneck are sized for it: figures of a 2-core run whose one "slow" thread reads with 2 ms
+ * latency and copies 2.27 ms of CPU per sample (25 % of 9.1 ms), batch then 0.43 ms per sample, and a
+ * device taking 1000 samples/s.  The limit is 2 / 2.71 ms = 738 samples/s, not the device's 1000. */
+static void set_waiting_bottleneck(fixture *f, int threads, double capacity_per_s) {
+  pb_report *r = &f->rep;
+  for (int i = 0; i < 3; i++) r->stages[i].capacity_per_s = r->stages[i].utilization = r->stages[i].cpu_delay_fraction = NAN;
+  r->stages[0].skipped = true;
+  r->stages[1] = (pb_stage_report){.name = "slow", .type = "map", .threads = threads, .calls = 1000,
+                                   .capacity_per_s = capacity_per_s, .cpu_fraction = 0.25, .cpu_delay_fraction = 0,
+                                   .utilization = 0.99};
+  r->stages[2] = (pb_stage_report){.name = "batch", .type = "batch", .threads = 1, .calls = 250,
+                                   .capacity_per_s = 2300, .cpu_fraction = 1, .cpu_delay_fraction = 0,
+                                   .utilization = 0.05};
+  r->ncpu = 2;
+  r->compute_ms = 4; /* batch 4 in 4 ms: the device takes 1000 samples/s */
+  r->classification = "highly_input_bound";
+  r->input_bound_pct = 85;
+  r->critical_path_available = false; /* the capacity model alone names the bottleneck */
+  f->rec.ncpu = 2;
+}
+
+static const pb_recommendation *threads_rec(const pb_report *r) {
+  for (int i = 0; i < r->nrecommendations; i++)
+    if (strstr(r->recommendations[i].action, "stages.slow.threads=")) return &r->recommendations[i];
+  return NULL;
+}
+
+static void test_cores_limit_counts_waiting_stages(void **state) {
+  fixture *f = make_fixture();
+  set_waiting_bottleneck(f, 1, 110);
+  pb_bottleneck(&f->rep, &f->rec);
+  pb_recommend(&f->rep, &f->rec);
+  double cpu_s = 0.25 / 110 + 1.0 / 2300;
+  assert_true(fabs(f->rep.cpu_limit_per_s - 2 / cpu_s) < 1e-6);
+  assert_string_equal(f->rep.bottleneck_stage, "slow");
+  const pb_recommendation *rc = threads_rec(&f->rep);
+  assert_non_null(rc);
+  assert_string_equal(rc->action, "--set stages.slow.threads=7"); /* ceil(738.6 / 110), not ceil(1000 / 110) */
+  assert_true(fabs(rc->predicted_samples_per_s - 2 / cpu_s) < 1e-6);
+  /* With 7 threads at 700 samples/s the cores are the limit (2 / (2.5 + 0.43) ms = 682): no more threads. */
+  set_waiting_bottleneck(f, 7, 700);
+  pb_bottleneck(&f->rep, &f->rec);
+  pb_recommend(&f->rep, &f->rec);
+  assert_null(threads_rec(&f->rep));
+  free_fixture(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_graph_from_lineage), cmocka_unit_test(test_path_map_bound),
       cmocka_unit_test(test_path_device_bound),  cmocka_unit_test(test_path_backpressure),
       cmocka_unit_test(test_window_when_rings_dropped), cmocka_unit_test(test_keymap),
       cmocka_unit_test(test_trace_ring),        cmocka_unit_test(test_cpu_bound_net_of_run_queue_delay),
+      cmocka_unit_test(test_cores_limit_counts_waiting_stages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
