@@ -28,6 +28,8 @@
  * only: the suite must hold on a 2-core machine and under ThreadSanitizer.  Every case prints one line,
  * "planted <case>: bottleneck <stage> ..., idle <measured> % (expected <computed> %)".  Set PB_E2E_KEEP=1
  * to keep the temporary directory with every report.json. */
+#include <math.h>
+
 #include "e2e_util.h"
 
 /* How far device_idle_pct may be from the value computed from the planted rates, in percentage points. */
@@ -147,11 +149,15 @@ static void expect_largest_on_critical_path(cJSON *rep, const char *planted) {
 }
 
 /* The checks every planted case makes; prints the case's line.  Beyond the four checks at the top of the
- * file, the planted stage's capacity_per_s (threads / mean service time) must match the planted rate:
- * at most 5 % above it (emulated waits never end early), at most CAP_TOL below: timed waits end late on
+ * file, the planted stage's capacity_per_s (threads / mean service time) must be what the run shows:
+ * within CAP_MATCH of the measured samples/s (the planted stage is the bottleneck, so the pipeline runs
+ * at its capacity), at most 5 % above the planted rate (emulated waits never end early) and at most
+ * CAP_TOL below it.  Below, the tolerance is wide on purpose: timed waits and real reads take longer on
  * a loaded virtual machine, more so under the sanitizers (a 2 ms sleep was seen taking 2.55 ms on the
- * 2-vCPU development VM, a capacity 21 % below the planted rate). */
-#define CAP_TOL 0.30
+ * 2-vCPU development VM, and a 2 ms-latency 4 KB read 3.3 ms under TSan), which is the machine's
+ * slack, not a measurement error; the match with the measured rate is the tight check. */
+#define CAP_TOL 0.50
+#define CAP_MATCH 0.10
 static void expect_planted(cJSON *rep, const char *what, const char *planted, double rate_per_s, double batch,
                            double step_ms) {
   double idle = num(rep, "device_idle_pct");
@@ -194,6 +200,10 @@ static void expect_planted(cJSON *rep, const char *what, const char *planted, do
     if (cap->valuedouble > 1.05 * rate_per_s || cap->valuedouble < (1 - CAP_TOL) * rate_per_s)
       fail_msg("%s: capacity_per_s of %s is %.1f, the planted rate %.1f", what, planted, cap->valuedouble,
                rate_per_s);
+    double measured = num(rep, "throughput.samples_per_s");
+    if (fabs(cap->valuedouble - measured) > CAP_MATCH * cap->valuedouble)
+      fail_msg("%s: capacity_per_s of %s is %.1f, but the run measured %.1f samples/s", what, planted,
+               cap->valuedouble, measured);
   }
   if (!cJSON_IsTrue(at(rep, "trace.complete")) || num(rep, "trace.events_dropped") != 0)
     fail_msg("%s: the trace is incomplete (%.0f events dropped): the critical path would be partial", what,
