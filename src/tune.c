@@ -530,9 +530,7 @@ static bool model_verified(const tuner *t) {
 /* One step up on every knob from the best point, the bottleneck's threads first (the list keeps the
  * first of equal predictions), then one step down on the others.  Offered only when the model is not
  * verified (model_verified). */
-static void offer_neighbours(tuner *t, cand_list *cl, const trial *best) {
-  model md;
-  fit_model(t, best->rep, &md);
+static void offer_neighbours(tuner *t, cand_list *cl, const model *md, const trial *best) {
   cl->offering_explore = true;
   int first = knob_for_stage(t, best->rep->bottleneck_stage, false);
   for (int pass = 0; pass < 3; pass++)
@@ -543,20 +541,18 @@ static void offer_neighbours(tuner *t, cand_list *cl, const trial *best) {
       char what[sizeof t->knobs[k].path + 32];
       snprintf(what, sizeof what, "explore: %s one step %s", t->knobs[k].path + strlen("stages."),
                pass < 2 ? "up" : "down");
-      if (p.v[k] != best->p.v[k]) offer(t, cl, &md, &p, predict(t, &md, &p), "%s", what);
+      if (p.v[k] != best->p.v[k]) offer(t, cl, md, &p, predict(t, md, &p), "%s", what);
     }
   cl->offering_explore = false;
 }
 
-/* Every kind of candidate, from the model fitted to trial `from`. */
-static void offer_from(tuner *t, cand_list *cl, const trial *from) {
-  model md;
-  fit_model(t, from->rep, &md);
-  offer_allocation(t, cl, &md, &from->p);
-  offer_bottleneck(t, cl, &md, from);
-  offer_prefetch(t, cl, &md, from);
-  offer_oversubscribe(t, cl, &md, from);
-  offer_recommendations(t, cl, &md, from);
+/* Every kind of candidate, from `md`, the model fitted to trial `from`. */
+static void offer_from(tuner *t, cand_list *cl, const model *md, const trial *from) {
+  offer_allocation(t, cl, md, &from->p);
+  offer_bottleneck(t, cl, md, from);
+  offer_prefetch(t, cl, md, from);
+  offer_oversubscribe(t, cl, md, from);
+  offer_recommendations(t, cl, md, from);
 }
 
 /* Runs the most promising candidate; 1 when none is worth a trial, else the trial's exit status.  The
@@ -571,27 +567,33 @@ static int next_trial(tuner *t, int *without_gain) {
     snprintf(t->stop_reason, sizeof t->stop_reason, "out of memory for the candidates");
     return -1;
   }
-  offer_from(t, cl, best);
-  offer_neighbours(t, cl, best);
+  model md;
+  fit_model(t, best->rep, &md);
+  offer_from(t, cl, &md, best);
+  offer_neighbours(t, cl, &md, best);
   for (int j = t->ntrials - 1; j >= 0; j--) {
     const trial *tr = &t->trials[j];
-    if (j != t->best && tr->status == 0 && tr->rep && tr->rep->version) offer_from(t, cl, tr);
+    if (j == t->best || tr->status != 0 || !tr->rep || !tr->rep->version) continue;
+    fit_model(t, tr->rep, &md);
+    offer_from(t, cl, &md, tr);
   }
-  int i = pick(cl, false);
   double best_rate = measured(best);
-  if ((i < 0 || cl->v[i].predicted < GAIN * best_rate) && !model_verified(t)) {
+  int i = pick(cl, false);
+  bool worth_it = i >= 0 && cl->v[i].predicted >= GAIN * best_rate;
+  if (!worth_it && !model_verified(t)) {
     /* The model is unchecked or has been wrong: its predictions cannot say that nothing near the best
      * point is better, so the most promising change runs anyway, or a step around the best point. */
     i = pick(cl, true);
-  } else if (i >= 0 && cl->v[i].predicted < GAIN * best_rate) {
-    snprintf(t->stop_reason, sizeof t->stop_reason, "no change is predicted to gain %.0f %%", (GAIN - 1) * 100);
-    i = -2;
+    worth_it = i >= 0;
   }
-  if (i == -1) snprintf(t->stop_reason, sizeof t->stop_reason, "no untried change left in the space");
-  candidate next = i >= 0 ? cl->v[i] : (candidate){.predicted = NAN};
+  if (!worth_it) {
+    if (i < 0) snprintf(t->stop_reason, sizeof t->stop_reason, "no untried change left in the space");
+    else snprintf(t->stop_reason, sizeof t->stop_reason, "no change is predicted to gain %.0f %%", (GAIN - 1) * 100);
+    free(cl);
+    return -1;
+  }
+  int rc = run_point(t, &cl->v[i].p, cl->v[i].change, cl->v[i].predicted);
   free(cl);
-  if (i < 0) return -1;
-  int rc = run_point(t, &next.p, next.change, next.predicted);
   double got = measured(&t->trials[t->ntrials - 1]);
   if (rc || isnan(got) || got < GAIN * best_rate) ++*without_gain;
   else *without_gain = 0;
