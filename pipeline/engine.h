@@ -140,6 +140,7 @@ struct pb_engine {
   _Atomic bool failed;
   char failure[600];
   _Atomic uint64_t batches_made; /* any batch at all: with none, a flood of errors is a broken run */
+  _Atomic uint64_t files_claimed; /* files the read stage has taken on, every epoch (live progress's ETA) */
   bool tracing;                 /* per-event rings (off with --no-trace; counters are always on) */
 };
 

@@ -40,7 +40,10 @@ static uint64_t window_overlap(const pb_queue *q, uint64_t t0, uint64_t t1) {
 /* Under the lock, before the count changes: the time since the last change at the old count. */
 static void integrate_fill(pb_queue *q) {
   uint64_t now = pb_now_ns();
-  if (q->last_change_ns) q->fill_ns += (uint64_t)q->count * window_overlap(q, q->last_change_ns, now);
+  if (q->last_change_ns) {
+    q->fill_ns += (uint64_t)q->count * window_overlap(q, q->last_change_ns, now);
+    q->run_fill_ns += (uint64_t)q->count * (now - q->last_change_ns);
+  }
   q->last_change_ns = now;
 }
 
@@ -145,4 +148,12 @@ double pb_queue_mean_fill(pb_queue *q, uint64_t window_ns) {
   double fill = (double)q->fill_ns / ((double)window_ns * q->capacity);
   uv_mutex_unlock(&q->lock);
   return fill;
+}
+
+uint64_t pb_queue_fill_integral(pb_queue *q) {
+  uv_mutex_lock(&q->lock);
+  integrate_fill(q);
+  uint64_t v = q->run_fill_ns;
+  uv_mutex_unlock(&q->lock);
+  return v;
 }

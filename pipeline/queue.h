@@ -29,6 +29,7 @@ typedef struct pb_queue {
    * push and pop: mean fill = fill_ns / (capacity x window length). */
   const _Atomic uint64_t *window_start_ns, *window_end_ns; /* NULL: the whole run */
   uint64_t last_change_ns, fill_ns;
+  uint64_t run_fill_ns;      /* the same over the whole run (not clipped): the fill-over-time samples */
 } pb_queue;
 
 int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers);
@@ -51,5 +52,8 @@ uint64_t pb_queue_drain(pb_queue *q);
 void pb_queue_set_window(pb_queue *q, const _Atomic uint64_t *start_ns, const _Atomic uint64_t *end_ns);
 /* Time-weighted mean occupancy over a window of window_ns, 0..1. */
 double pb_queue_mean_fill(pb_queue *q, uint64_t window_ns);
+/* Occupancy integrated over the whole run so far, element-nanoseconds: the difference of two readings
+ * over (capacity x time between them) is the mean fill in between (src/timeline.c). */
+uint64_t pb_queue_fill_integral(pb_queue *q);
 
 #endif

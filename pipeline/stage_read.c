@@ -81,6 +81,7 @@ static bool claim_file(pb_stage *s, uint32_t *index, uint32_t *epoch) {
   if (ok) {
     *index = (uint32_t)st->order.files[st->next++].index;
     *epoch = st->epoch;
+    atomic_fetch_add_explicit(&s->engine->files_claimed, 1, memory_order_relaxed);
   }
   uv_mutex_unlock(&st->order_lock);
   return ok;

@@ -17,6 +17,8 @@
  * relative to start_ns and parsed back from the text, so a reloaded record is bit-identical. */
 #include "trace_json.h"
 
+#include "timeline.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -210,6 +212,28 @@ static void device_extras(cJSON *d, const pb_record *rec, bool *ok) {
   put(d, "gpu_timestamps_dropped", j_u64(rec->gpu_timestamps_dropped), ok);
 }
 
+/* The queue fill over time (src/timeline.h): fills as integers in units of 1e-4 (how they were sampled). */
+static cJSON *timeline_json(const pb_timeline *tl, uint64_t start, bool *ok) {
+  cJSON *o = cJSON_CreateObject();
+  put(o, "t0_ns", j_rel(tl->t0_ns, start), ok);
+  put(o, "interval_ns", j_u64(tl->interval_ns), ok);
+  cJSON *t = cJSON_CreateArray();
+  for (size_t i = 0; *ok && t && i < tl->n; i++) push(t, j_rel(tl->t_ns[i], start), ok);
+  put(o, "t_ns", t, ok);
+  cJSON *series = cJSON_CreateArray();
+  for (int k = 0; *ok && series && k < tl->nseries; k++) {
+    cJSON *sj = cJSON_CreateObject();
+    put(sj, "stage", cJSON_CreateString(tl->names[k]), ok);
+    put(sj, "capacity", cJSON_CreateNumber(tl->capacity[k]), ok);
+    cJSON *f = cJSON_CreateArray();
+    for (size_t i = 0; *ok && f && i < tl->n; i++) push(f, cJSON_CreateNumber((double)pb_timeline_fill_e4(tl->fill[k][i])), ok);
+    put(sj, "fill_e4", f, ok);
+    push(series, sj, ok);
+  }
+  put(o, "series", series, ok);
+  return finish(o, *ok);
+}
+
 static cJSON *record_json(const pb_record *rec) {
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
@@ -253,6 +277,7 @@ static cJSON *record_json(const pb_record *rec) {
   put(o, "cpu_s", j_dbl(rec->cpu_s), &ok);
   put(o, "ncpu", cJSON_CreateNumber(rec->ncpu), &ok);
   put(o, "traced", cJSON_CreateBool(rec->traced), &ok);
+  if (ok && rec->timeline) put(o, "queue_fill", timeline_json(rec->timeline, rec->start_ns, &ok), &ok);
   return finish(o, ok);
 }
 
@@ -418,6 +443,25 @@ static void device_events(writer *w) {
   }
 }
 
+/* Queue fill over time as counter tracks (Perfetto draws one graph per stage): each point's value holds
+ * from the start of its interval.  Not read back: the header's queue_fill is the record. */
+static void counter_events(writer *w) {
+  const pb_timeline *tl = w->rec->timeline;
+  char ts[32];
+  for (int k = 0; tl && k < tl->nseries; k++) {
+    for (size_t i = 0; i < tl->n; i++) {
+      uint64_t begin = i ? tl->t_ns[i - 1] : tl->t0_ns;
+      sep(w);
+      fputs("{\"ph\":\"C\",\"pid\":1,\"name\":", w->f);
+      char name[PB_NAME_LEN + 16];
+      snprintf(name, sizeof name, "queue fill %s", tl->names[k]);
+      fput_json_str(w->f, name);
+      fprintf(w->f, ",\"ts\":%s,\"args\":{\"pct\":%.2f}}", fmt_us(ts, sizeof ts, (int64_t)(begin - w->rec->start_ns)),
+              pb_timeline_fill_e4(tl->fill[k][i]) / 100.0);
+    }
+  }
+}
+
 /* --- the flow: one sample's journey from the source to the device --- */
 
 typedef struct flow_pt {
@@ -509,6 +553,7 @@ static int write_trace(FILE *f, const pb_record *rec) {
   metadata(&w);
   worker_events(&w);
   device_events(&w);
+  counter_events(&w);
   flow_events(&w);
   fprintf(f, "\n%s\n", k_end);
   return 0;
@@ -925,6 +970,47 @@ static int load_device(loader *l, const cJSON *d) {
   return rc;
 }
 
+/* queue_fill (optional: traces written before it have none, and then the report has no such chart). */
+static int load_timeline(loader *l, const cJSON *v) {
+  if (!v) return 0;
+  int rc = v_object(l, v, "pipebench.queue_fill");
+  if (rc) return rc;
+  pb_timeline *tl = calloc(1, sizeof *tl);
+  if (!tl) return pb_err_set(l->err, "%s: out of memory", l->path), -ENOMEM;
+  l->rec->timeline = tl;
+  uint64_t start = l->rec->start_ns;
+  int64_t t0 = 0;
+  if ((rc = v_i64(l, member(v, "t0_ns"), "pipebench.queue_fill.t0_ns", &t0))) return rc;
+  tl->t0_ns = start + (uint64_t)t0;
+  if ((rc = v_u64(l, member(v, "interval_ns"), "pipebench.queue_fill.interval_ns", &tl->interval_ns))) return rc;
+  const cJSON *t = member(v, "t_ns"), *series = member(v, "series");
+  int n = 0, ns = 0;
+  if ((rc = v_array(l, t, "pipebench.queue_fill.t_ns", PB_TIMELINE_POINTS, &n))) return rc;
+  if ((rc = v_array(l, series, "pipebench.queue_fill.series", PB_MAX_STAGES + 1, &ns))) return rc;
+  tl->n = (size_t)n;
+  tl->nseries = ns;
+  for (int i = 0; i < n; i++) {
+    int64_t ti = 0;
+    if ((rc = v_i64(l, cJSON_GetArrayItem(t, i), "pipebench.queue_fill.t_ns[]", &ti))) return rc;
+    tl->t_ns[i] = start + (uint64_t)ti;
+  }
+  for (int k = 0; k < ns; k++) {
+    const cJSON *sj = cJSON_GetArrayItem(series, k), *f = member(sj, "fill_e4");
+    int nf = 0;
+    if ((rc = v_str(l, member(sj, "stage"), "pipebench.queue_fill.series[].stage", tl->names[k], sizeof tl->names[k])) ||
+        (rc = v_int(l, member(sj, "capacity"), "pipebench.queue_fill.series[].capacity", 0, INT32_MAX, &tl->capacity[k])) ||
+        (rc = v_array(l, f, "pipebench.queue_fill.series[].fill_e4", PB_TIMELINE_POINTS, &nf)))
+      return rc;
+    if (nf != n) return bad(l, "pipebench.queue_fill.series[%d].fill_e4: %d values (expected %d, one per t_ns)", k, nf, n);
+    for (int i = 0; i < n; i++) {
+      int e4 = 0;
+      if ((rc = v_int(l, cJSON_GetArrayItem(f, i), "pipebench.queue_fill.series[].fill_e4[]", 0, 10000, &e4))) return rc;
+      tl->fill[k][i] = pb_timeline_fill_from_e4(e4);
+    }
+  }
+  return 0;
+}
+
 static int load_header(loader *l, const cJSON *h) {
   pb_record *rec = l->rec;
   int rc = v_object(l, h, "pipebench");
@@ -958,6 +1044,7 @@ static int load_header(loader *l, const cJSON *h) {
   if ((rc = v_dbl(l, member(h, "cpu_s"), "pipebench.cpu_s", &rec->cpu_s))) return rc;
   if ((rc = v_int(l, member(h, "ncpu"), "pipebench.ncpu", 0, INT32_MAX, &rec->ncpu))) return rc;
   if ((rc = v_bool(l, member(h, "traced"), "pipebench.traced", &rec->traced))) return rc;
+  if ((rc = load_timeline(l, member(h, "queue_fill")))) return rc;
   /* the tid -> worker table for the events */
   l->by_tid = calloc((size_t)l->nworkers + 1, sizeof *l->by_tid);
   l->filled = calloc((size_t)l->nworkers + 1, sizeof *l->filled);

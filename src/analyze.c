@@ -72,9 +72,7 @@ static int write_outputs(pb_report *r, const pb_record *rec, const pb_run_opts *
       return PB_EXIT_RUNTIME;
     }
   }
-  if ((o->formats & (PB_FMT_CSV | PB_FMT_HTML)) && o->formats_given && !o->quiet)
-    fprintf(stderr, "pipebench: note: formats csv and html are not written by this version\n");
-  return 0;
+  return pb_run_write_views(o->formats, o->out_dir, r, rec);
 }
 
 static int print_report(const pb_report *r, const pb_run_opts *o) {

@@ -233,7 +233,7 @@ static int cmd_run(cli *c, pb_config *cfg) {
 
 static int cmd_analyze(cli *c) {
   if (!c->path) return usage_error("%s: no PATH (expected pipebench analyze TRACE.json|RUN_DIR)", c->command);
-  if (!c->run.formats_given) c->run.formats = PB_FMT_TEXT | PB_FMT_JSON;
+  if (!c->run.formats_given) c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML;
   return pb_analyze(c->path, &c->run);
 }
 

@@ -115,6 +115,8 @@ void pb_record_free(pb_record *rec) {
   }
   free(rec->steps);
   rec->steps = NULL;
+  free(rec->timeline);
+  rec->timeline = NULL;
   free(rec->owned_cfg);
   rec->owned_cfg = NULL;
 }

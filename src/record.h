@@ -70,6 +70,7 @@ typedef struct pb_record {
   double cpu_s;                 /* process CPU during the run */
   int ncpu;                     /* online CPUs */
   bool traced;                  /* per-event tracing was on */
+  struct pb_timeline *timeline; /* queue fill over time (owned); NULL when not sampled (an older trace) */
 } pb_record;
 
 /* Builds the record of a joined run (copies everything it needs).  0 or -ENOMEM. */

@@ -10,13 +10,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "csv.h"
 #include "device.h"
+#include "html.h"
 #include "engine.h"
 #include "metrics.h"
 #include "record.h"
 #include "trace_json.h"
 #include "report.h"
+#include "progress.h"
 #include "steps.h"
+#include "timeline.h"
 
 /* ---------- signals: the first SIGINT/SIGTERM stops the run cleanly, a second one exits at once ---------- */
 
@@ -101,6 +105,9 @@ typedef struct run_ctx {
   bool device_open, steps_ready, interrupted;
   uint64_t queued_samples;
   char out_dir[PB_PATH_LEN];
+  pb_timeline timeline;         /* queue fill over time, sampled while waiting for the end */
+  pb_timeline_sampler sampler;
+  pb_progress progress;
 } run_ctx;
 
 static double cpu_seconds(void) {
@@ -144,22 +151,30 @@ static int open_device(run_ctx *c) {
   return 0;
 }
 
-static void show_progress(run_ctx *c, uint64_t t0_ns) {
-  size_t done = pb_steps_count(&c->steps);
+/* How much of an epochs-limited run the read stage has taken on, 0..1; -1 when that says nothing (not
+ * limited by epochs, no files, or a cache stage replaying the later epochs). */
+static double files_fraction(const run_ctx *c) {
   const pb_run_cfg *run = &c->cfg->run;
-  double elapsed_s = (double)(pb_now_ns() - t0_ns) / 1e9;
-  if (run->stop == PB_STOP_STEPS)
-    fprintf(stderr, "\rpipebench: step %zu/%lld  %.1f s ", done, (long long)(run->warmup_steps + run->steps),
-            elapsed_s);
-  else
-    fprintf(stderr, "\rpipebench: step %zu  %.1f s ", done, elapsed_s);
-  fflush(stderr);
+  if (run->stop != PB_STOP_EPOCHS || c->engine.synthetic || !c->engine.files.count) return -1;
+  uint32_t passes = pb_engine_source_epochs(&c->engine);
+  if (passes != (uint32_t)run->epochs) return -1;
+  double total = (double)c->engine.files.count * passes;
+  return (double)atomic_load_explicit(&c->engine.files_claimed, memory_order_relaxed) / total;
 }
 
-/* Waits for the steps to finish, a signal, or nothing more to come; shows progress on a terminal. */
+static void show_progress(run_ctx *c, uint64_t now_ns) {
+  pb_steps_live live;
+  pb_steps_get_live(&c->steps, &live);
+  char text[256];
+  pb_progress_run_text(text, sizeof text, &live, now_ns, c->steps.start_ns, files_fraction(c));
+  pb_progress_draw(&c->progress, text);
+}
+
+/* Waits for the steps to finish, a signal, or nothing more to come; samples the queues' fill over time
+ * and shows progress on a terminal meanwhile. */
 static void wait_for_end(run_ctx *c) {
-  bool progress = !c->opts->quiet && !c->opts->no_progress && isatty(STDERR_FILENO);
-  uint64_t t0 = pb_now_ns(), last = t0;
+  pb_progress_init(&c->progress, pb_progress_wanted(c->opts->quiet, c->opts->no_progress), c->opts->progress_label);
+  pb_timeline_sampler_init(&c->sampler, &c->timeline, &c->engine, pb_now_ns());
   while (!pb_steps_wait(&c->steps, 50)) {
     if (pb_engine_failed(&c->engine)) { /* run.on_error fail, max_errors, or a device failure */
       pb_steps_stop(&c->steps);
@@ -170,12 +185,12 @@ static void wait_for_end(run_ctx *c) {
       pb_steps_stop(&c->steps);
       break;
     }
-    if (progress && pb_now_ns() - last >= 1000000000u) {
-      last = pb_now_ns();
-      show_progress(c, t0);
-    }
+    uint64_t now = pb_now_ns();
+    pb_timeline_sample(&c->sampler, now);
+    if (pb_progress_due(&c->progress, now)) show_progress(c, now);
   }
-  if (progress && last != t0) fprintf(stderr, "\r%60s\r", "");
+  pb_timeline_sample_final(&c->sampler, pb_now_ns());
+  pb_progress_end(&c->progress);
 }
 
 static int execute(run_ctx *c) {
@@ -237,7 +252,29 @@ static int write_trace(run_ctx *c, const pb_record *rec) {
   return 0;
 }
 
-static int write_outputs(run_ctx *c, pb_report *r) {
+int pb_run_write_views(unsigned formats, const char *out_dir, const pb_report *r, const pb_record *rec) {
+  static const struct {
+    unsigned format;
+    const char *file, *what;
+  } views[] = {{PB_FMT_HTML, "report.html", "the HTML report"},
+               {PB_FMT_CSV, "stages.csv", "the stage table"},
+               {PB_FMT_CSV, "steps.csv", "the step table"}};
+  for (size_t i = 0; i < PB_ARRAY_LEN(views); i++) {
+    if (!(formats & views[i].format)) continue;
+    char path[PB_PATH_LEN + 32];
+    snprintf(path, sizeof path, "%s/%s", out_dir, views[i].file);
+    int rc = i == 0 ? pb_report_write_html(r, rec, path)
+           : i == 1 ? pb_csv_write_stages(r, path)
+                    : pb_csv_write_steps(rec, path);
+    if (rc) {
+      fprintf(stderr, "pipebench: %s: cannot write %s: %s\n", path, views[i].what, strerror(-rc));
+      return PB_EXIT_RUNTIME;
+    }
+  }
+  return 0;
+}
+
+static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
   const pb_run_opts *o = c->opts;
   snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
   int rc = 0;
@@ -248,9 +285,8 @@ static int write_outputs(run_ctx *c, pb_report *r) {
     fprintf(stderr, "pipebench: %s: cannot write the report: %s\n", c->out_dir, strerror(-rc));
     return PB_EXIT_RUNTIME;
   }
-  unsigned missing = o->formats & (PB_FMT_CSV | PB_FMT_HTML);
-  if (missing && o->formats_given && !o->quiet)
-    fprintf(stderr, "pipebench: note: formats csv and html are not written by this version\n");
+  rc = pb_run_write_views(o->formats, c->out_dir, r, rec);
+  if (rc) return rc;
   if (o->json_stdout) {
     cJSON *json = pb_report_to_json(r);
     char *text = json ? cJSON_Print(json) : NULL;
@@ -273,6 +309,8 @@ static int report(run_ctx *c, double cpu0) {
     fprintf(stderr, "pipebench: out of memory for the run's record\n");
     goto out;
   }
+  rec->timeline = malloc(sizeof *rec->timeline);
+  if (rec->timeline) *rec->timeline = c->timeline; /* without it the report just has no fill-over-time chart */
   pb_metrics_compute(r, rec);
   r->config = pb_config_to_json(c->cfg);
   if (!r->balanced)
@@ -281,7 +319,7 @@ static int report(run_ctx *c, double cpu0) {
     fprintf(stderr, "pipebench: warning: the run ended before any measured step (%zu steps, %lld warm-up)\n",
             c->steps.n, (long long)c->cfg->run.warmup_steps);
   rc = write_trace(c, rec);
-  if (!rc) rc = write_outputs(c, r);
+  if (!rc) rc = write_outputs(c, r, rec);
   cJSON_Delete(r->config);
   r->config = NULL;
   if (c->opts->result) *c->opts->result = *r;

@@ -18,6 +18,7 @@ typedef struct pb_run_opts {
   bool json_stdout, quiet, no_progress, no_trace;
   /* For the commands made of several runs (ab, sweep, tune): */
   bool quiet_notices;           /* no device fallback notice (a later run of the same command) */
+  const char *progress_label;   /* printed before the live progress figures ("tune trial 3: ..."); NULL: none */
   struct pb_report *result;     /* when set, the run's report is copied here (its config left NULL) */
 } pb_run_opts;
 
@@ -33,6 +34,12 @@ bool pb_run_signalled(void);
 /* Makes the output directory: `given` (--out; made if missing, must be writable), else
  * pipebench-out/<name>[-<kind>]-<UTC yyyymmdd-HHMMSS>.  0, or an exit status after printing one line. */
 int pb_run_make_out_dir(const pb_config *cfg, const char *given, const char *kind, char *out, size_t len);
+
+struct pb_report;
+struct pb_record;
+/* Writes the views `formats` asks for besides report.json and trace.json: report.html (html), stages.csv
+ * and steps.csv (csv), into out_dir (run and analyze).  0, or PB_EXIT_RUNTIME after printing one line. */
+int pb_run_write_views(unsigned formats, const char *out_dir, const struct pb_report *r, const struct pb_record *rec);
 
 /* For main.c: parse a --format list.  -EINVAL with err set on an unknown name. */
 int pb_parse_formats(const char *list, unsigned *formats, pb_err *err);

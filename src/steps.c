@@ -71,6 +71,8 @@ static void advance_window(pb_steps *s, pb_step *st, size_t idx) {
   clamp_to_window(st, s->window_start_ns);
   st->measured = true;
   s->measured_count++;
+  s->measured_samples += st->samples;
+  s->measured_compute_ns += st->compute_end_ns - st->compute_start_ns;
   if (st->compute_end_ns > s->window_end_ns) s->window_end_ns = st->compute_end_ns;
   bool reached = s->target && (int64_t)s->measured_count == s->target;
   if (s->duration_ns && s->window_end_ns - s->window_start_ns >= s->duration_ns) reached = true;
@@ -315,4 +317,19 @@ void pb_steps_close(pb_steps *s) {
   uv_mutex_destroy(&s->lock);
   free(s->v);
   s->v = NULL;
+}
+
+void pb_steps_get_live(pb_steps *s, pb_steps_live *out) {
+  uv_mutex_lock(&s->lock);
+  *out = (pb_steps_live){.done = s->n,
+                         .warmup = s->warmup,
+                         .target = s->target,
+                         .duration_ns = s->duration_ns,
+                         .measuring = s->window_open,
+                         .window_start_ns = s->window_start_ns,
+                         .measured = s->measured_count,
+                         .measured_samples = s->measured_samples,
+                         .measured_compute_ns = s->measured_compute_ns,
+                         .devices = s->device && s->device->count > 0 ? s->device->count : 1};
+  uv_mutex_unlock(&s->lock);
 }

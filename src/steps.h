@@ -68,7 +68,19 @@ struct pb_steps {
   uint64_t next_deal;      /* round-robin counter */
   uv_cond_t dealt;
   uint64_t samples_undelivered; /* in batches dealt but never stepped (counted as queued) */
+  uint64_t measured_samples, measured_compute_ns; /* running sums over measured steps (live progress) */
 };
+
+/* What the run has done so far, for the live progress line (one lock round trip). */
+typedef struct pb_steps_live {
+  size_t done;                  /* steps completed, warm-up included */
+  int64_t warmup, target;       /* target: measured steps wanted (0: until duration or end of data) */
+  uint64_t duration_ns;         /* 0 = none */
+  bool measuring;               /* the measured window is open */
+  uint64_t window_start_ns;
+  uint64_t measured, measured_samples, measured_compute_ns;
+  int devices;
+} pb_steps_live;
 
 /* Call before pb_engine_start: the run's clock (and, without warm-up, the window) starts here. */
 int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d);
@@ -82,5 +94,6 @@ void pb_steps_join(pb_steps *s);
 void pb_steps_close(pb_steps *s);
 /* Steps completed so far (for progress). */
 size_t pb_steps_count(pb_steps *s);
+void pb_steps_get_live(pb_steps *s, pb_steps_live *out);
 
 #endif

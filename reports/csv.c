@@ -1,0 +1,113 @@
+#include "csv.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+static void put_field(FILE *f, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (const char *p = s; *p; p++) {
+    if (*p == '"') fputc('"', f);
+    fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+/* A JSON scalar as a cell: numbers as report.json prints them, null as empty, booleans as 1/0. */
+static void put_value(FILE *f, const cJSON *v) {
+  if (cJSON_IsString(v)) put_field(f, v->valuestring);
+  else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "1" : "0", f);
+  else if (cJSON_IsNumber(v)) {
+    char *text = cJSON_PrintUnformatted(v);
+    if (text) fputs(text, f);
+    free(text);
+  }
+}
+
+/* Writes through a temporary file renamed into place: a reader never sees half a table. */
+typedef int (*csv_body)(FILE *f, const void *arg);
+
+static int write_atomic(const char *path, csv_body body, const void *arg) {
+  char tmp[PB_PATH_LEN + 64];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return -errno;
+  int rc = body(f, arg);
+  if (!rc && ferror(f)) rc = -EIO;
+  if (fclose(f) != 0 && !rc) rc = -errno;
+  if (!rc && rename(tmp, path) != 0) rc = -errno;
+  if (rc) remove(tmp);
+  return rc;
+}
+
+static int stages_body(FILE *f, const void *arg) {
+  cJSON *rep = pb_report_to_json(arg);
+  const cJSON *stages = rep ? cJSON_GetObjectItemCaseSensitive(rep, "stages") : NULL;
+  const cJSON *first = stages ? cJSON_GetArrayItem(stages, 0) : NULL;
+  if (!stages) {
+    cJSON_Delete(rep);
+    return -ENOMEM;
+  }
+  /* the header: every scalar key of a stage, then the stage graph's parent */
+  const cJSON *k;
+  bool sep = false;
+  cJSON_ArrayForEach(k, first) {
+    if (cJSON_IsObject(k) || cJSON_IsArray(k)) continue;
+    if (sep) fputc(',', f);
+    fputs(k->string, f);
+    sep = true;
+  }
+  fputs(sep ? ",parent\n" : "parent\n", f);
+  const cJSON *s;
+  cJSON_ArrayForEach(s, stages) {
+    cJSON_ArrayForEach(k, s) {
+      if (cJSON_IsObject(k) || cJSON_IsArray(k)) continue;
+      put_value(f, k);
+      fputc(',', f);
+    }
+    const cJSON *graph = cJSON_GetObjectItemCaseSensitive(s, "graph");
+    put_value(f, graph ? cJSON_GetObjectItemCaseSensitive(graph, "parent") : NULL);
+    fputc('\n', f);
+  }
+  cJSON_Delete(rep);
+  return 0;
+}
+
+int pb_csv_write_stages(const pb_report *r, const char *path) { return write_atomic(path, stages_body, r); }
+
+/* ms since the run started, to the ns; empty when the time is 0 ("did not happen": no copy). */
+static void put_ms(FILE *f, uint64_t t_ns, uint64_t start_ns) {
+  if (t_ns) fprintf(f, ",%.6f", ((double)t_ns - (double)start_ns) / 1e6);
+  else fputc(',', f);
+}
+
+static int steps_body(FILE *f, const void *arg) {
+  const pb_record *rec = arg;
+  fputs("step,device,measured,samples,bytes,prev_end_ms,ready_ms,h2d_start_ms,h2d_end_ms,compute_start_ms,"
+        "compute_end_ms,step_ms,input_wait_ms,h2d_ms,compute_ms,other_ms\n", f);
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    const pb_step *st = &rec->steps[i];
+    pb_step_parts p = pb_step_breakdown(st);
+    fprintf(f, "%zu,%u,%d,%u,%llu", i + 1, (unsigned)st->device, st->measured ? 1 : 0, (unsigned)st->samples,
+            (unsigned long long)st->bytes);
+    put_ms(f, st->prev_end_ns, rec->start_ns);
+    put_ms(f, st->ready_ns, rec->start_ns);
+    put_ms(f, st->h2d_start_ns, rec->start_ns);
+    put_ms(f, st->h2d_end_ns, rec->start_ns);
+    put_ms(f, st->compute_start_ns, rec->start_ns);
+    put_ms(f, st->compute_end_ns, rec->start_ns);
+    fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%.6f\n", (double)p.step_ns / 1e6, (double)p.input_wait_ns / 1e6,
+            (double)p.h2d_ns / 1e6, (double)p.compute_ns / 1e6, (double)p.other_ns / 1e6);
+  }
+  return 0;
+}
+
+int pb_csv_write_steps(const pb_record *rec, const char *path) { return write_atomic(path, steps_body, rec); }

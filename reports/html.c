@@ -1,0 +1,241 @@
+#include "html.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "timeline.h"
+
+extern const char pb_html_template[]; /* generated from reports/html/report.html (cmake/embed.cmake) */
+extern const size_t pb_html_template_len;
+
+/* ---------- the data ---------- */
+
+/* v to 3 decimals (the page needs no more, and the file stays small); null when not a number. */
+static cJSON *num3(double v) {
+  if (!isfinite(v)) return cJSON_CreateNull();
+  return cJSON_CreateNumber(round(v * 1000.0) / 1000.0);
+}
+
+static bool add(cJSON *o, const char *key, cJSON *v) {
+  if (!v) return false;
+  if (!cJSON_AddItemToObject(o, key, v)) {
+    cJSON_Delete(v);
+    return false;
+  }
+  return true;
+}
+
+static bool push(cJSON *a, cJSON *v) {
+  if (!v) return false;
+  if (!cJSON_AddItemToArray(a, v)) {
+    cJSON_Delete(v);
+    return false;
+  }
+  return true;
+}
+
+/* A named array of numbers in o; returns it (NULL when out of memory). */
+static cJSON *array_in(cJSON *o, const char *key) {
+  cJSON *a = cJSON_CreateArray();
+  return add(o, key, a) ? a : NULL;
+}
+
+/* The step-time graph's bars: the breakdown of every measured step (pb_step_breakdown, as the report's
+ * means), `bin` consecutive steps to a bar so that a long run still draws at most PB_HTML_MAX_BARS. */
+static cJSON *steps_data(const pb_record *rec) {
+  size_t n = 0;
+  for (size_t i = 0; i < rec->nsteps; i++) n += rec->steps[i].measured;
+  size_t bin = n > PB_HTML_MAX_BARS ? (n + PB_HTML_MAX_BARS - 1) / PB_HTML_MAX_BARS : 1;
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o && add(o, "count", cJSON_CreateNumber((double)n)) && add(o, "bin", cJSON_CreateNumber((double)bin));
+  cJSON *first = ok ? array_in(o, "first") : NULL, *wait = ok ? array_in(o, "input_wait_ms") : NULL;
+  cJSON *h2d = ok ? array_in(o, "h2d_ms") : NULL, *comp = ok ? array_in(o, "compute_ms") : NULL;
+  cJSON *other = ok ? array_in(o, "other_ms") : NULL;
+  ok = ok && first && wait && h2d && comp && other;
+  double sum[4] = {0};
+  size_t k = 0, seen = 0;
+  for (size_t i = 0; ok && i < rec->nsteps; i++) {
+    if (!rec->steps[i].measured) continue;
+    pb_step_parts p = pb_step_breakdown(&rec->steps[i]);
+    sum[0] += (double)p.input_wait_ns, sum[1] += (double)p.h2d_ns, sum[2] += (double)p.compute_ns, sum[3] += (double)p.other_ns;
+    k++, seen++;
+    if (k < bin && seen < n) continue;
+    double d = (double)k * 1e6; /* mean, ns to ms */
+    ok = push(first, cJSON_CreateNumber((double)(seen - k + 1))) && push(wait, num3(sum[0] / d)) &&
+         push(h2d, num3(sum[1] / d)) && push(comp, num3(sum[2] / d)) && push(other, num3(sum[3] / d));
+    memset(sum, 0, sizeof sum);
+    k = 0;
+  }
+  if (!ok) cJSON_Delete(o);
+  return ok ? o : NULL;
+}
+
+/* Samples/s the device consumed over time: at the end of each step, the samples of the last `k` steps over
+ * the time since the step k before it ended (a moving window over completions, in completion order, all
+ * devices together: smooth where equal bins would jump by a whole step), thinned to at most
+ * PB_HTML_MAX_RATE_BINS points.  Warm-up included; the page shades it. */
+static cJSON *throughput_data(const pb_record *rec) {
+  uint64_t end_ns = rec->start_ns;
+  for (size_t i = 0; i < rec->nsteps; i++)
+    if (rec->steps[i].compute_end_ns > end_ns) end_ns = rec->steps[i].compute_end_ns;
+  if (rec->timeline && rec->timeline->n && rec->timeline->t_ns[rec->timeline->n - 1] > end_ns)
+    end_ns = rec->timeline->t_ns[rec->timeline->n - 1];
+  cJSON *o = cJSON_CreateObject();
+  double ws = rec->window_start_ns > rec->start_ns ? (double)(rec->window_start_ns - rec->start_ns) / 1e9 : 0;
+  double we = rec->window_end_ns > rec->start_ns ? (double)(rec->window_end_ns - rec->start_ns) / 1e9 : 0;
+  bool ok = o && add(o, "window_start_s", num3(ws)) && add(o, "window_end_s", num3(we)) &&
+            add(o, "end_s", num3((double)(end_ns - rec->start_ns) / 1e9));
+  size_t n = rec->nsteps, k = n / 30;
+  k = k < 4 ? 4 : k > 64 ? 64 : k;
+  ok = ok && add(o, "window_steps", cJSON_CreateNumber((double)k));
+  cJSON *t = ok ? array_in(o, "t_s") : NULL, *rate = ok ? array_in(o, "samples_per_s") : NULL;
+  ok = ok && t && rate;
+  if (!ok || n <= k) goto out;
+  size_t every = (n - k + PB_HTML_MAX_RATE_BINS - 1) / PB_HTML_MAX_RATE_BINS;
+  uint64_t samples = 0;
+  for (size_t i = 1; i <= k; i++) samples += rec->steps[i].samples;
+  for (size_t i = k; ok && i < n; i++) { /* samples holds steps (i-k, i] */
+    if (i > k) samples += rec->steps[i].samples - rec->steps[i - k].samples;
+    uint64_t t1 = rec->steps[i].compute_end_ns, t0 = rec->steps[i - k].compute_end_ns;
+    if ((i - k) % every || t1 <= t0) continue;
+    ok = push(t, num3((double)(t1 - rec->start_ns) / 1e9)) && push(rate, num3((double)samples / ((double)(t1 - t0) / 1e9)));
+  }
+out:
+  if (!ok) cJSON_Delete(o);
+  return ok ? o : NULL;
+}
+
+/* Queue fill over time (src/timeline.h), each point at the middle of its interval. */
+static cJSON *queues_data(const pb_record *rec) {
+  const pb_timeline *tl = rec->timeline;
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o && add(o, "interval_ms", num3((double)tl->interval_ns / 1e6));
+  cJSON *t = ok ? array_in(o, "t_s") : NULL, *series = ok ? array_in(o, "series") : NULL;
+  ok = ok && t && series;
+  for (size_t i = 0; ok && i < tl->n; i++) {
+    uint64_t begin = i ? tl->t_ns[i - 1] : tl->t0_ns;
+    double mid_ns = ((double)(begin - rec->start_ns) + (double)(tl->t_ns[i] - rec->start_ns)) / 2;
+    ok = push(t, num3(mid_ns / 1e9));
+  }
+  for (int k = 0; ok && k < tl->nseries; k++) {
+    cJSON *s = cJSON_CreateObject();
+    ok = push(series, s) && add(s, "stage", cJSON_CreateString(tl->names[k])) &&
+         add(s, "capacity", cJSON_CreateNumber(tl->capacity[k]));
+    cJSON *f = ok ? array_in(s, "fill") : NULL;
+    ok = ok && f;
+    for (size_t i = 0; ok && i < tl->n; i++) ok = push(f, cJSON_CreateNumber(pb_timeline_fill_e4(tl->fill[k][i]) / 1e4));
+  }
+  if (!ok) cJSON_Delete(o);
+  return ok ? o : NULL;
+}
+
+cJSON *pb_html_run_data(const pb_report *r, const pb_record *rec) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o && add(o, "kind", cJSON_CreateString("run")) && add(o, "name", cJSON_CreateString(r->config_name)) &&
+            add(o, "out_dir", cJSON_CreateString(r->out_dir)) && add(o, "report", pb_report_to_json(r)) &&
+            add(o, "steps", steps_data(rec)) && add(o, "throughput", throughput_data(rec));
+  if (ok && rec->timeline && rec->timeline->n) ok = add(o, "queues", queues_data(rec));
+  if (!ok) cJSON_Delete(o);
+  return ok ? o : NULL;
+}
+
+/* ---------- the page ---------- */
+
+/* The JSON inside <script type="application/json">: a "<" (only ever inside a JSON string) is written as
+ * \u003c, so no "</script>" or "<!--" in a stage name or a path can end the element early. */
+static int put_json(FILE *f, const char *text) {
+  for (const char *p = text; *p; p++) {
+    if (*p == '<') {
+      if (fputs("\\u003c", f) < 0) return -1;
+    } else if (fputc(*p, f) == EOF) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int put_escaped(FILE *f, const char *text) {
+  for (const char *p = text; *p; p++) {
+    const char *e = *p == '<' ? "&lt;" : *p == '>' ? "&gt;" : *p == '&' ? "&amp;" : NULL;
+    if (e ? fputs(e, f) < 0 : fputc(*p, f) == EOF) return -1;
+  }
+  return 0;
+}
+
+/* The template with @PB_TITLE@ and @PB_DATA@ filled in. */
+static int put_page(FILE *f, const char *title, const char *json) {
+  static const char k_title[] = "@PB_TITLE@", k_data[] = "@PB_DATA@";
+  const char *p = pb_html_template, *end = pb_html_template + pb_html_template_len;
+  while (p < end) {
+    const char *at = strchr(p, '@');
+    if (!at || at >= end) at = end;
+    if (fwrite(p, 1, (size_t)(at - p), f) != (size_t)(at - p)) return -1;
+    if (at == end) break;
+    if (!strncmp(at, k_title, sizeof k_title - 1)) {
+      if (put_escaped(f, title)) return -1;
+      p = at + sizeof k_title - 1;
+    } else if (!strncmp(at, k_data, sizeof k_data - 1)) {
+      if (put_json(f, json)) return -1;
+      p = at + sizeof k_data - 1;
+    } else {
+      if (fputc('@', f) == EOF) return -1;
+      p = at + 1;
+    }
+  }
+  return 0;
+}
+
+int pb_html_write(const char *path, const char *title, const cJSON *data) {
+  char *json = data ? cJSON_PrintUnformatted(data) : NULL;
+  if (!json) return -ENOMEM;
+  size_t len = strlen(path) + 5;
+  char *tmp = malloc(len);
+  if (!tmp) {
+    free(json);
+    return -ENOMEM;
+  }
+  snprintf(tmp, len, "%s.tmp", path);
+  int rc = 0;
+  FILE *f = fopen(tmp, "w");
+  if (!f) rc = -errno;
+  if (!rc && put_page(f, title, json)) rc = errno ? -errno : -EIO;
+  if (f && fclose(f) != 0 && !rc) rc = -errno;
+  if (!rc && rename(tmp, path) != 0) rc = -errno;
+  if (rc) remove(tmp);
+  free(tmp);
+  free(json);
+  return rc;
+}
+
+int pb_report_write_html(const pb_report *r, const pb_record *rec, const char *path) {
+  cJSON *data = pb_html_run_data(r, rec);
+  if (!data) return -ENOMEM;
+  char title[192];
+  snprintf(title, sizeof title, "pipebench report: %s", r->config_name);
+  int rc = pb_html_write(path, title, data);
+  cJSON_Delete(data);
+  return rc;
+}
+
+int pb_html_write_command(const char *kind, const char *name, const char *config, const char *out_dir,
+                          bool run_reports, const cJSON *result, const char *path) {
+  cJSON *data = cJSON_CreateObject();
+  cJSON *copy = result ? cJSON_Duplicate(result, true) : NULL;
+  bool ok = data && add(data, "kind", cJSON_CreateString(kind)) && add(data, "name", cJSON_CreateString(name)) &&
+            add(data, "config", cJSON_CreateString(config)) && add(data, "out_dir", cJSON_CreateString(out_dir)) &&
+            add(data, "run_reports", cJSON_CreateBool(run_reports));
+  if (ok) ok = add(data, "result", copy); /* add() frees it when it fails */
+  else cJSON_Delete(copy);
+  int rc = -ENOMEM;
+  if (ok) {
+    char title[192];
+    snprintf(title, sizeof title, "pipebench %s: %s", kind, name);
+    rc = pb_html_write(path, title, data);
+  }
+  cJSON_Delete(data);
+  return rc;
+}

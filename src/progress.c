@@ -1,0 +1,85 @@
+#include "progress.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+bool pb_progress_wanted(bool quiet, bool no_progress) {
+  return !quiet && !no_progress && isatty(STDERR_FILENO);
+}
+
+void pb_progress_init(pb_progress *p, bool on, const char *label) {
+  memset(p, 0, sizeof *p);
+  p->on = on;
+  snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+}
+
+bool pb_progress_due(pb_progress *p, uint64_t now_ns) {
+  if (!p->on) return false;
+  if (p->last_ns && now_ns - p->last_ns < PB_PROGRESS_INTERVAL_NS) return false;
+  p->last_ns = now_ns;
+  return true;
+}
+
+void pb_progress_draw(pb_progress *p, const char *text) {
+  if (!p->on) return;
+  /* \033[K clears to the end of the line: a shorter line leaves nothing of the longer one behind. */
+  fprintf(stderr, "\rpipebench: %s%s%s\033[K", p->label, p->label[0] ? "  " : "", text);
+  fflush(stderr);
+  p->drawn = true;
+}
+
+void pb_progress_end(pb_progress *p) {
+  if (!p->drawn) return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+  p->drawn = false;
+}
+
+void pb_progress_eta(char *buf, size_t len, double seconds) {
+  if (!(seconds >= 0) || seconds > 1e7) {
+    snprintf(buf, len, "?");
+    return;
+  }
+  long s = lround(seconds);
+  if (s >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  else snprintf(buf, len, "%ld:%02ld", s / 60, s % 60);
+}
+
+/* Seconds left of the measured window, from how far it has come: NAN when it cannot be told. */
+static double eta_s(const pb_steps_live *l, double window_s, double files_fraction, double elapsed_s) {
+  if (l->target > 0) {
+    if (!l->measured || window_s <= 0) return NAN;
+    double per_step_s = window_s / (double)l->measured;
+    return (double)(l->target - (int64_t)l->measured) * per_step_s;
+  }
+  if (l->duration_ns) return (double)l->duration_ns / 1e9 - window_s;
+  if (files_fraction > 0.01 && files_fraction <= 1.0) return elapsed_s * (1.0 - files_fraction) / files_fraction;
+  return NAN;
+}
+
+void pb_progress_run_text(char *buf, size_t len, const pb_steps_live *l, uint64_t now_ns, uint64_t start_ns,
+                          double files_fraction) {
+  double elapsed_s = now_ns > start_ns ? (double)(now_ns - start_ns) / 1e9 : 0;
+  if (!l->measuring) {
+    if (l->warmup > 0) snprintf(buf, len, "warm-up  step %zu/%lld  %.1f s", l->done, (long long)l->warmup, elapsed_s);
+    else snprintf(buf, len, "starting  %.1f s", elapsed_s);
+    return;
+  }
+  double window_s = now_ns > l->window_start_ns ? (double)(now_ns - l->window_start_ns) / 1e9 : 0;
+  char steps[64], rate[48] = "", idle[32] = "", eta[24];
+  if (l->target > 0) snprintf(steps, sizeof steps, "step %llu/%lld", (unsigned long long)l->measured, (long long)l->target);
+  else if (l->duration_ns)
+    snprintf(steps, sizeof steps, "step %llu  %.0f/%.0f s", (unsigned long long)l->measured, window_s,
+             (double)l->duration_ns / 1e9);
+  else snprintf(steps, sizeof steps, "step %llu", (unsigned long long)l->measured);
+  if (window_s > 0 && l->measured) {
+    snprintf(rate, sizeof rate, "  %.1f samples/s", (double)l->measured_samples / window_s);
+    double busy = (double)l->measured_compute_ns / 1e9 / (window_s * (l->devices > 0 ? l->devices : 1));
+    double idle_pct = 100.0 * (1.0 - (busy > 1.0 ? 1.0 : busy));
+    snprintf(idle, sizeof idle, "  device idle %.1f%%", idle_pct);
+  }
+  pb_progress_eta(eta, sizeof eta, eta_s(l, window_s, files_fraction, elapsed_s));
+  snprintf(buf, len, "measuring  %s%s%s  ETA %s", steps, rate, idle, eta);
+}
