@@ -8,6 +8,7 @@
 
 #include "engine.h"
 #include "gen.h"
+#include "html.h"
 
 int pb_multi_load(const pb_multi *m, const char *const *sets, int nsets, pb_config *cfg, pb_err *err) {
   const char *all[PB_MULTI_MAX_SETS + 1];
@@ -36,6 +37,7 @@ int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data) {
     if (rc) return rc;
   }
   pb_run_install_signals();
+  snprintf(m->name, sizeof m->name, "%s", base->name);
   return pb_run_make_out_dir(base, m->run.out_dir, m->command, m->out_dir, sizeof m->out_dir);
 }
 
@@ -46,9 +48,11 @@ int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synth
   o.out_dir = dir;
   o.synthetic = synthetic;
   if (!m->device_given) o.device = cfg->device.kind;
-  o.formats = (m->run.formats & PB_FMT_TRACE) | PB_FMT_JSON; /* the command prints its own table */
+  /* the command prints its own table; each run keeps its own files */
+  o.formats = (m->run.formats & (PB_FMT_TRACE | PB_FMT_HTML | PB_FMT_CSV)) | PB_FMT_JSON;
   o.json_stdout = false;
-  o.no_progress = true;
+  snprintf(m->progress_label, sizeof m->progress_label, "%s %s", m->command, name);
+  o.progress_label = m->progress_label;
   o.quiet_notices = m->first_notice_shown;
   o.result = report;
   m->first_notice_shown = true;
@@ -101,6 +105,13 @@ int pb_multi_write_json(const pb_multi *m, const char *name, const cJSON *json) 
   free(text);
   if (rc) {
     fprintf(stderr, "pipebench: %s: cannot write: %s\n", path, strerror(-rc));
+    return PB_EXIT_RUNTIME;
+  }
+  if (!(m->run.formats & PB_FMT_HTML)) return 0;
+  snprintf(path, sizeof path, "%s/report.html", m->out_dir);
+  rc = pb_html_write_command(m->command, m->name, m->config_file, m->out_dir, true, json, path);
+  if (rc) {
+    fprintf(stderr, "pipebench: %s: cannot write the HTML report: %s\n", path, strerror(-rc));
     return PB_EXIT_RUNTIME;
   }
   return 0;

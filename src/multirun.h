@@ -21,6 +21,8 @@ typedef struct pb_multi {
   pb_run_opts run;              /* the command line's options; out_dir is the command's directory */
   bool device_given;            /* --device given; else each run uses its config's device.kind */
   char out_dir[PB_PATH_LEN];    /* made by pb_multi_begin */
+  char name[128];               /* the config's name (report.html's title) */
+  char progress_label[PB_NAME_LEN + 64]; /* the current run's, for its live progress line */
   int runs;                     /* runs started so far */
   bool first_notice_shown;
 } pb_multi;
@@ -32,8 +34,9 @@ int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data);
 /* The config with the base overrides, then `sets` (PATH=VALUE each).  0, or -EINVAL with err set. */
 int pb_multi_load(const pb_multi *m, const char *const *sets, int nsets, pb_config *cfg, pb_err *err);
 
-/* Runs `cfg` into <out_dir>/<name> (report.json, and trace.json unless --no-trace or --format leaves it
- * out), without its text summary or progress; `report` receives the run's report when the run got as far
+/* Runs `cfg` into <out_dir>/<name> (report.json, and trace.json, report.html and the CSV tables as --format
+ * and --no-trace say), without its text summary; its live progress line (on a terminal) is labelled
+ * "<command> <name>"; `report` receives the run's report when the run got as far
  * as writing one.  Returns pb_run's exit status. */
 int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synthetic, pb_report *report);
 
@@ -41,7 +44,8 @@ int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synth
  * accelerator_utilization_pct, input_bound_pct, classification, bottleneck, interrupted. */
 cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir);
 
-/* Writes `json` pretty-printed to <out_dir>/<name>.  0, or PB_EXIT_RUNTIME after printing one line. */
+/* Writes `json` pretty-printed to <out_dir>/<name>, and the command's report.html from it when the formats
+ * include html.  0, or PB_EXIT_RUNTIME after printing one line. */
 int pb_multi_write_json(const pb_multi *m, const char *name, const cJSON *json);
 
 /* Adds v rounded to `decimals` (as report.json rounds: samples/s 1, percentages 2), or null when NAN/inf. */
