@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "npy.h"
+#include "progress.h"
 #include "synth_image.h"
 #include "tfrecord.h"
 
@@ -390,18 +391,23 @@ static int check_existing(const pb_config *cfg, const pb_gen_opts *opts, cJSON *
   return PB_EXIT_USAGE;
 }
 
-static void show_progress(const gen_job *job, const pb_config *cfg, double elapsed_s) {
-  fprintf(stderr, "\rpipebench: gen: %" PRIu64 "/%lld files  %.1f MB  %.1f s ", atomic_load(&job->files_done),
-          (long long)cfg->dataset.generate.num_files, (double)atomic_load(&job->bytes_done) / 1e6, elapsed_s);
-  fflush(stderr);
+static void show_progress(const gen_job *job, pb_progress *p, double elapsed_s) {
+  uint64_t done = atomic_load(&job->files_done), total = (uint64_t)job->cfg->dataset.generate.num_files;
+  double mb = (double)atomic_load(&job->bytes_done) / 1e6;
+  char eta[24], text[160];
+  pb_progress_eta(eta, sizeof eta, done ? elapsed_s * (double)(total - done) / (double)done : NAN);
+  snprintf(text, sizeof text, "files %" PRIu64 "/%" PRIu64 "  %.1f MB  %.1f MB/s  ETA %s", done, total, mb,
+           elapsed_s > 0 ? mb / elapsed_s : 0.0, eta);
+  pb_progress_draw(p, text);
 }
 
 static void run_workers(gen_job *job, const pb_gen_opts *opts) {
   int n = (int)PB_MIN(PB_MAX(uv_available_parallelism(), 1u), 16u);
   n = (int)PB_MIN((int64_t)n, job->cfg->dataset.generate.num_files);
   gen_worker *gw = calloc((size_t)n, sizeof *gw);
-  bool tty = !opts->quiet && isatty(STDERR_FILENO);
-  uint64_t t0 = pb_now_ns(), last = t0;
+  pb_progress progress;
+  pb_progress_init(&progress, pb_progress_wanted(opts->quiet, opts->no_progress), "gen");
+  uint64_t t0 = pb_now_ns();
   for (int i = 0; gw && i < n; i++) {
     gw[i].job = job;
     pb_err err;
@@ -411,16 +417,14 @@ static void run_workers(gen_job *job, const pb_gen_opts *opts) {
   while (gw && atomic_load(&job->files_done) < (uint64_t)job->cfg->dataset.generate.num_files && !job->failed) {
     /* the workers stop on their own when done or failed */
     uv_sleep(50);
-    if (tty && pb_now_ns() - last > 500000000u) {
-      last = pb_now_ns();
-      show_progress(job, job->cfg, (double)(last - t0) / 1e9);
-    }
+    uint64_t now = pb_now_ns();
+    if (pb_progress_due(&progress, now)) show_progress(job, &progress, (double)(now - t0) / 1e9);
   }
   for (int i = 0; gw && i < n; i++) {
     uv_thread_join(&gw[i].thread);
     pb_jpeg_encoder_free(gw[i].enc);
   }
-  if (tty && last != t0) fprintf(stderr, "\r%70s\r", "");
+  pb_progress_end(&progress);
   free(gw);
 }
 

@@ -10,6 +10,7 @@
 typedef struct pb_gen_opts {
   bool force;    /* overwrite a dataset written for another spec */
   bool quiet;    /* no progress, no summary */
+  bool no_progress; /* no live progress line (it is shown only on a terminal anyway) */
 } pb_gen_opts;
 
 /* Returns the process exit status; prints its own errors and summary (stderr). */

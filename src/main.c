@@ -224,7 +224,7 @@ static int cmd_run(cli *c, pb_config *cfg) {
   if (!c->run.synthetic && pb_gen_missing(cfg)) {
     fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
             cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
-    pb_gen_opts g = {.quiet = c->run.quiet};
+    pb_gen_opts g = {.quiet = c->run.quiet, .no_progress = c->run.no_progress};
     int rc = pb_gen(cfg, &g);
     if (rc) return rc;
   }
@@ -262,7 +262,7 @@ static int dispatch(cli *c) {
   } else if (strcmp(c->command, "validate") == 0) {
     rc = cmd_validate(cfg);
   } else if (strcmp(c->command, "gen") == 0) {
-    pb_gen_opts g = {.force = c->force, .quiet = c->run.quiet};
+    pb_gen_opts g = {.force = c->force, .quiet = c->run.quiet, .no_progress = c->run.no_progress};
     rc = pb_gen(cfg, &g);
   } else {
     rc = cmd_run(c, cfg);

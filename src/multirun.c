@@ -32,7 +32,7 @@ int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data) {
   if (needs_real_data && pb_gen_missing(base)) {
     fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
             base->dataset.path, (long long)base->dataset.generate.num_files);
-    pb_gen_opts g = {.quiet = m->run.quiet};
+    pb_gen_opts g = {.quiet = m->run.quiet, .no_progress = m->run.no_progress};
     int rc = pb_gen(base, &g);
     if (rc) return rc;
   }

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
+
 bool pb_progress_wanted(bool quiet, bool no_progress) {
   return !quiet && !no_progress && isatty(STDERR_FILENO);
 }
@@ -12,12 +14,13 @@ bool pb_progress_wanted(bool quiet, bool no_progress) {
 void pb_progress_init(pb_progress *p, bool on, const char *label) {
   memset(p, 0, sizeof *p);
   p->on = on;
+  p->last_ns = pb_now_ns(); /* the first line after one interval: a phase shorter than that shows none */
   snprintf(p->label, sizeof p->label, "%s", label ? label : "");
 }
 
 bool pb_progress_due(pb_progress *p, uint64_t now_ns) {
   if (!p->on) return false;
-  if (p->last_ns && now_ns - p->last_ns < PB_PROGRESS_INTERVAL_NS) return false;
+  if (now_ns - p->last_ns < PB_PROGRESS_INTERVAL_NS) return false;
   p->last_ns = now_ns;
   return true;
 }
