@@ -22,6 +22,7 @@
 #include "record.h"
 #include "report.h"
 #include "steps.h"
+#include "timeline.h"
 #include "trace_json.h"
 
 static const char k_cfg[] =
@@ -149,6 +150,19 @@ static void build_record(fixture *f) {
   r->cpu_s = 1.0 / 7.0;
   r->ncpu = 16;
   r->traced = true;
+  /* queue fill over time: fills quantized as sampled; a series that stays full */
+  pb_timeline *tl = calloc(1, sizeof *tl);
+  pb_timeline_init(tl, START_NS + 5);
+  tl->nseries = 2;
+  snprintf(tl->names[0], sizeof tl->names[0], "aug");
+  snprintf(tl->names[1], sizeof tl->names[1], "batch");
+  tl->capacity[0] = 256;
+  tl->capacity[1] = 1;
+  for (int i = 0; i < 7; i++) {
+    float fill[2] = {pb_timeline_fill_from_e4(i * 1428), 1.0f};
+    pb_timeline_add(tl, START_NS + 5 + (uint64_t)(i + 1) * 100000000ull, fill);
+  }
+  r->timeline = tl;
 }
 
 static int setup(void **state) {
@@ -246,6 +260,20 @@ static void assert_records_equal(const pb_record *a, const pb_record *b) {
   assert_same_double(a->cpu_s, b->cpu_s);
   assert_int_equal(a->ncpu, b->ncpu);
   assert_int_equal(a->traced, b->traced);
+  assert_int_equal(a->timeline != NULL, b->timeline != NULL);
+  if (a->timeline) {
+    const pb_timeline *x = a->timeline, *y = b->timeline;
+    assert_int_equal(x->t0_ns, y->t0_ns);
+    assert_int_equal(x->interval_ns, y->interval_ns);
+    assert_int_equal(x->n, y->n);
+    assert_int_equal(x->nseries, y->nseries);
+    for (int k = 0; k < x->nseries; k++) {
+      assert_string_equal(x->names[k], y->names[k]);
+      assert_int_equal(x->capacity[k], y->capacity[k]);
+      assert_memory_equal(x->fill[k], y->fill[k], x->n * sizeof(float));
+    }
+    assert_memory_equal(x->t_ns, y->t_ns, x->n * sizeof(uint64_t));
+  }
 }
 
 static char *slurp(const char *path) {
@@ -502,14 +530,19 @@ static void test_run_report_matches(void **state) {
   assert_int_equal(pb_steps_init(s, cfg, e, d), 0);
   assert_int_equal(pb_engine_start(e, &err), 0);
   assert_int_equal(pb_steps_start(s, &err), 0);
-  while (!pb_steps_wait(s, 10)) {
-  }
+  pb_timeline *tl = calloc(1, sizeof *tl);
+  pb_timeline_sampler sampler;
+  pb_timeline_sampler_init(&sampler, tl, e, pb_now_ns());
+  while (!pb_steps_wait(s, 10)) pb_timeline_sample(&sampler, pb_now_ns());
+  pb_timeline_sample_final(&sampler, pb_now_ns());
   pb_engine_cancel(e);
   pb_steps_join(s);
   pb_engine_join(e);
   uint64_t queued = pb_engine_drain(e);
   pb_record *rec = calloc(1, sizeof *rec);
   assert_int_equal(pb_record_from_run(rec, cfg, e, s, d, false, false, queued, 0.25), 0);
+  rec->timeline = tl;
+  assert_int_equal(tl->nseries, e->nstages);
   assert_int_equal(pb_trace_write_file(rec, f->path), 0);
   pb_record *back = calloc(1, sizeof *back);
   int rc = pb_trace_load_file(back, f->path, &err);
