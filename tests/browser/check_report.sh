@@ -43,6 +43,11 @@ pb run --out "$tmp/run"
 pb ab --out "$tmp/ab" --set run.steps=10
 pb sweep --out "$tmp/sweep" --data synthetic --set run.steps=10 --set stages.batch.size=8,16
 pb tune --out "$tmp/tune" --set run.steps=10 --budget-s 10
+# the pages of runs with less to show: no trace (no critical path, no lineage), and no measured step at
+# all (one epoch of 6 batches, all warm-up: every figure n/a)
+pb run --out "$tmp/notrace" --no-trace --set run.steps=10
+sed 's/"steps": 40/"epochs": 1/' "$tmp/small.json" > "$tmp/epoch.json"
+"$bin" run --config "$tmp/epoch.json" --quiet --device emulated --out "$tmp/nosteps" --set run.warmup_steps=10
 
 chrome() { # chromium's own chatter (dbus, GPU probing) goes to the log; only CONSOLE lines are the page's
   timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$profile" \
@@ -50,7 +55,7 @@ chrome() { # chromium's own chatter (dbus, GPU probing) goes to the log; only CO
 }
 
 fail=0
-for page in run ab sweep tune; do
+for page in run ab sweep tune notrace nosteps; do
   html="$tmp/$page/report.html"
   [ -s "$html" ] || { echo "check_report: $html missing" >&2; fail=1; continue; }
   chrome --window-size=1280,800 --dump-dom "file://$html" > "$tmp/$page.dom" 2> "$tmp/$page.log" || true
