@@ -48,33 +48,32 @@ static int write_atomic(const char *path, csv_body body, const void *arg) {
   return rc;
 }
 
+/* stages.csv's columns: report.json's stage keys, in its order (a fixed list: every row has every column,
+ * whatever the stage, trace or data mode), then the stage graph's parent. */
+static const char *const k_stage_cols[] = {
+    "name", "type", "threads", "skipped", "calls", "total_ms", "self_ms", "mean_us", "p50_us", "p99_us",
+    "wait_in_ms", "blocked_out_ms", "utilization", "capacity_per_s", "bytes_in", "bytes_out",
+    "queue_mean_fill", "queue_capacity", "critical_path_ms", "critical_path_pct", "critical_path_self_ms",
+    "cpu_fraction", "cpu_delay_fraction",
+};
+
 static int stages_body(FILE *f, const void *arg) {
   cJSON *rep = pb_report_to_json(arg);
   const cJSON *stages = rep ? cJSON_GetObjectItemCaseSensitive(rep, "stages") : NULL;
-  const cJSON *first = stages ? cJSON_GetArrayItem(stages, 0) : NULL;
   if (!stages) {
     cJSON_Delete(rep);
     return -ENOMEM;
   }
-  /* the header: every scalar key of a stage, then the stage graph's parent */
-  const cJSON *k;
-  bool sep = false;
-  cJSON_ArrayForEach(k, first) {
-    if (cJSON_IsObject(k) || cJSON_IsArray(k)) continue;
-    if (sep) fputc(',', f);
-    fputs(k->string, f);
-    sep = true;
-  }
-  fputs(sep ? ",parent\n" : "parent\n", f);
+  for (size_t c = 0; c < PB_ARRAY_LEN(k_stage_cols); c++) fprintf(f, "%s,", k_stage_cols[c]);
+  fputs("parent\n", f);
   const cJSON *s;
   cJSON_ArrayForEach(s, stages) {
-    cJSON_ArrayForEach(k, s) {
-      if (cJSON_IsObject(k) || cJSON_IsArray(k)) continue;
-      put_value(f, k);
+    for (size_t c = 0; c < PB_ARRAY_LEN(k_stage_cols); c++) {
+      put_value(f, cJSON_GetObjectItemCaseSensitive(s, k_stage_cols[c])); /* null or absent: empty */
       fputc(',', f);
     }
     const cJSON *graph = cJSON_GetObjectItemCaseSensitive(s, "graph");
-    put_value(f, graph ? cJSON_GetObjectItemCaseSensitive(graph, "parent") : NULL);
+    put_value(f, cJSON_IsObject(graph) ? cJSON_GetObjectItemCaseSensitive(graph, "parent") : NULL);
     fputc('\n', f);
   }
   cJSON_Delete(rep);

@@ -7,8 +7,8 @@
 #include "record.h"
 #include "report.h"
 
-/* stages.csv: one row per stage with report.json's stage keys as columns (the same figures, rounded the
- * same way; an empty cell where report.json has null), graph.parent as `parent`.  0 or -errno. */
+/* stages.csv: one row per stage with report.json's stage keys as columns, a fixed list (the same figures,
+ * rounded the same way; an empty cell where report.json has null), graph.parent as `parent`.  0 or -errno. */
 int pb_csv_write_stages(const pb_report *r, const char *path);
 
 /* steps.csv: one row per step in completion order, warm-up included (measured = 0), times in ms since

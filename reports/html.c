@@ -85,10 +85,12 @@ static cJSON *throughput_data(const pb_record *rec) {
   if (rec->timeline && rec->timeline->n && rec->timeline->t_ns[rec->timeline->n - 1] > end_ns)
     end_ns = rec->timeline->t_ns[rec->timeline->n - 1];
   cJSON *o = cJSON_CreateObject();
+  double end_s = (double)(end_ns - rec->start_ns) / 1e9;
   double ws = rec->window_start_ns > rec->start_ns ? (double)(rec->window_start_ns - rec->start_ns) / 1e9 : 0;
   double we = rec->window_end_ns > rec->start_ns ? (double)(rec->window_end_ns - rec->start_ns) / 1e9 : 0;
+  if (!rec->measured_count) ws = we = end_s; /* the window never opened: all of it was warm-up */
   bool ok = o && add(o, "window_start_s", num3(ws)) && add(o, "window_end_s", num3(we)) &&
-            add(o, "end_s", num3((double)(end_ns - rec->start_ns) / 1e9));
+            add(o, "end_s", num3(end_s));
   size_t n = rec->nsteps, k = n / 30;
   k = k < 4 ? 4 : k > 64 ? 64 : k;
   ok = ok && add(o, "window_steps", cJSON_CreateNumber((double)k));
@@ -99,9 +101,13 @@ static cJSON *throughput_data(const pb_record *rec) {
   uint64_t samples = 0;
   for (size_t i = 1; i <= k; i++) samples += rec->steps[i].samples;
   for (size_t i = k; ok && i < n; i++) { /* samples holds steps (i-k, i] */
-    if (i > k) samples += rec->steps[i].samples - rec->steps[i - k].samples;
+    if (i > k) { /* add before subtracting: the sum never goes below zero (batches differ in size) */
+      samples += rec->steps[i].samples;
+      samples -= rec->steps[i - k].samples;
+    }
     uint64_t t1 = rec->steps[i].compute_end_ns, t0 = rec->steps[i - k].compute_end_ns;
-    if ((i - k) % every || t1 <= t0) continue;
+    bool last = i + 1 == n; /* the line always reaches the run's last step */
+    if (((i - k) % every && !last) || t1 <= t0) continue;
     ok = push(t, num3((double)(t1 - rec->start_ns) / 1e9)) && push(rate, num3((double)samples / ((double)(t1 - t0) / 1e9)));
   }
 out:
@@ -145,12 +151,14 @@ cJSON *pb_html_run_data(const pb_report *r, const pb_record *rec) {
 
 /* ---------- the page ---------- */
 
-/* The JSON inside <script type="application/json">: a "<" (only ever inside a JSON string) is written as
- * \u003c, so no "</script>" or "<!--" in a stage name or a path can end the element early. */
+/* The JSON inside <script type="application/json">: "<" and ">" (only ever inside a JSON string) are
+ * written as \u003c and \u003e, so no "</script>", "<!--" or "-->" in a name or a path can end the element
+ * (or anything around it) early. */
 static int put_json(FILE *f, const char *text) {
   for (const char *p = text; *p; p++) {
-    if (*p == '<') {
-      if (fputs("\\u003c", f) < 0) return -1;
+    const char *e = *p == '<' ? "\\u003c" : *p == '>' ? "\\u003e" : NULL;
+    if (e) {
+      if (fputs(e, f) < 0) return -1;
     } else if (fputc(*p, f) == EOF) {
       return -1;
     }
@@ -166,21 +174,25 @@ static int put_escaped(FILE *f, const char *text) {
   return 0;
 }
 
-/* The template with @PB_TITLE@ and @PB_DATA@ filled in. */
+/* The template with its title and data markers filled in, each once (the first of each; the template has
+ * exactly one of each, which test_html checks). */
 static int put_page(FILE *f, const char *title, const char *json) {
   static const char k_title[] = "@PB_TITLE@", k_data[] = "@PB_DATA@";
+  bool title_done = false, data_done = false;
   const char *p = pb_html_template, *end = pb_html_template + pb_html_template_len;
   while (p < end) {
     const char *at = strchr(p, '@');
     if (!at || at >= end) at = end;
     if (fwrite(p, 1, (size_t)(at - p), f) != (size_t)(at - p)) return -1;
     if (at == end) break;
-    if (!strncmp(at, k_title, sizeof k_title - 1)) {
+    if (!title_done && !strncmp(at, k_title, sizeof k_title - 1)) {
       if (put_escaped(f, title)) return -1;
       p = at + sizeof k_title - 1;
-    } else if (!strncmp(at, k_data, sizeof k_data - 1)) {
+      title_done = true;
+    } else if (!data_done && !strncmp(at, k_data, sizeof k_data - 1)) {
       if (put_json(f, json)) return -1;
       p = at + sizeof k_data - 1;
+      data_done = true;
     } else {
       if (fputc('@', f) == EOF) return -1;
       p = at + 1;
@@ -202,6 +214,7 @@ int pb_html_write(const char *path, const char *title, const cJSON *data) {
   int rc = 0;
   FILE *f = fopen(tmp, "w");
   if (!f) rc = -errno;
+  errno = 0; /* stdio sets it on a failed write; anything older is not this failure */
   if (!rc && put_page(f, title, json)) rc = errno ? -errno : -EIO;
   if (f && fclose(f) != 0 && !rc) rc = -errno;
   if (!rc && rename(tmp, path) != 0) rc = -errno;

@@ -981,24 +981,32 @@ static int load_timeline(loader *l, const cJSON *v) {
   uint64_t start = l->rec->start_ns;
   int64_t t0 = 0;
   if ((rc = v_i64(l, member(v, "t0_ns"), "pipebench.queue_fill.t0_ns", &t0))) return rc;
+  if (t0 < 0) return bad(l, "pipebench.queue_fill.t0_ns: %lld (expected a time at or after start_ns, >= 0)", (long long)t0);
   tl->t0_ns = start + (uint64_t)t0;
   if ((rc = v_u64(l, member(v, "interval_ns"), "pipebench.queue_fill.interval_ns", &tl->interval_ns))) return rc;
+  if (!tl->interval_ns) return bad(l, "pipebench.queue_fill.interval_ns: 0 (expected at least 1)");
   const cJSON *t = member(v, "t_ns"), *series = member(v, "series");
   int n = 0, ns = 0;
   if ((rc = v_array(l, t, "pipebench.queue_fill.t_ns", PB_TIMELINE_POINTS, &n))) return rc;
   if ((rc = v_array(l, series, "pipebench.queue_fill.series", PB_MAX_STAGES + 1, &ns))) return rc;
   tl->n = (size_t)n;
   tl->nseries = ns;
-  for (int i = 0; i < n; i++) {
+  int64_t prev = t0;
+  for (int i = 0; i < n; i++) { /* each point's interval runs from the previous end: strictly increasing */
     int64_t ti = 0;
     if ((rc = v_i64(l, cJSON_GetArrayItem(t, i), "pipebench.queue_fill.t_ns[]", &ti))) return rc;
+    if (ti <= prev)
+      return bad(l, "pipebench.queue_fill.t_ns[%d]: %lld is not after %lld (expected times after t0_ns, increasing)",
+                 i, (long long)ti, (long long)prev);
     tl->t_ns[i] = start + (uint64_t)ti;
+    prev = ti;
   }
   for (int k = 0; k < ns; k++) {
     const cJSON *sj = cJSON_GetArrayItem(series, k), *f = member(sj, "fill_e4");
     int nf = 0;
+    if ((rc = v_object(l, sj, "pipebench.queue_fill.series[]"))) return rc;
     if ((rc = v_str(l, member(sj, "stage"), "pipebench.queue_fill.series[].stage", tl->names[k], sizeof tl->names[k])) ||
-        (rc = v_int(l, member(sj, "capacity"), "pipebench.queue_fill.series[].capacity", 0, INT32_MAX, &tl->capacity[k])) ||
+        (rc = v_int(l, member(sj, "capacity"), "pipebench.queue_fill.series[].capacity", 1, INT32_MAX, &tl->capacity[k])) ||
         (rc = v_array(l, f, "pipebench.queue_fill.series[].fill_e4", PB_TIMELINE_POINTS, &nf)))
       return rc;
     if (nf != n) return bad(l, "pipebench.queue_fill.series[%d].fill_e4: %d values (expected %d, one per t_ns)", k, nf, n);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -25,10 +26,22 @@ bool pb_progress_due(pb_progress *p, uint64_t now_ns) {
   return true;
 }
 
+/* Columns of the terminal on stderr, or 0 when it does not say. */
+static int terminal_columns(void) {
+  struct winsize ws;
+  return ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+}
+
 void pb_progress_draw(pb_progress *p, const char *text) {
   if (!p->on) return;
+  char line[512];
+  int len = snprintf(line, sizeof line, "pipebench: %s%s%s", p->label, p->label[0] ? "  " : "", text);
+  /* A line that wraps could not be redrawn in place (\r goes back to the start of its last row only):
+   * cut it to the terminal's width, less one column for the cursor. */
+  int cols = terminal_columns();
+  if (cols > 10 && len >= cols) line[cols - 1] = '\0';
   /* \033[K clears to the end of the line: a shorter line leaves nothing of the longer one behind. */
-  fprintf(stderr, "\rpipebench: %s%s%s\033[K", p->label, p->label[0] ? "  " : "", text);
+  fprintf(stderr, "\r%s\033[K", line);
   fflush(stderr);
   p->drawn = true;
 }
@@ -57,7 +70,7 @@ static double eta_s(const pb_steps_live *l, double window_s, double files_fracti
     double per_step_s = window_s / (double)l->measured;
     return (double)(l->target - (int64_t)l->measured) * per_step_s;
   }
-  if (l->duration_ns) return (double)l->duration_ns / 1e9 - window_s;
+  if (l->duration_ns) return fmax(0.0, (double)l->duration_ns / 1e9 - window_s); /* the last step may overrun */
   if (files_fraction > 0.01 && files_fraction <= 1.0) return elapsed_s * (1.0 - files_fraction) / files_fraction;
   return NAN;
 }

@@ -148,6 +148,20 @@ static void test_throughput_and_queues_over_time(void **state) {
   cJSON_Delete(d);
 }
 
+/* A short last batch (3 samples, not 8) must not wrap the moving sum; the line ends at the last step. */
+static void test_throughput_short_last_batch(void **state) {
+  fixture *f = *state;
+  f->rec.steps[NSTEPS - 1].samples = 3;
+  cJSON *d = pb_html_run_data(&f->rep, &f->rec);
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "throughput");
+  const cJSON *rate = arr(t, "samples_per_s"), *ts = arr(t, "t_s");
+  int n = cJSON_GetArraySize(rate);
+  for (int i = 0; i < n; i++) assert_true(cJSON_GetArrayItem(rate, i)->valuedouble <= 800.0 + 1e-6);
+  assert_float_equal(cJSON_GetArrayItem(ts, n - 1)->valuedouble, 10.0, 1e-9);
+  assert_true(cJSON_GetArrayItem(rate, n - 1)->valuedouble < 800.0); /* the short batch shows */
+  cJSON_Delete(d);
+}
+
 static char *slurp(const char *path) {
   FILE *fp = fopen(path, "rb");
   assert_non_null(fp);
@@ -171,8 +185,11 @@ static void test_page_is_self_contained(void **state) {
   fixture *f = *state;
   char path[128];
   snprintf(path, sizeof path, "%s/report.html", f->dir);
+  snprintf(f->rep.out_dir, sizeof f->rep.out_dir, "/tmp/c-->d"); /* would end an HTML comment */
   assert_int_equal(pb_report_write_html(&f->rep, &f->rec, path), 0);
   char *page = slurp(path);
+  assert_int_equal(count(page, "{\"kind\":\"run\""), 1); /* the data is there once */
+  assert_null(strstr(page, "-->d"));
   assert_null(strstr(page, "@PB_DATA@"));
   assert_null(strstr(page, "@PB_TITLE@"));
   assert_non_null(strstr(page, "Content-Security-Policy"));
@@ -207,6 +224,21 @@ static void test_csv_tables(void **state) {
   assert_int_equal(lines(csv), 1 + f->rep.nstages);
   assert_non_null(strstr(csv, "\n\"a</script><b>x,y\",map,1,0,")); /* quoted: it holds a comma */
   free(csv);
+  /* the same columns for a skipped stage (synthetic data: every figure null) */
+  f->rep.stages[1].skipped = true;
+  assert_int_equal(pb_csv_write_stages(&f->rep, path), 0);
+  csv = slurp(path);
+  for (char *line = csv, *next; *line; line = next + 1) {
+    next = strchr(line, '\n');
+    int commas = 0;
+    bool quoted = false;
+    for (char *p = line; p < next; p++) {
+      if (*p == '"') quoted = !quoted;
+      commas += !quoted && *p == ',';
+    }
+    assert_int_equal(commas, 23); /* 24 columns */
+  }
+  free(csv);
   snprintf(path, sizeof path, "%s/steps.csv", f->dir);
   assert_int_equal(pb_csv_write_steps(&f->rec, path), 0);
   csv = slurp(path);
@@ -222,6 +254,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_step_bars_are_binned_means, setup, teardown),
       cmocka_unit_test_setup_teardown(test_throughput_and_queues_over_time, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_throughput_short_last_batch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_page_is_self_contained, setup, teardown),
       cmocka_unit_test_setup_teardown(test_csv_tables, setup, teardown),
   };

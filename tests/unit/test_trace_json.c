@@ -441,6 +441,44 @@ static int load_expect(fixture *f, const char *text, size_t len, const char *nee
   return rc;
 }
 
+/* text with the first `from` replaced by `to` (a new string). */
+static char *replaced(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  if (!at) fail_msg("\"%s\" is not in the trace", from);
+  size_t head = (size_t)(at - text), len = strlen(text) - strlen(from) + strlen(to);
+  char *out = malloc(len + 1);
+  memcpy(out, text, head);
+  strcpy(out + head, to);
+  strcat(out, at + strlen(from));
+  return out;
+}
+
+/* A malformed queue_fill gets one error naming the key, never a record with times before the run. */
+static void test_bad_queue_fill(void **state) {
+  fixture *f = *state;
+  build_record(f);
+  assert_int_equal(pb_trace_write_file(&f->rec, f->path), 0);
+  char *text = slurp(f->path);
+  static const struct {
+    const char *from, *to, *error;
+  } cases[] = {
+      {"\"t0_ns\":5,", "\"t0_ns\":-5,", "queue_fill.t0_ns: -5"},
+      {"\"interval_ns\":100000000,", "\"interval_ns\":0,", "queue_fill.interval_ns: 0"},
+      {"\"t_ns\":[100000005,200000005,", "\"t_ns\":[200000005,100000005,", "queue_fill.t_ns[1]: 100000005 is not after"},
+      {"\"t_ns\":[100000005,", "\"t_ns\":[5,", "queue_fill.t_ns[0]: 5 is not after 5"},
+      {"\"capacity\":256,", "\"capacity\":0,", "queue_fill.series[].capacity: 0 is out of range"},
+      {"\"fill_e4\":[0,", "\"fill_e4\":[10001,", "fill_e4[]: 10001 is out of range"},
+      {"\"fill_e4\":[0,", "\"fill_e4\":[", "series[0].fill_e4: 6 values (expected 7"},
+      {"\"series\":[{", "\"series\":[3,{", "queue_fill.series[]: not an object"},
+  };
+  for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+    char *bad = replaced(text, cases[i].from, cases[i].to);
+    assert_int_equal(load_expect(f, bad, strlen(bad), cases[i].error), -EINVAL);
+    free(bad);
+  }
+  free(text);
+}
+
 static void test_errors(void **state) {
   fixture *f = *state;
   pb_record back;
@@ -572,6 +610,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_flow_binds_slices, setup, teardown),
       cmocka_unit_test_setup_teardown(test_untraced_round_trip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_queue_fill, setup, teardown),
       cmocka_unit_test_setup_teardown(test_run_report_matches, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
