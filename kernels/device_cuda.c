@@ -35,6 +35,7 @@
 #include "metrics.h"
 #include "normalize_math.h"
 #include "steps.h"
+#include "world.h"
 
 /* cuda_kernels.cu */
 int pb_cuda_launch_spin(cudaStream_t stream, int blocks, long long cycles);
@@ -550,8 +551,11 @@ static void plan(cuda_state *cs, const pb_config *cfg) {
 
 static int resolve_ids(pb_device *d, const pb_config *cfg, int gpus_found, pb_err *err) {
   d->count = cfg->device.count;
+  /* One rank of several on this host takes the GPUs after its local neighbours': local_rank % gpus with one
+   * device per rank (device.ids, when given, are used as they are). */
+  int base = pb_world_get()->local_rank * d->count;
   for (int i = 0; i < d->count; i++) {
-    d->ids[i] = cfg->device.nids ? cfg->device.ids[i] : i;
+    d->ids[i] = cfg->device.nids ? cfg->device.ids[i] : (base + i) % gpus_found;
     if (d->ids[i] < 0 || d->ids[i] >= gpus_found)
       return pb_err_set(err, "device.%s: GPU %d does not exist (this machine has %d: ids 0..%d)",
                         cfg->device.nids ? "ids" : "count", d->ids[i], gpus_found, gpus_found - 1),

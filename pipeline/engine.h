@@ -147,6 +147,11 @@ struct pb_engine {
 /* Lays out the stages for cfg (synthetic: source + batch and after), checks every stage is implemented
  * and that planned memory fits limits.max_memory_mb.  Allocates nothing big.  -EINVAL with err set. */
 int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consumers, pb_err *err);
+/* The same for one rank of a multi-process job: this process reads files rank, rank + world_size, ... of
+ * the dataset's listing (round-robin, DLIO's rule; each epoch shuffles that shard), so the ranks' shards are
+ * disjoint and together cover the dataset once per epoch. */
+int pb_engine_plan_shard(pb_engine *e, const pb_config *cfg, bool synthetic, int consumers, int rank,
+                         int world_size, pb_err *err);
 /* Does this build run every stage cfg needs (synthetic: batch and after)?  -EINVAL with err set. */
 int pb_engine_check(const pb_config *cfg, bool synthetic, pb_err *err);
 /* Epochs the source must make: 1 when a cache stage replays the rest, else run.epochs (0 = endless). */

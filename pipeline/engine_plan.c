@@ -185,12 +185,17 @@ static int plan_files(pb_engine *e, pb_err *err) {
 }
 
 int pb_engine_plan(pb_engine *e, const pb_config *cfg, bool synthetic, int consumers, pb_err *err) {
+  return pb_engine_plan_shard(e, cfg, synthetic, consumers, 0, 1, err);
+}
+
+int pb_engine_plan_shard(pb_engine *e, const pb_config *cfg, bool synthetic, int consumers, int rank,
+                         int world_size, pb_err *err) {
   memset(e, 0, sizeof *e);
   e->cfg = cfg;
   e->synthetic = synthetic;
   e->consumers = consumers;
-  e->rank = 0;
-  e->world_size = 1;
+  e->rank = rank;
+  e->world_size = world_size;
   atomic_store(&e->window_start_ns, UINT64_MAX);
   atomic_store(&e->window_end_ns, UINT64_MAX);
   uv_mutex_init(&e->errors_lock);

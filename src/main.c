@@ -10,10 +10,12 @@
 #include "config.h"
 #include "engine.h"
 #include "gen.h"
+#include "ranks.h"
 #include "ab.h"
 #include "run.h"
 #include "sweep.h"
 #include "tune.h"
+#include "world.h"
 
 #define MAX_SETS 256
 
@@ -247,7 +249,40 @@ static int cmd_multi(cli *c) {
   return pb_tune(&m, &c->tune);
 }
 
+/* `run` as one rank of an MPI job (src/ranks.h).  Every step ends in a collective that every rank reaches,
+ * so a rank that fails (a config it cannot read, a dataset it cannot generate) fails the job, never hangs it. */
+static int cmd_world(cli *c) {
+  const pb_world *w = pb_world_get();
+  if (strcmp(c->command, "run") != 0)
+    return usage_error("%s: runs in one process (expected mpirun only around `pipebench run`)", c->command);
+  if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
+  pb_config *cfg = calloc(1, sizeof *cfg);
+  pb_err err;
+  int rc = cfg ? 0 : PB_EXIT_RUNTIME;
+  if (!rc && pb_config_load(cfg, c->config, c->sets, c->nsets, &err)) {
+    fprintf(stderr, "pipebench: rank %d: %s\n", w->rank, err.msg);
+    rc = PB_EXIT_USAGE;
+  }
+  if (!rc && !c->device_given) c->run.device = cfg->device.kind;
+  if (!rc && pb_engine_check(cfg, c->run.synthetic, &err)) {
+    fprintf(stderr, "pipebench: rank %d: %s\n", w->rank, err.msg);
+    rc = PB_EXIT_USAGE;
+  }
+  rc = pb_world_max_status(rc);
+  if (!rc && w->rank == 0 && !c->run.synthetic && pb_gen_missing(cfg)) { /* one writer; the others wait */
+    fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
+            cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
+    pb_gen_opts g = {.quiet = c->run.quiet, .no_progress = c->run.no_progress};
+    rc = pb_gen(cfg, &g);
+  }
+  rc = pb_world_max_status(rc);
+  if (!rc) rc = pb_ranks_run(cfg, &c->run);
+  free(cfg);
+  return rc;
+}
+
 static int dispatch(cli *c) {
+  if (pb_world_get()->size > 1) return cmd_world(c);
   if (strcmp(c->command, "analyze") == 0) return cmd_analyze(c);
   if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
   if (strcmp(c->command, "ab") == 0 || strcmp(c->command, "sweep") == 0 || strcmp(c->command, "tune") == 0)
@@ -276,12 +311,15 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return fputs(k_usage, stdout), 0;
     if (strcmp(argv[i], "--version") == 0) return printf("pipebench %s\n", PB_VERSION), 0;
   }
-  cli c = {0};
-  int rc = parse_args(&c, argc, argv);
+  int rc = pb_world_init(&argc, &argv); /* joins the MPI job under mpirun; a world of one otherwise */
   if (rc) return rc;
-  if (strcmp(c.command, "calibrate") == 0) {
+  cli c = {0};
+  rc = parse_args(&c, argc, argv);
+  if (!rc && strcmp(c.command, "calibrate") == 0) {
     fprintf(stderr, "pipebench: %s: not in this version (expected run, validate, gen, analyze, ab, sweep or tune)\n", c.command);
-    return PB_EXIT_USAGE;
+    rc = PB_EXIT_USAGE;
   }
-  return dispatch(&c);
+  if (!rc) rc = dispatch(&c);
+  pb_world_finalize();
+  return rc;
 }

@@ -120,7 +120,8 @@ static double cpu_seconds(void) {
 /* Plans the pipeline and checks its memory against limits.max_memory_mb: exit 2 on refusal. */
 static int plan(run_ctx *c) {
   pb_err err;
-  if (pb_engine_plan(&c->engine, c->cfg, c->opts->synthetic, c->cfg->device.count, &err)) {
+  int world = c->opts->world_size > 1 ? c->opts->world_size : 1, rank = world > 1 ? c->opts->rank : 0;
+  if (pb_engine_plan_shard(&c->engine, c->cfg, c->opts->synthetic, c->cfg->device.count, rank, world, &err)) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }
@@ -323,6 +324,11 @@ static int report(run_ctx *c, double cpu0) {
   cJSON_Delete(r->config);
   r->config = NULL;
   if (c->opts->result) *c->opts->result = *r;
+  if (c->opts->result_json) { /* while the record lives: the report's strings point into it */
+    cJSON *j = pb_report_to_json(r);
+    *c->opts->result_json = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+  }
 out:
   if (rec) pb_record_free(rec);
   free(rec);

@@ -19,7 +19,11 @@ typedef struct pb_run_opts {
   /* For the commands made of several runs (ab, sweep, tune): */
   bool quiet_notices;           /* no device fallback notice (a later run of the same command) */
   const char *progress_label;   /* printed before the live progress figures ("tune trial 3: ..."); NULL: none */
-  struct pb_report *result;     /* when set, the run's report is copied here (its config left NULL) */
+  int rank, world_size;         /* one rank of a multi-process job (src/ranks.c): its shard of the files;
+                                 * world_size 0 or 1: the whole dataset */
+  struct pb_report *result;     /* when set, the run's report is copied here (its config left NULL; its
+                                 * string pointers are the run's and dangle after it: numbers only) */
+  char **result_json;           /* when set, receives the report as JSON text (malloc'd; NULL if none) */
 } pb_run_opts;
 
 /* Returns the process exit status (CONTRACT §1); prints its own errors. */
