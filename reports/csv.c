@@ -32,22 +32,6 @@ static void put_value(FILE *f, const cJSON *v) {
   }
 }
 
-/* Writes through a temporary file renamed into place: a reader never sees half a table. */
-typedef int (*csv_body)(FILE *f, const void *arg);
-
-static int write_atomic(const char *path, csv_body body, const void *arg) {
-  char tmp[PB_PATH_LEN + 64];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return -errno;
-  int rc = body(f, arg);
-  if (!rc && ferror(f)) rc = -EIO;
-  if (fclose(f) != 0 && !rc) rc = -errno;
-  if (!rc && rename(tmp, path) != 0) rc = -errno;
-  if (rc) remove(tmp);
-  return rc;
-}
-
 /* stages.csv's columns: report.json's stage keys, in its order (a fixed list: every row has every column,
  * whatever the stage, trace or data mode), then the stage graph's parent. */
 static const char *const k_stage_cols[] = {
@@ -80,7 +64,7 @@ static int stages_body(FILE *f, const void *arg) {
   return 0;
 }
 
-int pb_csv_write_stages(const pb_report *r, const char *path) { return write_atomic(path, stages_body, r); }
+int pb_csv_write_stages(const pb_report *r, const char *path) { return pb_write_atomic(path, stages_body, r); }
 
 /* ms since the run started, to the ns; empty when the time is 0 ("did not happen": no copy). */
 static void put_ms(FILE *f, uint64_t t_ns, uint64_t start_ns) {
@@ -109,4 +93,4 @@ static int steps_body(FILE *f, const void *arg) {
   return 0;
 }
 
-int pb_csv_write_steps(const pb_record *rec, const char *path) { return write_atomic(path, steps_body, rec); }
+int pb_csv_write_steps(const pb_record *rec, const char *path) { return pb_write_atomic(path, steps_body, rec); }

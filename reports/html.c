@@ -201,25 +201,20 @@ static int put_page(FILE *f, const char *title, const char *json) {
   return 0;
 }
 
+typedef struct page {
+  const char *title, *json;
+} page;
+
+static int page_body(FILE *f, const void *arg) {
+  const page *p = arg;
+  return put_page(f, p->title, p->json) ? (errno ? -errno : -EIO) : 0;
+}
+
 int pb_html_write(const char *path, const char *title, const cJSON *data) {
   char *json = data ? cJSON_PrintUnformatted(data) : NULL;
   if (!json) return -ENOMEM;
-  size_t len = strlen(path) + 5;
-  char *tmp = malloc(len);
-  if (!tmp) {
-    free(json);
-    return -ENOMEM;
-  }
-  snprintf(tmp, len, "%s.tmp", path);
-  int rc = 0;
-  FILE *f = fopen(tmp, "w");
-  if (!f) rc = -errno;
-  errno = 0; /* stdio sets it on a failed write; anything older is not this failure */
-  if (!rc && put_page(f, title, json)) rc = errno ? -errno : -EIO;
-  if (f && fclose(f) != 0 && !rc) rc = -errno;
-  if (!rc && rename(tmp, path) != 0) rc = -errno;
-  if (rc) remove(tmp);
-  free(tmp);
+  page p = {.title = title, .json = json};
+  int rc = pb_write_atomic(path, page_body, &p);
   free(json);
   return rc;
 }

@@ -559,26 +559,12 @@ static int write_trace(FILE *f, const pb_record *rec) {
   return 0;
 }
 
-int pb_trace_write_file(const pb_record *rec, const char *path) {
-  size_t len = strlen(path) + 5;
-  char *tmp = malloc(len);
-  if (!tmp) return -ENOMEM;
-  snprintf(tmp, len, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    int rc = -errno;
-    free(tmp);
-    return rc;
-  }
-  setvbuf(f, NULL, _IOFBF, 1 << 20);
-  int rc = write_trace(f, rec);
-  if (!rc && (fflush(f) != 0 || ferror(f))) rc = errno ? -errno : -EIO;
-  if (fclose(f) != 0 && !rc) rc = errno ? -errno : -EIO;
-  if (!rc && rename(tmp, path) != 0) rc = -errno;
-  if (rc) unlink(tmp);
-  free(tmp);
-  return rc;
+static int trace_body(FILE *f, const void *rec) {
+  setvbuf(f, NULL, _IOFBF, 1 << 20); /* ~1M events of ~140 bytes: large writes */
+  return write_trace(f, rec);
 }
+
+int pb_trace_write_file(const pb_record *rec, const char *path) { return pb_write_atomic(path, trace_body, rec); }
 
 /* ====================================================================================================
  * Loader

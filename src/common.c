@@ -134,3 +134,22 @@ int pb_mkdir_p(const char *path) {
   }
   return mkdir(buf, 0777) && errno != EEXIST ? -errno : 0;
 }
+
+int pb_write_atomic(const char *path, pb_write_body body, const void *arg) {
+  size_t len = strlen(path) + sizeof ".tmp";
+  char *tmp = malloc(len);
+  if (!tmp) return -ENOMEM;
+  snprintf(tmp, len, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  int rc = f ? 0 : -errno;
+  if (!rc) {
+    errno = 0; /* stdio sets it on a failed write; anything older is not this failure */
+    rc = body(f, arg);
+    if (!rc && (fflush(f) != 0 || ferror(f))) rc = errno ? -errno : -EIO;
+    if (fclose(f) != 0 && !rc) rc = errno ? -errno : -EIO;
+    if (!rc && rename(tmp, path) != 0) rc = -errno;
+    if (rc) remove(tmp);
+  }
+  free(tmp);
+  return rc;
+}

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PB_VERSION "0.1.0"
 
@@ -58,6 +59,12 @@ void pb_rng_seed(pb_rng *r, uint64_t seed);
 uint64_t pb_rng_next(pb_rng *r);
 double pb_rng_uniform(pb_rng *r);               /* [0, 1) */
 double pb_rng_normal(pb_rng *r, double mean, double stdev);
+
+/* Writes path through path.tmp renamed into place, so a reader never sees half a file: body(f, arg)
+ * writes the content (it may set f's buffer first) and returns 0 or -errno; a failed write, flush or
+ * close counts.  On failure the temporary file is removed.  0 or -errno. */
+typedef int (*pb_write_body)(FILE *f, const void *arg);
+int pb_write_atomic(const char *path, pb_write_body body, const void *arg);
 
 /* mkdir -p: creates path and its missing parents.  0 (also when it exists) or -errno. */
 int pb_mkdir_p(const char *path);

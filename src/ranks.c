@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "files.h"
+#include "multirun.h"
 #include "report.h"
 #include "world.h"
 
@@ -23,15 +24,6 @@ static const cJSON *obj(const cJSON *o, const char *key) {
 
 /* A rank that wrote a report (it has figures to compare). */
 static bool has_report(const cJSON *r) { return obj(r, "throughput") != NULL; }
-
-static void add_number(cJSON *o, const char *key, double v, int decimals) {
-  if (!isfinite(v)) {
-    cJSON_AddNullToObject(o, key);
-    return;
-  }
-  double scale = pow(10.0, decimals);
-  cJSON_AddNumberToObject(o, key, round(v * scale) / scale);
-}
 
 static void copy_item(cJSON *to, const char *key, const cJSON *from, const char *from_key) {
   const cJSON *v = from ? cJSON_GetObjectItemCaseSensitive(from, from_key) : NULL;
@@ -92,7 +84,7 @@ static void sum_throughput(cJSON *job, cJSON *const *reports, int n) {
       double v = number(obj(reports[i], "throughput"), keys[k], NAN);
       if (isfinite(v)) sum += v, have++;
     }
-    add_number(tp, keys[k], have ? sum : NAN, decimals[k]);
+    pb_multi_add_number(tp, keys[k], have ? sum : NAN, decimals[k]);
   }
   cJSON_ReplaceItemInObjectCaseSensitive(job, "throughput", tp);
 }
@@ -136,10 +128,10 @@ static cJSON *skew(cJSON *const *reports, int n) {
     lo = fmin(lo, v), hi = fmax(hi, v), sum += v, have++;
   }
   cJSON *o = cJSON_CreateObject();
-  add_number(o, "samples_per_s_min", have ? lo : NAN, 1);
-  add_number(o, "samples_per_s_max", have ? hi : NAN, 1);
-  add_number(o, "max_over_min", have && lo > 0 ? hi / lo : NAN, 3);
-  add_number(o, "spread_pct", have && sum > 0 ? (hi - lo) / (sum / have) * 100 : NAN, 2);
+  pb_multi_add_number(o, "samples_per_s_min", have ? lo : NAN, 1);
+  pb_multi_add_number(o, "samples_per_s_max", have ? hi : NAN, 1);
+  pb_multi_add_number(o, "max_over_min", have && lo > 0 ? hi / lo : NAN, 3);
+  pb_multi_add_number(o, "spread_pct", have && sum > 0 ? (hi - lo) / (sum / have) * 100 : NAN, 2);
   return o;
 }
 

@@ -105,23 +105,36 @@ static E2E_UNUSED int remove_tmp(void **state) {
 
 /* ---------- running pipebench ---------- */
 
-/* Starts pipebench with args (NULL-terminated, without the program name); stdin is /dev/null, stdout and
- * stderr go to the two files. */
-static E2E_UNUSED pid_t spawn_pb(const char **args, const char *out_path, const char *err_path) {
-  const char *argv[64] = {PB_BIN};
-  int n = 1;
-  while (args[n - 1] && n < 63) argv[n] = args[n - 1], n++;
-  argv[n] = NULL;
+/* Starts argv[0] (a path) with argv (NULL-terminated); stdin is /dev/null, stdout and stderr go to the two
+ * files. */
+static E2E_UNUSED pid_t spawn_argv(const char *const *argv, const char *out_path, const char *err_path) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
-  int rc = posix_spawn(&pid, PB_BIN, &fa, NULL, (char *const *)argv, environ);
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   assert_int_equal(rc, 0);
   return pid;
+}
+
+/* argv = prefix (NULL-terminated, may be empty), then PB_BIN, then args (NULL-terminated). */
+static E2E_UNUSED void pb_argv(const char **argv, int cap, const char *const *prefix, const char **args) {
+  int n = 0;
+  while (prefix && *prefix && n < cap - 2) argv[n++] = *prefix++;
+  argv[n++] = PB_BIN;
+  while (*args && n < cap - 1) argv[n++] = *args++;
+  argv[n] = NULL;
+}
+
+/* Starts pipebench with args (NULL-terminated, without the program name); stdin is /dev/null, stdout and
+ * stderr go to the two files. */
+static E2E_UNUSED pid_t spawn_pb(const char **args, const char *out_path, const char *err_path) {
+  const char *argv[64];
+  pb_argv(argv, 64, NULL, args);
+  return spawn_argv(argv, out_path, err_path);
 }
 
 /* Waits for the child; past the timeout it is killed and the test fails (a hang is a bug). */
@@ -153,20 +166,28 @@ static E2E_UNUSED void collect(result *r, pid_t pid, const char *out_path, const
   read_text(err_path, r->err, sizeof r->err);
 }
 
-/* Runs pipebench with args to completion (killed past PB_CHILD_TIMEOUT_S).  The result is static: the
- * next call overwrites it. */
-static E2E_UNUSED result *run_pb(const char **args) {
+/* Runs argv to completion (killed past timeout_s; `what` names it then).  The result is static: the next
+ * call overwrites it. */
+static E2E_UNUSED result *run_argv(const char *const *argv, double timeout_s, const char *what) {
   static result r;
   char out[300], err[300];
   snprintf(out, sizeof out, "%s/stdout", g_tmp);
   snprintf(err, sizeof err, "%s/stderr", g_tmp);
   double t0 = now_s();
-  pid_t pid = spawn_pb(args, out, err);
-  r.status = wait_status_timeout(pid, PB_CHILD_TIMEOUT_S, args[0]);
+  pid_t pid = spawn_argv(argv, out, err);
+  r.status = wait_status_timeout(pid, timeout_s, what);
   r.wall_s = now_s() - t0;
   read_text(out, r.out, sizeof r.out);
   read_text(err, r.err, sizeof r.err);
   return &r;
+}
+
+/* Runs pipebench with args to completion (killed past PB_CHILD_TIMEOUT_S).  The result is static: the
+ * next call overwrites it. */
+static E2E_UNUSED result *run_pb(const char **args) {
+  const char *argv[64];
+  pb_argv(argv, 64, NULL, args);
+  return run_argv(argv, PB_CHILD_TIMEOUT_S, args[0]);
 }
 
 /* One line on stderr, "pipebench: ...", containing `what` (NULL: anything). */

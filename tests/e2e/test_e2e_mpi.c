@@ -28,33 +28,15 @@ static const char *config(const char *name, const char *data) {
 #ifdef PB_MPIEXEC
 /* mpirun -np 2 ... pipebench ARGS: as run_pb, with mpirun in front. */
 static result *run_mpi(const char **args) {
-  static result r;
-  char out[300], err[300];
-  snprintf(out, sizeof out, "%s/stdout", g_tmp);
-  snprintf(err, sizeof err, "%s/stderr", g_tmp);
   /* one host: shared memory between the ranks (OpenMPI's TCP transport also takes two of its own locks in
    * both orders, which TSan reports from inside libmpi) */
-  const char *argv[64] = {PB_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
-                          "-np", "2", PB_BIN};
-  int n = 9;
-  while (*args && n < 63) argv[n++] = *args++;
-  argv[n] = NULL;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  static const char *const mpirun[] = {PB_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
+                                       "self,vader", "-np", "2", NULL};
+  const char *argv[64];
+  pb_argv(argv, 64, mpirun, args);
   /* OpenMPI's own allocations are not ours to report (LeakSanitizer in the ASan build) */
   setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1);
-  pid_t pid;
-  double t0 = now_s();
-  assert_int_equal(posix_spawn(&pid, PB_MPIEXEC, &fa, NULL, (char *const *)argv, environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  r.status = wait_status_timeout(pid, 120, "under mpirun");
-  r.wall_s = now_s() - t0;
-  read_text(out, r.out, sizeof r.out);
-  read_text(err, r.err, sizeof r.err);
-  return &r;
+  return run_argv(argv, 120, "under mpirun");
 }
 
 /* Bytes of the dataset's files (the JPEGs, not gen's hidden manifest). */
