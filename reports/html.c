@@ -54,19 +54,21 @@ static cJSON *steps_data(const pb_record *rec) {
   bool ok = o && add(o, "count", cJSON_CreateNumber((double)n)) && add(o, "bin", cJSON_CreateNumber((double)bin));
   cJSON *first = ok ? array_in(o, "first") : NULL, *wait = ok ? array_in(o, "input_wait_ms") : NULL;
   cJSON *h2d = ok ? array_in(o, "h2d_ms") : NULL, *comp = ok ? array_in(o, "compute_ms") : NULL;
-  cJSON *other = ok ? array_in(o, "other_ms") : NULL;
-  ok = ok && first && wait && h2d && comp && other;
-  double sum[4] = {0};
+  cJSON *comm = ok ? array_in(o, "comm_ms") : NULL, *other = ok ? array_in(o, "other_ms") : NULL;
+  ok = ok && first && wait && h2d && comp && comm && other;
+  double sum[5] = {0};
   size_t k = 0, seen = 0;
   for (size_t i = 0; ok && i < rec->nsteps; i++) {
     if (!rec->steps[i].measured) continue;
     pb_step_parts p = pb_step_breakdown(&rec->steps[i]);
-    sum[0] += (double)p.input_wait_ns, sum[1] += (double)p.h2d_ns, sum[2] += (double)p.compute_ns, sum[3] += (double)p.other_ns;
+    sum[0] += (double)p.input_wait_ns, sum[1] += (double)p.h2d_ns, sum[2] += (double)p.compute_ns;
+    sum[3] += (double)p.comm_ns, sum[4] += (double)p.other_ns;
     k++, seen++;
     if (k < bin && seen < n) continue;
     double d = (double)k * 1e6; /* mean, ns to ms */
     ok = push(first, cJSON_CreateNumber((double)(seen - k + 1))) && push(wait, num3(sum[0] / d)) &&
-         push(h2d, num3(sum[1] / d)) && push(comp, num3(sum[2] / d)) && push(other, num3(sum[3] / d));
+         push(h2d, num3(sum[1] / d)) && push(comp, num3(sum[2] / d)) && push(comm, num3(sum[3] / d)) &&
+         push(other, num3(sum[4] / d));
     memset(sum, 0, sizeof sum);
     k = 0;
   }
@@ -81,7 +83,7 @@ static cJSON *steps_data(const pb_record *rec) {
 static cJSON *throughput_data(const pb_record *rec) {
   uint64_t end_ns = rec->start_ns;
   for (size_t i = 0; i < rec->nsteps; i++)
-    if (rec->steps[i].compute_end_ns > end_ns) end_ns = rec->steps[i].compute_end_ns;
+    if (pb_step_end_ns(&rec->steps[i]) > end_ns) end_ns = pb_step_end_ns(&rec->steps[i]);
   if (rec->timeline && rec->timeline->n && rec->timeline->t_ns[rec->timeline->n - 1] > end_ns)
     end_ns = rec->timeline->t_ns[rec->timeline->n - 1];
   cJSON *o = cJSON_CreateObject();
@@ -105,7 +107,7 @@ static cJSON *throughput_data(const pb_record *rec) {
       samples += rec->steps[i].samples;
       samples -= rec->steps[i - k].samples;
     }
-    uint64_t t1 = rec->steps[i].compute_end_ns, t0 = rec->steps[i - k].compute_end_ns;
+    uint64_t t1 = pb_step_end_ns(&rec->steps[i]), t0 = pb_step_end_ns(&rec->steps[i - k]);
     bool last = i + 1 == n; /* the line always reaches the run's last step */
     if (((i - k) % every && !last) || t1 <= t0) continue;
     ok = push(t, num3((double)(t1 - rec->start_ns) / 1e9)) && push(rate, num3((double)samples / ((double)(t1 - t0) / 1e9)));

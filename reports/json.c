@@ -126,7 +126,29 @@ static cJSON *breakdown_json(const pb_report *r) {
   put(o, "input_wait", num(r->input_wait_ms, MS), &ok);
   put(o, "h2d", num(r->h2d_ms, MS), &ok);
   put(o, "compute", num(r->compute_ms, MS), &ok);
+  put(o, "comm", num(r->comm_ms, MS), &ok);
   put(o, "other", num(r->other_ms, MS), &ok);
+  return finish(o, ok);
+}
+
+/* device.allreduce: null when none; else the exchange per step, modelled and measured. */
+static cJSON *allreduce_json(const pb_report *r) {
+  const pb_allreduce_report *x = &r->allreduce;
+  if (x->mode == PB_ALLREDUCE_NONE) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
+  bool ok = true, okm = true;
+  put(o, "mode", str(pb_allreduce_mode_name(x->mode)), &ok);
+  put(o, "bytes", u64(x->bytes), &ok);
+  put(o, "world_size", cJSON_CreateNumber(x->world_size), &ok);
+  put(o, "gb_per_s", num(x->gb_per_s, 3), &ok);
+  put(o, "model_ms", num(x->model_ms, MS), &ok);
+  put(m, "mean", num(x->measured_mean_ms, MS), &okm);
+  put(m, "p50", num(x->measured_p50_ms, MS), &okm);
+  put(m, "p99", num(x->measured_p99_ms, MS), &okm);
+  put(o, "measured_ms", finish(m, okm), &ok);
+  put(o, "algbw_gb_per_s", num(x->algbw_gb_per_s, 3), &ok);
+  put(o, "busbw_gb_per_s", num(x->busbw_gb_per_s, 3), &ok);
+  put(o, "stopped_by_other_rank", cJSON_CreateBool(x->peer_stopped), &ok);
   return finish(o, ok);
 }
 
@@ -316,6 +338,7 @@ static void put_run(cJSON *root, const pb_report *r, bool *ok) {
   put(root, "throughput", throughput_json(r), ok);
   put(root, "steps", steps_json(r), ok);
   put(root, "step_breakdown_ms", breakdown_json(r), ok);
+  put(root, "allreduce", allreduce_json(r), ok);
   put(root, "device_idle_pct", num(r->device_idle_pct, PCT), ok);
   put(root, "accelerator_utilization_pct", num(r->accelerator_utilization_pct, PCT), ok);
   put(root, "input_bound_pct", num(r->input_bound_pct, PCT), ok);

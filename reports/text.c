@@ -74,6 +74,22 @@ static void print_header(const pb_report *r, FILE *out) {
           r->step_count, fmtd(&a, "%.3f", r->measured_s), r->warmup_steps);
 }
 
+/* The breakdown with the gradient exchange, and the exchange modelled against measured. */
+static void print_breakdown_with_comm(const pb_report *r, FILE *out) {
+  numbuf a, b, c, d, e;
+  const pb_allreduce_report *x = &r->allreduce;
+  fprintf(out, "%-*sinput_wait %s ms  h2d %s ms  compute %s ms  allreduce %s ms  other %s ms  (per step)\n", LABEL,
+          "breakdown", fmtd(&a, "%.2f", r->input_wait_ms), fmtd(&b, "%.2f", r->h2d_ms),
+          fmtd(&c, "%.2f", r->compute_ms), fmtd(&d, "%.2f", r->comm_ms), fmtd(&e, "%.2f", r->other_ms));
+  fprintf(out, "%-*s%s, %.1f MB, %d rank(s): measured mean %s ms  p99 %s  model %s ms", LABEL, "allreduce",
+          pb_allreduce_mode_name(x->mode), (double)x->bytes / 1e6, x->world_size, fmtd(&a, "%.3f", x->measured_mean_ms),
+          fmtd(&b, "%.3f", x->measured_p99_ms), fmtd(&c, "%.3f", x->model_ms));
+  if (!isnan(x->algbw_gb_per_s))
+    fprintf(out, "  algbw %s GB/s  busbw %s GB/s", fmtd(&a, "%.3f", x->algbw_gb_per_s), fmtd(&b, "%.3f", x->busbw_gb_per_s));
+  fputc('\n', out);
+  if (x->peer_stopped) fprintf(out, "%-*sanother rank stopped first; this one stopped with it\n", LABEL, "");
+}
+
 static void print_rates(const pb_report *r, FILE *out) {
   numbuf a, b, c, d;
   fprintf(out, "%-*s%s samples/s   %s batches/s   %s MB/s\n", LABEL, "throughput",
@@ -82,9 +98,12 @@ static void print_rates(const pb_report *r, FILE *out) {
   fprintf(out, "%-*smean %s ms   p50 %s   p90 %s   p99 %s\n", LABEL, "step time",
           fmtd(&a, "%.2f", r->step_mean_ms), fmtd(&b, "%.2f", r->step_p50_ms),
           fmtd(&c, "%.2f", r->step_p90_ms), fmtd(&d, "%.2f", r->step_p99_ms));
-  fprintf(out, "%-*sinput_wait %s ms  h2d %s ms  compute %s ms  other %s ms  (per step)\n", LABEL,
-          "breakdown", fmtd(&a, "%.2f", r->input_wait_ms), fmtd(&b, "%.2f", r->h2d_ms),
-          fmtd(&c, "%.2f", r->compute_ms), fmtd(&d, "%.2f", r->other_ms));
+  if (r->allreduce.mode == PB_ALLREDUCE_NONE)
+    fprintf(out, "%-*sinput_wait %s ms  h2d %s ms  compute %s ms  other %s ms  (per step)\n", LABEL,
+            "breakdown", fmtd(&a, "%.2f", r->input_wait_ms), fmtd(&b, "%.2f", r->h2d_ms),
+            fmtd(&c, "%.2f", r->compute_ms), fmtd(&d, "%.2f", r->other_ms));
+  else
+    print_breakdown_with_comm(r, out);
   fprintf(out, "%-*sidle %s %%   AU %s %%   input-bound %s %%  -> %s\n", LABEL, "device",
           fmtd(&a, "%.2f", r->device_idle_pct), fmtd(&b, "%.2f", r->accelerator_utilization_pct),
           fmtd(&c, "%.2f", r->input_bound_pct), r->classification ? r->classification : "n/a");

@@ -132,6 +132,10 @@ static cJSON *step_json(const pb_step *st, uint64_t start) {
   push(a, cJSON_CreateNumber(st->samples), &ok);
   push(a, cJSON_CreateNumber(st->device), &ok);
   push(a, cJSON_CreateNumber(st->measured ? 1 : 0), &ok);
+  if (st->comm_end_ns) { /* the gradient exchange (device.allreduce): two more fields */
+    push(a, j_rel(st->comm_start_ns, start), &ok);
+    push(a, j_rel(st->comm_end_ns, start), &ok);
+  }
   return finish(a, ok);
 }
 
@@ -250,6 +254,7 @@ static cJSON *record_json(const pb_record *rec) {
   device_extras(d, rec, &ok);
   put(o, "device", ok ? d : (cJSON_Delete(d), NULL), &ok);
   put(o, "start_ns", j_u64_str(rec->start_ns), &ok);
+  put(o, "start_unix_ns", j_u64_str(rec->start_unix_ns), &ok);
   put(o, "window_start_ns", j_rel(rec->window_start_ns, rec->start_ns), &ok);
   put(o, "window_end_ns", j_rel(rec->window_end_ns, rec->start_ns), &ok);
   put(o, "measured_count", j_u64(rec->measured_count), &ok);
@@ -257,6 +262,13 @@ static cJSON *record_json(const pb_record *rec) {
   put(o, "samples_failed", j_u64(rec->samples_failed), &ok);
   put(o, "steps_failed", cJSON_CreateBool(rec->steps_failed), &ok);
   put(o, "steps_failure", cJSON_CreateString(rec->steps_failure), &ok);
+  if (rec->world_size > 1) { /* one rank of an mpirun job */
+    cJSON *j = cJSON_CreateObject();
+    put(j, "rank", cJSON_CreateNumber(rec->rank), &ok);
+    put(j, "world_size", cJSON_CreateNumber(rec->world_size), &ok);
+    put(j, "peer_stopped", cJSON_CreateBool(rec->peer_stopped), &ok);
+    put(o, "job", ok ? j : (cJSON_Delete(j), NULL), &ok);
+  }
   cJSON *steps = cJSON_CreateArray();
   for (size_t i = 0; ok && steps && i < rec->nsteps; i++) push(steps, step_json(&rec->steps[i], rec->start_ns), &ok);
   put(o, "steps", steps, &ok);
@@ -440,6 +452,10 @@ static void device_events(writer *w) {
     fprintf(f, "\"step %zu\",\"args\":{\"step\":%zu", i, i);
     key_args(f, "id", "batch", st->key);
     fprintf(f, ",\"samples\":%u,\"measured\":%s}}", (unsigned)st->samples, st->measured ? "true" : "false");
+    if (st->comm_end_ns) {
+      x_begin(w, PID_DEVICE, tid, st->comm_start_ns, st->comm_end_ns, "allreduce");
+      fprintf(f, "\"allreduce\",\"args\":{\"step\":%zu}}", i);
+    }
   }
 }
 
@@ -733,9 +749,10 @@ static int load_step(loader *l, const cJSON *a, size_t i, pb_step *st) {
   snprintf(where, sizeof where, "pipebench.steps[%zu]", i);
   int n = 0, rc = v_array(l, a, where, -1, &n);
   if (rc) return rc;
-  if (n != STEP_FIELDS)
+  if (n != STEP_FIELDS && n != STEP_FIELDS + 2)
     return bad(l, "%s: %d fields (expected %d: prev_end, ready, h2d_start, h2d_end, compute_start, compute_end, "
-                  "bytes, key, samples, device, measured)", where, n, STEP_FIELDS);
+                  "bytes, key, samples, device, measured, and with a gradient exchange comm_start, comm_end)",
+               where, n, STEP_FIELDS);
   uint64_t *times[6] = {&st->prev_end_ns,  &st->ready_ns,         &st->h2d_start_ns,
                         &st->h2d_end_ns,   &st->compute_start_ns, &st->compute_end_ns};
   const cJSON *f = a->child;
@@ -760,9 +777,34 @@ static int load_step(loader *l, const cJSON *a, size_t i, pb_step *st) {
   f = f->next;
   snprintf(where, sizeof where, "pipebench.steps[%zu][10] (measured)", i);
   if ((rc = v_bool(l, f, where, &st->measured))) return rc;
+  uint64_t *comm[2] = {&st->comm_start_ns, &st->comm_end_ns};
+  for (int k = 0; n > STEP_FIELDS && k < 2; k++) {
+    f = f->next;
+    snprintf(where, sizeof where, "pipebench.steps[%zu][%d] (%s)", i, STEP_FIELDS + k, k ? "comm_end" : "comm_start");
+    int64_t rel = 0;
+    if ((rc = v_i64(l, f, where, &rel))) return rc;
+    *comm[k] = l->rec->start_ns + (uint64_t)rel;
+  }
+  if (st->comm_end_ns < st->comm_start_ns || (st->comm_end_ns && st->comm_start_ns < st->compute_end_ns))
+    return bad(l, "pipebench.steps[%zu]: the exchange runs from %lld to %lld ns (expected compute_end <= comm_start "
+                  "<= comm_end)", i, (long long)(st->comm_start_ns - l->rec->start_ns),
+               (long long)(st->comm_end_ns - l->rec->start_ns));
   st->samples = (uint32_t)samples;
   st->device = (uint16_t)device;
   return 0;
+}
+
+/* Optional: which rank of a job the trace is (absent: a single process). */
+static int load_job(loader *l, const cJSON *v) {
+  pb_record *rec = l->rec;
+  rec->rank = 0;
+  rec->world_size = 1;
+  if (!v) return 0;
+  int rc = v_object(l, v, "pipebench.job");
+  if (!rc) rc = v_int(l, member(v, "world_size"), "pipebench.job.world_size", 1, INT32_MAX, &rec->world_size);
+  if (!rc) rc = v_int(l, member(v, "rank"), "pipebench.job.rank", 0, rec->world_size - 1, &rec->rank);
+  if (!rc) rc = v_bool(l, member(v, "peer_stopped"), "pipebench.job.peer_stopped", &rec->peer_stopped);
+  return rc;
 }
 
 static int load_steps(loader *l, const cJSON *v) {
@@ -1019,6 +1061,8 @@ static int load_header(loader *l, const cJSON *h) {
   if ((rc = v_bool(l, member(h, "interrupted"), "pipebench.interrupted", &rec->interrupted))) return rc;
   if ((rc = load_device(l, member(h, "device")))) return rc;
   if ((rc = v_u64(l, member(h, "start_ns"), "pipebench.start_ns", &rec->start_ns))) return rc;
+  const cJSON *unix_ns = member(h, "start_unix_ns"); /* optional: traces before issue 8 lack it */
+  if (unix_ns && (rc = v_u64(l, unix_ns, "pipebench.start_unix_ns", &rec->start_unix_ns))) return rc;
   int64_t ws = 0, we = 0;
   if ((rc = v_i64(l, member(h, "window_start_ns"), "pipebench.window_start_ns", &ws))) return rc;
   if ((rc = v_i64(l, member(h, "window_end_ns"), "pipebench.window_end_ns", &we))) return rc;
@@ -1031,6 +1075,7 @@ static int load_header(loader *l, const cJSON *h) {
   if ((rc = v_str(l, member(h, "steps_failure"), "pipebench.steps_failure", rec->steps_failure,
                   sizeof rec->steps_failure)))
     return rc;
+  if ((rc = load_job(l, member(h, "job")))) return rc;
   if ((rc = load_steps(l, member(h, "steps")))) return rc;
   if ((rc = load_stages(l, member(h, "stages")))) return rc;
   if ((rc = v_u64(l, member(h, "queued_samples"), "pipebench.queued_samples", &rec->queued_samples))) return rc;
@@ -1201,6 +1246,11 @@ static int load_stream(loader *l, FILE *f) {
         break;
       case HEADER: {
         size_t pre = sizeof k_line2 - 1;
+        if (strncmp(line, "\"pipebench_job\":", 16) == 0) {
+          rc = bad(l, "a multi-process job's merged trace, for viewing (expected one rank's own trace: analyze "
+                      "rank-N/trace.json next to it)");
+          break;
+        }
         if (strncmp(line, k_line2, pre) != 0) {
           rc = bad(l, "not a pipebench trace header (expected \"pipebench\":{...},)");
           break;

@@ -23,6 +23,12 @@ int pb_err_set(pb_err *err, const char *fmt, ...) {
 
 uint64_t pb_now_ns(void) { return uv_hrtime(); }
 
+uint64_t pb_unix_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 _Thread_local uint64_t pb_thread_waits;
 
 bool pb_thread_sched_stat(pb_sched_stat *s) {

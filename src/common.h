@@ -23,6 +23,8 @@ int pb_err_set(pb_err *err, const char *fmt, ...) __attribute__((format(printf, 
 
 /* Monotonic nanoseconds (uv_hrtime: CLOCK_MONOTONIC). */
 uint64_t pb_now_ns(void);
+/* The wall clock (CLOCK_REALTIME), ns since 1970: comparable between processes and NTP-synced hosts. */
+uint64_t pb_unix_ns(void);
 /* Length of the overlap of [a0, a1) and [b0, b1), 0 when they do not meet. */
 static inline uint64_t pb_overlap_ns(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
   uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;

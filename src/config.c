@@ -23,6 +23,14 @@ const char *pb_op_name(pb_op_kind k) { return name_of(pb_cfg_op_names, PB_OP__CO
 const char *pb_dtype_name(pb_dtype d) { return name_of(pb_cfg_dtype_names, PB_DTYPE_FLOAT32 + 1, (int)d); }
 const char *pb_format_name(pb_format f) { return name_of(pb_cfg_format_names, PB_FMT_SYNTHETIC + 1, (int)f); }
 
+const char *pb_allreduce_mode_name(pb_allreduce_mode m) {
+  return name_of(pb_cfg_allreduce_names, PB_ALLREDUCE_MPI + 1, (int)m);
+}
+
+uint64_t pb_allreduce_bytes(const pb_allreduce_cfg *a) {
+  return a->bytes ? (uint64_t)a->bytes : (uint64_t)a->params * 4u;
+}
+
 int pb_config_batch_index(const pb_config *cfg) {
   for (int i = 0; i < cfg->nstages; i++)
     if (cfg->stages[i].type == PB_STAGE_BATCH) return i;

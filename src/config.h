@@ -129,6 +129,16 @@ typedef struct pb_dataset_cfg {
 
 typedef enum { PB_DEVICE_AUTO, PB_DEVICE_GPU, PB_DEVICE_EMULATED } pb_device_kind;
 
+/* device.allreduce: the gradient exchange after every step (src/allreduce.c). */
+typedef enum { PB_ALLREDUCE_NONE, PB_ALLREDUCE_BARRIER, PB_ALLREDUCE_MODEL, PB_ALLREDUCE_MPI } pb_allreduce_mode;
+
+typedef struct pb_allreduce_cfg {
+  pb_allreduce_mode mode;       /* default none */
+  int64_t bytes;                /* gradient bytes per step (0: params x 4, or none) */
+  int64_t params;               /* model parameters: bytes = params x 4 (float32 gradients) */
+  double gb_per_s;              /* algorithm bandwidth (bytes / time, GB = 1e9 bytes) for the model; 0 = none */
+} pb_allreduce_cfg;
+
 typedef struct pb_device_cfg {
   pb_device_kind kind;          /* default auto */
   int count;                    /* default 1, 1..PB_MAX_DEVICES */
@@ -138,6 +148,7 @@ typedef struct pb_device_cfg {
   double h2d_gb_per_s;          /* emulated copy bandwidth (GB = 1e9 bytes), default 25 */
   int nids;
   int ids[PB_MAX_DEVICES];
+  pb_allreduce_cfg allreduce;
 } pb_device_cfg;
 
 typedef enum { PB_STOP_STEPS, PB_STOP_EPOCHS, PB_STOP_DURATION } pb_stop_mode;
@@ -182,6 +193,9 @@ const char *pb_op_name(pb_op_kind k);
 const char *pb_dtype_name(pb_dtype d);
 size_t pb_dtype_size(pb_dtype d);
 const char *pb_format_name(pb_format f);
+const char *pb_allreduce_mode_name(pb_allreduce_mode m);
+/* Gradient bytes exchanged per step: allreduce.bytes, else params x 4 (0 when neither is given). */
+uint64_t pb_allreduce_bytes(const pb_allreduce_cfg *a);
 /* Bytes of one sample of this shape (0 when unknown). */
 size_t pb_shape_bytes(const pb_shape *s);
 /* "[224,224,3] uint8" or "unknown"; returns buf. */

@@ -101,7 +101,7 @@ extern const pb_key_table pb_cfg_top_table, pb_cfg_dataset_table;
 extern const pb_key_table pb_cfg_step_dist_table;
 extern const pb_key pb_cfg_stage_type_key, pb_cfg_op_kind_key;
 extern const char *const pb_cfg_stage_type_names[], *const pb_cfg_op_names[], *const pb_cfg_dtype_names[],
-    *const pb_cfg_format_names[], *const pb_cfg_payload_names[];
+    *const pb_cfg_format_names[], *const pb_cfg_payload_names[], *const pb_cfg_allreduce_names[];
 const pb_key_table *pb_cfg_stage_table(pb_stage_type t);
 const pb_key_table *pb_cfg_op_table(pb_op_kind k);
 
@@ -136,6 +136,7 @@ int pb_cfg_parse_step_ms(pb_cfg_ctx *c, const pb_key *k, const cJSON *item, cons
 cJSON *pb_cfg_emit_step_ms(const pb_key *k, const void *base, const pb_config *cfg);
 int pb_cfg_check_dataset(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
 int pb_cfg_check_device(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
+int pb_cfg_check_allreduce(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
 int pb_cfg_check_run(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
 int pb_cfg_check_normalize(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
 bool pb_cfg_emit_if_synthetic(const void *dataset);

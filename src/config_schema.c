@@ -28,6 +28,7 @@ const char *const pb_cfg_format_names[] = {"jpeg", "tfrecord", "npy", "npz", "ra
 const char *const pb_cfg_payload_names[] = {"jpeg", "raw", NULL};
 static const char *const device_kind_names[] = {"auto", "gpu", "emulated", NULL};
 static const char *const decode_scale_names[] = {"auto", "1", "1/2", "1/4", "1/8", NULL};
+const char *const pb_cfg_allreduce_names[] = {"none", "barrier", "model", "mpi", NULL};
 static const char *const on_error_names[] = {"skip", "fail", NULL}; /* into bool on_error_fail */
 static const char *const dist_names[] = {"normal", NULL};
 
@@ -230,6 +231,23 @@ static const pb_key step_dist_keys[] = {
 };
 const pb_key_table pb_cfg_step_dist_table = TABLE(step_dist_keys, NULL);
 
+/* 4 x (INT_MAX - 1): an MPI count of float32 elements, one slot kept for the stop flag (allreduce.c). */
+#define MAX_GRADIENT_BYTES 8589934584.0
+
+static const pb_key allreduce_keys[] = {
+    ROW(pb_allreduce_cfg, mode, "mode", PB_KT_ENUM, .choices = pb_cfg_allreduce_names, .def = "\"none\"",
+        .help = "After every step: none; barrier (every rank waits for the others); model (bytes / gb_per_s of "
+                "device time, no communication); mpi (a real MPI_Allreduce of `bytes` between the ranks)."),
+    ROW(pb_allreduce_cfg, bytes, "bytes", PB_KT_INT, .min = 1, .max = MAX_GRADIENT_BYTES, .flags = PB_KF_OMIT_ZERO,
+        .help = "Gradient bytes exchanged per step (model, mpi). Or give params."),
+    ROW(pb_allreduce_cfg, params, "params", PB_KT_INT, .min = 1, .max = MAX_GRADIENT_BYTES / 4,
+        .flags = PB_KF_OMIT_ZERO, .help = "Model parameters: bytes = params x 4 (float32 gradients)."),
+    ROW(pb_allreduce_cfg, gb_per_s, "gb_per_s", PB_KT_NUMBER, .min = 0, .max = 1e6, .flags = PB_KF_MIN_EXCL | PB_KF_OMIT_ZERO,
+        .help = "Algorithm bandwidth in GB/s (10^9 bytes; nccl-tests' algbw): the model's time is bytes / gb_per_s. "
+                "Required by model; with mpi, the report sets the model beside the measured time."),
+};
+static const pb_key_table allreduce_table = TABLE(allreduce_keys, pb_cfg_check_allreduce);
+
 static const pb_key device_keys[] = {
     ROW(pb_device_cfg, kind, "kind", PB_KT_ENUM, .choices = device_kind_names, .def = "\"auto\"",
         .help = "auto: a CUDA GPU if one is usable, else the emulated device."),
@@ -243,6 +261,8 @@ static const pb_key device_keys[] = {
         .flags = PB_KF_MIN_EXCL, .def = "25", .help = "Emulated device's copy bandwidth in GB/s (10^9 bytes)."),
     ARR(pb_device_cfg, ids, nids, "ids", PB_KT_INTS, .min = 0, .max = INFINITY, .nmin = 0,
         .nmax = PB_MAX_DEVICES, .def = "[]", .help = "GPU ids to use, each once."),
+    ROW(pb_device_cfg, allreduce, "allreduce", PB_KT_OBJECT, .sub = &allreduce_table,
+        .help = "Gradient exchange after every step, between the ranks of an mpirun job (or modelled)."),
 };
 static const pb_key_table device_table = TABLE(device_keys, pb_cfg_check_device);
 

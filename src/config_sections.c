@@ -160,6 +160,26 @@ int pb_cfg_check_device(pb_cfg_ctx *c, const cJSON *obj, const char *path, void 
                      d->count, d->nids);
 }
 
+/* device.allreduce: bytes or params (not both) for model and mpi; gb_per_s for model.  none and barrier
+ * leave the sizes unused (so that --set device.allreduce.mode=barrier works on a config made for mpi). */
+int pb_cfg_check_allreduce(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base) {
+  const pb_allreduce_cfg *a = base;
+  char p[PB_CFG_PATH_MAX];
+  const char *mode = pb_allreduce_mode_name(a->mode);
+  if (has(obj, "bytes") && has(obj, "params"))
+    return pb_cfg_fail(c, path, "bytes and params are both set (expected one: params means bytes = params x 4)");
+  bool sized = has(obj, "bytes") || has(obj, "params");
+  if ((a->mode == PB_ALLREDUCE_MODEL || a->mode == PB_ALLREDUCE_MPI) && !sized) {
+    pb_cfg_path_key(p, path, "bytes");
+    return pb_cfg_fail(c, p, "missing (expected bytes or params with mode \"%s\")", mode);
+  }
+  if (a->mode == PB_ALLREDUCE_MODEL && !has(obj, "gb_per_s")) {
+    pb_cfg_path_key(p, path, "gb_per_s");
+    return pb_cfg_fail(c, p, "missing (expected the bandwidth the model divides bytes by with mode \"model\")");
+  }
+  return 0;
+}
+
 /* ---- dataset ---- */
 
 /* shape, dtype and num_samples describe the in-memory synthetic dataset and mean nothing for files;

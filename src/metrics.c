@@ -8,8 +8,9 @@
 
 pb_step_parts pb_step_breakdown(const pb_step *st) {
   pb_step_parts p = {0};
-  p.step_ns = st->compute_end_ns - st->prev_end_ns;
+  p.step_ns = pb_step_end_ns(st) - st->prev_end_ns;
   p.compute_ns = st->compute_end_ns - st->compute_start_ns;
+  p.comm_ns = st->comm_end_ns > st->comm_start_ns ? st->comm_end_ns - st->comm_start_ns : 0;
   /* The device waits from the previous step's end to this compute's start.  The part of that wait
    * during which this batch was being copied is non-overlapped H2D; the part before the batch left
    * the pipeline, minus any copy inside it, is input wait. */
@@ -17,7 +18,7 @@ pb_step_parts pb_step_breakdown(const pb_step *st) {
   uint64_t waiting = st->ready_ns > st->prev_end_ns ? st->ready_ns - st->prev_end_ns : 0;
   uint64_t copy_in_wait = pb_overlap_ns(st->prev_end_ns, st->ready_ns, st->h2d_start_ns, st->h2d_end_ns);
   p.input_wait_ns = waiting - copy_in_wait;
-  uint64_t known = p.input_wait_ns + p.h2d_ns + p.compute_ns;
+  uint64_t known = p.input_wait_ns + p.h2d_ns + p.compute_ns + p.comm_ns;
   p.other_ns = p.step_ns > known ? p.step_ns - known : 0;
   return p;
 }
@@ -31,18 +32,21 @@ const char *pb_classify(double input_bound_pct) {
 
 /* Sums of the measured steps. */
 typedef struct step_sums {
-  uint64_t n, samples, bytes, step_ns, input_wait_ns, h2d_ns, compute_ns, other_ns, compute_in_window_ns;
+  uint64_t n, samples, bytes, step_ns, input_wait_ns, h2d_ns, compute_ns, comm_ns, other_ns, compute_in_window_ns;
   double *step_ms; /* one per measured step, for exact percentiles */
+  double *comm_ms; /* the same for the gradient exchange */
 } step_sums;
 
 static void sum_steps(const pb_record *s, step_sums *t) {
   memset(t, 0, sizeof *t);
   t->step_ms = malloc((s->nsteps ? s->nsteps : 1) * sizeof *t->step_ms);
+  t->comm_ms = malloc((s->nsteps ? s->nsteps : 1) * sizeof *t->comm_ms);
   for (size_t i = 0; i < s->nsteps; i++) {
     const pb_step *st = &s->steps[i];
     if (!st->measured) continue;
     pb_step_parts p = pb_step_breakdown(st);
     if (t->step_ms) t->step_ms[t->n] = (double)p.step_ns / 1e6;
+    if (t->comm_ms) t->comm_ms[t->n] = (double)p.comm_ns / 1e6;
     t->n++;
     t->samples += st->samples;
     t->bytes += st->bytes;
@@ -50,6 +54,7 @@ static void sum_steps(const pb_record *s, step_sums *t) {
     t->input_wait_ns += p.input_wait_ns;
     t->h2d_ns += p.h2d_ns;
     t->compute_ns += p.compute_ns;
+    t->comm_ns += p.comm_ns;
     t->other_ns += p.other_ns;
   }
   for (size_t i = 0; i < s->nsteps; i++) /* device busy time inside the window, every step counted */
@@ -70,6 +75,7 @@ static void fill_steps(pb_report *r, const pb_record *rec, const step_sums *t) {
   r->input_wait_ms = t->n ? (double)t->input_wait_ns / n / 1e6 : NAN;
   r->h2d_ms = t->n ? (double)t->h2d_ns / n / 1e6 : NAN;
   r->compute_ms = t->n ? (double)t->compute_ns / n / 1e6 : NAN;
+  r->comm_ms = t->n ? (double)t->comm_ns / n / 1e6 : NAN;
   r->other_ms = t->n ? (double)t->other_ns / n / 1e6 : NAN;
   double device_s = devs * wall_s;
   r->accelerator_utilization_pct = device_s > 0 ? (double)t->compute_in_window_ns / 1e9 / device_s * 100 : NAN;
@@ -77,6 +83,27 @@ static void fill_steps(pb_report *r, const pb_record *rec, const step_sums *t) {
   r->input_bound_pct =
       t->step_ns ? (double)(t->input_wait_ns + t->h2d_ns) / (double)t->step_ns * 100 : NAN;
   r->classification = pb_classify(r->input_bound_pct);
+}
+
+/* device.allreduce: what was configured, the model's time and what the measured steps' exchanges took. */
+static void fill_allreduce(pb_report *r, const pb_record *rec, const step_sums *t) {
+  const pb_allreduce_cfg *a = &rec->cfg->device.allreduce;
+  pb_allreduce_report *x = &r->allreduce;
+  int world = rec->world_size > 1 ? rec->world_size : 1;
+  *x = (pb_allreduce_report){.mode = a->mode, .world_size = world, .peer_stopped = rec->peer_stopped};
+  uint64_t bytes = a->mode == PB_ALLREDUCE_MODEL || a->mode == PB_ALLREDUCE_MPI ? pb_allreduce_bytes(a) : 0;
+  x->bytes = bytes;
+  x->gb_per_s = a->gb_per_s > 0 ? a->gb_per_s : NAN;
+  x->model_ms = a->gb_per_s > 0 && bytes ? (double)bytes / a->gb_per_s / 1e6 : NAN;
+  x->measured_mean_ms = r->comm_ms;
+  x->measured_p50_ms = pb_percentile(t->comm_ms, t->comm_ms ? t->n : 0, 50);
+  x->measured_p99_ms = pb_percentile(t->comm_ms, t->comm_ms ? t->n : 0, 99);
+  /* nccl-tests' figures: algorithm bandwidth = bytes / time; bus bandwidth = algbw x 2(n-1)/n, what each
+   * link of a ring carries.  Only for a real exchange between ranks: the barrier's and model's say nothing. */
+  bool real = a->mode == PB_ALLREDUCE_MPI && world > 1 && t->comm_ns > 0;
+  double algbw = real ? (double)bytes * (double)t->n / (double)t->comm_ns : NAN; /* bytes/ns = GB/s */
+  x->algbw_gb_per_s = algbw;
+  x->busbw_gb_per_s = real ? algbw * 2.0 * (world - 1) / world : NAN;
 }
 
 double pb_steps_idle_pct(const pb_step *v, size_t n, int devices, int device, uint64_t ws, uint64_t we) {
@@ -218,7 +245,9 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   step_sums t;
   sum_steps(rec, &t);
   fill_steps(r, rec, &t);
+  fill_allreduce(r, rec, &t);
   free(t.step_ms);
+  free(t.comm_ms);
   fill_devices(r, rec);
   fill_stages(r, rec);
   fill_accounting(r, rec);

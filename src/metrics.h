@@ -16,7 +16,7 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec);
 
 /* The step time breakdown of one step (ns), as defined in docs/METRICS.md. */
 typedef struct pb_step_parts {
-  uint64_t step_ns, input_wait_ns, h2d_ns, compute_ns, other_ns;
+  uint64_t step_ns, input_wait_ns, h2d_ns, compute_ns, comm_ns, other_ns;
 } pb_step_parts;
 pb_step_parts pb_step_breakdown(const pb_step *st);
 

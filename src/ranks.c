@@ -1,11 +1,15 @@
 #include "ranks.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "allreduce.h"
 #include "files.h"
+#include "trace_merge.h"
 #include "multirun.h"
 #include "report.h"
 #include "world.h"
@@ -220,6 +224,10 @@ static void print_job(const cJSON *job, const char *dir, const char *name, FILE 
           number(acc, "errors", 0), number(acc, "samples_in_flight", 0),
           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(acc, "balanced")) ? "balanced" : "NOT balanced");
   fprintf(out, "output        %s (each rank's own report in rank-N/)\n", dir);
+  char trace[PB_PATH_LEN + 32];
+  snprintf(trace, sizeof trace, "%s/trace.json", dir);
+  if (access(trace, F_OK) == 0)
+    fprintf(out, "trace         %s (every rank, one process per rank: open in https://ui.perfetto.dev)\n", trace);
 }
 
 /* Rank 0: the job's report.json, and the summary. */
@@ -259,6 +267,73 @@ static int write_job(char **texts, int n, const pb_config *cfg, const pb_run_opt
   return rc;
 }
 
+/* ---------- the job's trace ---------- */
+
+/* This rank's trace.json as text for rank 0: "" when it wrote none, "!reason" when it cannot be sent. */
+static char *trace_text(const char *dir, int world_size) {
+  char path[PB_PATH_LEN + 48];
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  FILE *f = fopen(path, "rb");
+  if (!f) return strdup("");
+  char *text = NULL;
+  long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  /* MPI counts are ints, and rank 0 receives every rank's trace in one buffer */
+  long most = (long)(INT32_MAX / world_size) - 1;
+  if (len < 0 || len > most) {
+    char why[160];
+    snprintf(why, sizeof why, "!its trace is too large to send (%ld bytes; at most %ld with %d ranks)", len, most,
+             world_size);
+    fclose(f);
+    return strdup(why);
+  }
+  text = malloc((size_t)len + 1);
+  if (text && (fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)len, f) != (size_t)len)) {
+    free(text);
+    text = strdup("!its trace could not be read back");
+  } else if (text) {
+    text[len] = '\0';
+    if (strlen(text) != (size_t)len) snprintf(text, (size_t)len + 1, "!its trace holds a NUL byte");
+  }
+  fclose(f);
+  return text ? text : strdup("!out of memory for its trace");
+}
+
+/* Every rank sends its trace to rank 0, which writes <top>/trace.json with one process per rank and role
+ * (reports/trace_merge.h).  Returns 0, or on rank 0 PB_EXIT_RUNTIME after printing one line. */
+static int merge_traces(const char *top, const char *dir, const char *host) {
+  const pb_world *w = pb_world_get();
+  char *mine = trace_text(dir, w->size);
+  char **texts = pb_world_gather_text(mine ? mine : "!out of memory for its trace");
+  char **hosts = pb_world_gather_text(host);
+  free(mine);
+  int rc = 0, any = 0;
+  pb_trace_part *parts = texts && hosts ? calloc((size_t)w->size, sizeof *parts) : NULL;
+  for (int r = 0; parts && r < w->size; r++) {
+    const char *t = texts[r] ? texts[r] : "";
+    bool reason = t[0] == '!';
+    parts[r] = (pb_trace_part){.rank = r, .host = hosts[r], .text = reason ? "" : t, .len = reason ? 0 : strlen(t),
+                               .why_missing = reason ? t + 1 : "it wrote no trace"};
+    any += parts[r].len > 0;
+  }
+  if (w->rank == 0 && any) {
+    char path[PB_PATH_LEN + 32];
+    snprintf(path, sizeof path, "%s/trace.json", top);
+    pb_err err;
+    if (pb_trace_merge(path, parts, w->size, &err) < 0) {
+      fprintf(stderr, "pipebench: %s\n", err.msg);
+      rc = PB_EXIT_RUNTIME;
+    }
+  }
+  for (int r = 0; w->rank == 0 && r < w->size; r++) {
+    free(texts ? texts[r] : NULL);
+    free(hosts ? hosts[r] : NULL);
+  }
+  free(parts);
+  free(texts);
+  free(hosts);
+  return rc;
+}
+
 int pb_ranks_run(const pb_config *cfg, const pb_run_opts *opts) {
   const pb_world *w = pb_world_get();
   /* rank 0 names and makes the job's directory (a default name holds the time: one clock decides) */
@@ -279,15 +354,29 @@ int pb_ranks_run(const pb_config *cfg, const pb_run_opts *opts) {
   o.json_stdout = false;
   o.formats &= ~(unsigned)PB_FMT_TEXT; /* rank 0 prints the job's summary */
   if (w->rank != 0) o.no_progress = o.quiet_notices = true;
+  /* The gradient exchange: every rank sets it up, and all agree it works before any exchange is made. */
+  pb_exchange x;
+  pb_err err;
+  int xrc = pb_exchange_init(&x, cfg, w->size, &err);
+  if (xrc && w->rank == 0) fprintf(stderr, "pipebench: %s: %s\n", cfg->file, err.msg);
+  int setup = pb_world_max_status(xrc == -EINVAL ? PB_EXIT_USAGE : xrc ? PB_EXIT_RUNTIME : 0);
+  if (setup) {
+    pb_exchange_close(&x);
+    return setup;
+  }
+  o.exchange = &x;
   int rc = pb_run(cfg, &o);
+  pb_exchange_leave(&x); /* a run that failed before its device thread made it (no-op otherwise) */
+  pb_exchange_close(&x);
 
   /* every rank reaches both collectives, whatever its run did */
   char *text = rank_text(report_json, rc, dir, cfg);
   char **texts = pb_world_gather_text(text ? text : "{}");
   int status = pb_world_max_status(rc);
+  int mrc = merge_traces(top, dir, w->host);
   if (w->rank == 0) {
     int wrc = texts ? write_job(texts, w->size, cfg, opts, top) : PB_EXIT_RUNTIME;
-    if (!status) status = wrc;
+    if (!status) status = wrc ? wrc : mrc;
   }
   for (int i = 0; texts && i < w->size; i++) free(texts[i]);
   free(texts);

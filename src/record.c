@@ -51,12 +51,15 @@ static int copy_steps(pb_record *rec, const pb_steps *s) {
   memcpy(rec->steps, s->v, s->n * sizeof *rec->steps);
   rec->nsteps = s->n;
   rec->start_ns = s->start_ns;
+  rec->start_unix_ns = pb_unix_ns() - (pb_now_ns() - s->start_ns);
   rec->window_start_ns = s->window_start_ns;
   rec->window_end_ns = s->window_end_ns;
   rec->measured_count = s->measured_count;
   rec->samples_consumed = s->samples_consumed;
   rec->samples_failed = s->samples_failed;
   rec->steps_failed = s->failed;
+  rec->peer_stopped = s->peer_stopped;
+  rec->world_size = 1; /* the caller sets its rank in a job */
   snprintf(rec->steps_failure, sizeof rec->steps_failure, "%s", s->failure);
   return 0;
 }

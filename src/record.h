@@ -55,10 +55,14 @@ typedef struct pb_record {
   pb_step *steps;               /* owned copy, in completion order */
   size_t nsteps;
   uint64_t start_ns;            /* when the run started (trace timestamps are relative to it) */
+  uint64_t start_unix_ns;       /* the same moment on the wall clock (lines up the ranks of a job's trace) */
   uint64_t window_start_ns, window_end_ns;
   uint64_t measured_count, samples_consumed, samples_failed;
   bool steps_failed;
   char steps_failure[256];
+  bool peer_stopped;            /* the run ended because another rank stopped exchanging (allreduce.h) */
+  /* the job: this process's rank among world_size (1 without mpirun) */
+  int rank, world_size;
   /* stages: report rows in order (the in-memory source first when there is one, then the config's) */
   int nstages;
   pb_stage_rec stages[PB_MAX_STAGES + 1];

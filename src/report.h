@@ -66,6 +66,18 @@ typedef struct pb_first_error {
   char message[256];
 } pb_first_error;
 
+/* device.allreduce: the gradient exchange after every step (src/allreduce.h). */
+typedef struct pb_allreduce_report {
+  pb_allreduce_mode mode;
+  uint64_t bytes;               /* exchanged per step (model, mpi); 0 for barrier */
+  int world_size;               /* ranks in the job (1 without mpirun) */
+  double gb_per_s;              /* the configured bandwidth (NAN: none) */
+  double model_ms;              /* bytes / gb_per_s (NAN without gb_per_s) */
+  double measured_mean_ms, measured_p50_ms, measured_p99_ms; /* per measured step */
+  double algbw_gb_per_s, busbw_gb_per_s; /* mpi between ranks: bytes / measured time, and x 2(n-1)/n */
+  bool peer_stopped;            /* this rank stopped because another one did */
+} pb_allreduce_report;
+
 typedef struct pb_report {
   const char *version;
   cJSON *config;                /* resolved config; owned by the report */
@@ -96,9 +108,10 @@ typedef struct pb_report {
 
   uint64_t step_count;          /* measured steps */
   double step_mean_ms, step_p50_ms, step_p90_ms, step_p99_ms;
-  double input_wait_ms, h2d_ms, compute_ms, other_ms; /* means per measured step */
+  double input_wait_ms, h2d_ms, compute_ms, comm_ms, other_ms; /* means per measured step */
   double device_idle_pct, accelerator_utilization_pct, input_bound_pct;
   const char *classification;   /* "highly_input_bound" | "moderately_input_bound" | "not_input_bound" | NULL */
+  pb_allreduce_report allreduce;
 
   int nstages;
   pb_stage_report stages[PB_MAX_STAGES + 1]; /* + the in-memory source */

@@ -196,7 +196,7 @@ static void wait_for_end(run_ctx *c) {
 
 static int execute(run_ctx *c) {
   pb_err err;
-  if (pb_steps_init(&c->steps, c->cfg, &c->engine, &c->device)) {
+  if (pb_steps_init(&c->steps, c->cfg, &c->engine, &c->device, c->opts->exchange)) {
     fprintf(stderr, "pipebench: out of memory for the step records\n");
     return PB_EXIT_RUNTIME;
   }
@@ -309,6 +309,10 @@ static int report(run_ctx *c, double cpu0) {
                          c->queued_samples, cpu_seconds() - cpu0)) {
     fprintf(stderr, "pipebench: out of memory for the run's record\n");
     goto out;
+  }
+  if (c->opts->world_size > 1) {
+    rec->rank = c->opts->rank;
+    rec->world_size = c->opts->world_size;
   }
   rec->timeline = malloc(sizeof *rec->timeline);
   if (rec->timeline) *rec->timeline = c->timeline; /* without it the report just has no fill-over-time chart */

@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d) {
+int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d, pb_exchange *x) {
   memset(s, 0, sizeof *s);
   s->engine = e;
   s->device = d;
+  s->exchange = x && x->active ? x : NULL;
+  if (cfg->device.allreduce.mode == PB_ALLREDUCE_MODEL) s->comm_model_ns = pb_allreduce_model_ns(&cfg->device.allreduce);
   s->warmup = cfg->run.warmup_steps;
   if (cfg->run.stop == PB_STOP_STEPS) s->target = cfg->run.steps;
   if (cfg->run.stop == PB_STOP_DURATION) s->duration_ns = (uint64_t)(cfg->run.duration_s * 1e9);
@@ -47,12 +49,14 @@ static void clamp_to_window(pb_step *st, uint64_t start_ns) {
   if (st->prev_end_ns < start_ns) st->prev_end_ns = start_ns;
   if (st->ready_ns < start_ns) st->ready_ns = start_ns;
   if (st->compute_start_ns < start_ns) st->compute_start_ns = start_ns;
+  if (st->compute_end_ns < start_ns) st->compute_end_ns = start_ns; /* the window opened in its exchange */
+  if (st->comm_end_ns && st->comm_start_ns < start_ns) st->comm_start_ns = start_ns;
 }
 
 /* Under the lock: the first run.warmup_steps completed steps are warm-up; the window opens when the
  * last of them has ended (device threads may record out of order, hence the maximum). */
 static void count_warmup(pb_steps *s, const pb_step *st, size_t idx) {
-  if (st->compute_end_ns > s->warmup_end_ns) s->warmup_end_ns = st->compute_end_ns;
+  if (pb_step_end_ns(st) > s->warmup_end_ns) s->warmup_end_ns = pb_step_end_ns(st);
   if ((int64_t)idx + 1 < s->warmup) return;
   s->window_open = true;
   s->window_start_ns = s->window_end_ns = s->warmup_end_ns;
@@ -67,13 +71,13 @@ static void advance_window(pb_steps *s, pb_step *st, size_t idx) {
     count_warmup(s, st, idx);
     return;
   }
-  if (st->compute_end_ns <= s->window_start_ns) return; /* ended before the window: recorded late */
+  if (pb_step_end_ns(st) <= s->window_start_ns) return; /* ended before the window: recorded late */
   clamp_to_window(st, s->window_start_ns);
   st->measured = true;
   s->measured_count++;
   s->measured_samples += st->samples;
   s->measured_compute_ns += st->compute_end_ns - st->compute_start_ns;
-  if (st->compute_end_ns > s->window_end_ns) s->window_end_ns = st->compute_end_ns;
+  if (pb_step_end_ns(st) > s->window_end_ns) s->window_end_ns = pb_step_end_ns(st);
   bool reached = s->target && (int64_t)s->measured_count == s->target;
   if (s->duration_ns && s->window_end_ns - s->window_start_ns >= s->duration_ns) reached = true;
   if (reached) finish_locked(s);
@@ -215,6 +219,31 @@ static bool next_batch(pb_steps *s, int index, pb_elem *out) {
   return got_one;
 }
 
+/* After the compute: the gradient exchange (device.allreduce).  The model's time is device time from the
+ * compute's end, like the emulated device's step; a real exchange is timed as it runs.  Returns true when
+ * another rank has stopped: this step is this rank's last. */
+static bool exchange_gradients(pb_steps *s, pb_step *st) {
+  if (s->comm_model_ns) {
+    st->comm_start_ns = st->compute_end_ns;
+    st->comm_end_ns = st->compute_end_ns + s->comm_model_ns;
+    pb_sleep_until_ns(st->comm_end_ns);
+    return false;
+  }
+  if (!s->exchange) return false;
+  bool peer_stopped = pb_exchange_step(s->exchange, &st->comm_start_ns, &st->comm_end_ns);
+  if (st->comm_start_ns < st->compute_end_ns) st->comm_start_ns = st->compute_end_ns; /* a GPU's clock */
+  if (st->comm_end_ns < st->comm_start_ns) st->comm_end_ns = st->comm_start_ns;
+  return peer_stopped;
+}
+
+/* Another rank stopped: this rank ends here too (its window closes at this step). */
+static void stop_with_peer(pb_steps *s) {
+  uv_mutex_lock(&s->lock);
+  s->peer_stopped = true;
+  finish_locked(s);
+  uv_mutex_unlock(&s->lock);
+}
+
 static void device_main(void *p) {
   pb_device_thread *a = p;
   pb_steps *s = a->steps;
@@ -238,12 +267,19 @@ static void device_main(void *p) {
       fail(s, &batch, rc);
       break;
     }
+    bool peer_stopped = exchange_gradients(s, &st);
     if (record(s, &st)) { /* out of memory for the step record: the run fails, the batch counted */
       fail(s, &batch, -ENOMEM);
       break;
     }
-    prev_end = st.compute_end_ns;
+    if (peer_stopped) {
+      stop_with_peer(s);
+      break;
+    }
+    prev_end = pb_step_end_ns(&st);
   }
+  /* This rank makes no more steps: the others learn it at their next exchange (allreduce.h). */
+  if (s->exchange) pb_exchange_leave(s->exchange);
   uv_mutex_lock(&s->lock);
   if (--s->active_devices == 0 && !s->done) {
     s->end_of_data = true;

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "allreduce.h"
 #include "device.h"
 #include "engine.h"
 
@@ -23,7 +24,14 @@ typedef struct pb_step {
   uint32_t samples;
   uint16_t device;
   bool measured;
+  uint64_t comm_start_ns, comm_end_ns; /* the gradient exchange after the compute (device.allreduce); 0: none */
 } pb_step;
+
+/* When the step is over: after its gradient exchange, when it has one, else at the end of its compute.
+ * The device's next step begins here (its prev_end_ns). */
+static inline uint64_t pb_step_end_ns(const pb_step *st) {
+  return st->comm_end_ns > st->compute_end_ns ? st->comm_end_ns : st->compute_end_ns;
+}
 
 /* Batches taken from the pipeline for one device, in arrival order (growable ring). */
 typedef struct pb_deal_fifo {
@@ -54,6 +62,9 @@ struct pb_steps {
   bool done;               /* the window closed, or every device ran out of data */
   bool end_of_data;
   bool failed;             /* a device call failed: exit 1 */
+  bool peer_stopped;       /* another rank of the job stopped exchanging gradients: this one stopped too */
+  pb_exchange *exchange;   /* device.allreduce barrier/mpi between ranks (NULL: none) */
+  uint64_t comm_model_ns;  /* device.allreduce model: device time added after every step (0: none) */
   uint64_t samples_failed; /* samples of batches whose device call failed (accounting: errors) */
   char failure[256];
   pb_engine *engine;
@@ -82,8 +93,10 @@ typedef struct pb_steps_live {
   int devices;
 } pb_steps_live;
 
-/* Call before pb_engine_start: the run's clock (and, without warm-up, the window) starts here. */
-int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d);
+/* Call before pb_engine_start: the run's clock (and, without warm-up, the window) starts here.  `x`: the
+ * rank's gradient exchange (NULL in a single process); the device thread makes every exchange and, when
+ * it stops, the last one (pb_exchange_leave). */
+int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d, pb_exchange *x);
 /* Starts one thread per device; the window opens at once when there are no warm-up steps. */
 int pb_steps_start(pb_steps *s, pb_err *err);
 /* Waits up to timeout_ms for `done`; returns true once done. */

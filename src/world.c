@@ -112,3 +112,11 @@ char **pb_world_gather_text(const char *text) {
   if (out) out[0] = strdup(text);
   return out;
 }
+
+void pb_world_allreduce_sum(float *buf, size_t n) {
+#ifdef PB_HAVE_MPI
+  if (g_world.mpi) MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+#else
+  (void)buf, (void)n;
+#endif
+}

@@ -33,5 +33,7 @@ void pb_world_bcast_str(char *buf, size_t len);
 /* Every rank's text to rank 0: there, an array of `size` strings (free each and the array); NULL on the
  * others (and on rank 0 when out of memory). */
 char **pb_world_gather_text(const char *text);
+/* In place, the element-wise sum of every rank's n floats (the gradient exchange, src/allreduce.c). */
+void pb_world_allreduce_sum(float *buf, size_t n);
 
 #endif

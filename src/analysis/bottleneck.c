@@ -18,7 +18,9 @@
 static void capacity_model(pb_report *r, const pb_record *rec) {
   const pb_config *cfg = rec->cfg;
   double batch = (double)cfg->stages[pb_config_batch_index(cfg)].size;
-  r->device_rate_per_s = r->compute_ms > 0 ? batch * rec->device_count / (r->compute_ms / 1e3) : NAN;
+  /* a step's device time includes its gradient exchange: the device takes no batch during it */
+  double device_ms = r->compute_ms + (r->comm_ms > 0 ? r->comm_ms : 0);
+  r->device_rate_per_s = device_ms > 0 ? batch * rec->device_count / (device_ms / 1e3) : NAN;
   const pb_stage_report *min = NULL;
   double cpu_per_sample = 0;
   for (int i = 0; i < r->nstages; i++) {

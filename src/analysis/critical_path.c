@@ -92,7 +92,7 @@ static bool latest_step_between(const walk *w, uint64_t from, uint64_t t, size_t
   const pb_record *rec = w->a->rec;
   bool found = false;
   for (size_t i = 0; i < rec->nsteps; i++) {
-    uint64_t e = rec->steps[i].compute_end_ns;
+    uint64_t e = pb_step_end_ns(&rec->steps[i]);
     if (e >= from && e <= t && (!found || e > *end)) {
       *out = i;
       *end = e;
@@ -217,7 +217,7 @@ static bool step_device(walk *w) {
   long prev = a->prev_step[w->step];
   pb_evref data, data_before;
   bool has_data = pb_analysis_emitter(a, a->device_parent, st->key, &data);
-  uint64_t t_prev = prev >= 0 ? a->rec->steps[prev].compute_end_ns : 0;
+  uint64_t t_prev = prev >= 0 ? pb_step_end_ns(&a->rec->steps[prev]) : 0;
   uint64_t t_data = has_data ? handoff_time(w, data, &data_before) : 0;
   if (prev < 0 && !has_data) {
     w->stop = "first step";
@@ -237,7 +237,7 @@ static bool step_device(walk *w) {
 static bool last_measured_step(const pb_record *rec, size_t *out) {
   bool found = false;
   for (size_t i = 0; i < rec->nsteps; i++)
-    if (rec->steps[i].measured && (!found || rec->steps[i].compute_end_ns > rec->steps[*out].compute_end_ns)) {
+    if (rec->steps[i].measured && (!found || pb_step_end_ns(&rec->steps[i]) > pb_step_end_ns(&rec->steps[*out]))) {
       *out = i;
       found = true;
     }
@@ -281,7 +281,7 @@ void pb_critical_path(pb_report *r, const pb_analysis *a) {
     return;
   }
   w->at_device = true;
-  w->t = a->rec->steps[w->step].compute_end_ns;
+  w->t = pb_step_end_ns(&a->rec->steps[w->step]); /* the device's time: compute and gradient exchange */
   if (w->t > a->t_end) w->t = a->t_end;
   /* Every hop moves to an earlier event; the bound only guards against a malformed (loaded) trace. */
   uint64_t max_hops = 4 * (a->events + a->rec->nsteps) + 16;

@@ -174,8 +174,9 @@ static void recommend_prefetch(pb_report *r, const pb_record *rec) {
   if (isnan(r->model_capacity_per_s) || isnan(r->device_rate_per_s)) return;
   if (r->model_capacity_per_s < 1.1 * r->device_rate_per_s) return; /* too slow on average, not variance */
   double wait = p99_input_wait_ms(rec);
-  if (isnan(wait) || !(r->compute_ms > 0)) return;
-  double ratio = ceil(wait / r->compute_ms);
+  double device_ms = r->compute_ms + (r->comm_ms > 0 ? r->comm_ms : 0); /* compute and exchange */
+  if (isnan(wait) || !(device_ms > 0)) return;
+  double ratio = ceil(wait / device_ms);
   int extra = ratio < 1 ? 1 : ratio > 64 ? 64 : (int)ratio;
   int pi = -1;
   for (int i = 0; i < r->nstages; i++)
@@ -193,7 +194,7 @@ static void recommend_prefetch(pb_report *r, const pb_record *rec) {
   snprintf(rc->reason, sizeof rc->reason,
            "the pipeline keeps up on average (%.1f samples/s for %.1f needed) but the device still waits: "
            "p99 input wait %.1f ms per %.1f ms step; by Little's law %d more batch(es) in flight cover it",
-           r->model_capacity_per_s, r->device_rate_per_s, wait, r->compute_ms, extra);
+           r->model_capacity_per_s, r->device_rate_per_s, wait, device_ms, extra);
 }
 
 /* Dataset bytes when the config says how big it is (dataset.generate), else 0 (unknown). */

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "allreduce.h"
 #include "config.h"
 #include "config_internal.h"
 
@@ -326,6 +327,43 @@ static void test_error_examples(void **state) {
                "cfg.json: stages[3].threads: 2 is out of range (expected 1: a shuffle stage runs on one thread)");
   expect_error(EXAMPLE, "run.duration_s=5",
                "cfg.json: run: steps and duration_s are both set (expected only one of steps, epochs, duration_s)");
+}
+
+/* device.allreduce: defaults, the size from bytes or params, and the rules between its keys. */
+static void test_allreduce(void **state) {
+  (void)state;
+  parse_ok(EXAMPLE, NULL);
+  assert_int_equal(cfg.device.allreduce.mode, PB_ALLREDUCE_NONE);
+  assert_int_equal(pb_allreduce_bytes(&cfg.device.allreduce), 0);
+  const char *model[] = {"device.allreduce.mode=model", "device.allreduce.params=25557032", "device.allreduce.gb_per_s=10"};
+  assert_int_equal(parse_sets(EXAMPLE, model, 3), 0);
+  assert_int_equal(cfg.device.allreduce.mode, PB_ALLREDUCE_MODEL);
+  assert_int_equal(pb_allreduce_bytes(&cfg.device.allreduce), 102228128); /* ResNet-50's gradients, float32 */
+  assert_int_equal(pb_allreduce_model_ns(&cfg.device.allreduce), 10222812); /* / 10 GB/s: 10.2 ms */
+  cJSON *j = pb_config_to_json(&cfg);
+  cJSON *a = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "device"), "allreduce");
+  assert_string_equal(cJSON_GetObjectItem(a, "mode")->valuestring, "model");
+  assert_null(cJSON_GetObjectItem(a, "bytes")); /* not given: not invented */
+  cJSON_Delete(j);
+  const char *mpi[] = {"device.allreduce.mode=mpi", "device.allreduce.bytes=4096"};
+  assert_int_equal(parse_sets(EXAMPLE, mpi, 2), 0);
+  assert_int_equal(pb_allreduce_bytes(&cfg.device.allreduce), 4096);
+  assert_int_equal(pb_allreduce_model_ns(&cfg.device.allreduce), 0); /* no bandwidth: no model */
+  parse_ok(EXAMPLE, "device.allreduce.mode=barrier");
+  expect_error(EXAMPLE, "device.allreduce.mode=mpi",
+               "cfg.json: device.allreduce.bytes: missing (expected bytes or params with mode \"mpi\")");
+  const char *no_bw[] = {"device.allreduce.mode=model", "device.allreduce.bytes=8"};
+  assert_int_equal(parse_sets(EXAMPLE, no_bw, 2), -EINVAL);
+  assert_string_equal(err.msg, "cfg.json: device.allreduce.gb_per_s: missing (expected the bandwidth the model "
+                               "divides bytes by with mode \"model\")");
+  const char *both[] = {"device.allreduce.mode=mpi", "device.allreduce.bytes=8", "device.allreduce.params=2"};
+  assert_int_equal(parse_sets(EXAMPLE, both, 3), -EINVAL);
+  assert_string_equal(err.msg, "cfg.json: device.allreduce: bytes and params are both set (expected one: params "
+                               "means bytes = params x 4)");
+  expect_error_has(EXAMPLE, "device.allreduce.mode=ring", "device.allreduce.mode: unknown value \"ring\"");
+  expect_error_has(EXAMPLE, "device.allreduce.bytes=0", "device.allreduce.bytes: 0 is out of range");
+  expect_error_has(EXAMPLE, "device.allreduce.gb_per_s=0", "device.allreduce.gb_per_s: 0 is out of range");
+  expect_error_has(EXAMPLE, "device.allreduce.params=3000000000", "device.allreduce.params: 3000000000 is out of range");
 }
 
 static void test_error_values(void **state) {
@@ -729,6 +767,7 @@ int main(void) {
       cmocka_unit_test(test_robust_mutations),
       cmocka_unit_test(test_robust_random),
       cmocka_unit_test(test_tables),
+      cmocka_unit_test(test_allreduce),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* The engine with the emulated device, without the CLI: accounting balances in every way a run can end,
  * warm-up is excluded, several threads per stage lose nothing, and the window clips the counters. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,7 +34,7 @@ static mini_run *run_config(const char *cfg_json, bool synthetic, int cancel_aft
   char notice[128];
   assert_int_equal(pb_device_open(&m->device, &m->cfg, PB_DEVICE_EMULATED, notice, sizeof notice, &err), 0);
   m->engine.device = &m->device;
-  assert_int_equal(pb_steps_init(&m->steps, &m->cfg, &m->engine, &m->device), 0);
+  assert_int_equal(pb_steps_init(&m->steps, &m->cfg, &m->engine, &m->device, NULL), 0);
   assert_int_equal(pb_engine_start(&m->engine, &err), 0);
   assert_int_equal(pb_steps_start(&m->steps, &err), 0);
   int waited_ms = 0;
@@ -261,14 +262,43 @@ static void test_step_breakdown_parts(void **state) {
   assert_int_equal(p.input_wait_ns, 1000);
   assert_int_equal(p.h2d_ns, 4000);
   assert_int_equal(p.other_ns, 0);
+  /* With a gradient exchange after the compute: the step ends after it, and it is not "other". */
+  st.comm_start_ns = 8600000;
+  st.comm_end_ns = 10600000;
+  p = pb_step_breakdown(&st);
+  assert_int_equal(p.step_ns, 10600000);
+  assert_int_equal(p.comm_ns, 2000000);
+  assert_int_equal(p.other_ns, 600000);
+  assert_int_equal(pb_step_end_ns(&st), 10600000);
   assert_string_equal(pb_classify(20.0), "highly_input_bound");
   assert_string_equal(pb_classify(5.0), "moderately_input_bound");
   assert_string_equal(pb_classify(4.99), "not_input_bound");
 }
 
+/* device.allreduce model: every step adds bytes / gb_per_s of device time after its compute; the device is
+ * the bottleneck at batch / (compute + exchange), and the exchange is not compute (AU). */
+static void test_allreduce_model(void **state) {
+  mini_run *m = run_config(CFG("{\"type\":\"batch\",\"size\":8}",
+                               "\"step_ms\":2,\"allreduce\":{\"mode\":\"model\",\"bytes\":6000000,\"gb_per_s\":2}",
+                               "\"steps\":30,\"warmup_steps\":2"),
+                           false, 0);
+  const pb_report *r = &m->report;
+  assert_int_equal(r->step_count, 30);
+  assert_float_equal(r->comm_ms, 3.0, 1e-9); /* 6e6 bytes / 2 GB/s, in device time: exact */
+  assert_float_equal(r->allreduce.model_ms, 3.0, 1e-9);
+  assert_float_equal(r->allreduce.measured_p99_ms, 3.0, 1e-9);
+  assert_true(isnan(r->allreduce.algbw_gb_per_s)); /* no real exchange, no bandwidth */
+  assert_true(r->step_mean_ms >= 5.0);
+  assert_float_equal(r->device_rate_per_s, 8 / 5e-3, 1e-6); /* batch / (compute + exchange) */
+  assert_true(r->accelerator_utilization_pct < 100.0 * 2 / 5 + 1);
+  assert_balanced(r);
+  free_run(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_epochs_drop_remainder),
+      cmocka_unit_test(test_allreduce_model),
       cmocka_unit_test(test_epochs_keep_remainder),
       cmocka_unit_test(test_parallel_batch_workers_lose_nothing),
       cmocka_unit_test(test_parallel_batch_keep_one_remainder),

@@ -177,7 +177,7 @@ static void test_json_has_contract_keys(void **state) {
 static void test_json_key_order(void **state) {
   static const char *const top[] = {
       "pipebench_version", "config", "data", "interrupted", "device", "measured_s", "warmup_steps",
-      "throughput", "steps", "step_breakdown_ms", "device_idle_pct", "accelerator_utilization_pct",
+      "throughput", "steps", "step_breakdown_ms", "allreduce", "device_idle_pct", "accelerator_utilization_pct",
       "input_bound_pct", "classification", "stages", "critical_path", "bottleneck", "capacity_model",
       "recommendations", "trace", "ranks", "most_input_bound_rank", "accounting", "engine"};
   pb_report *r = make_report();

@@ -74,7 +74,11 @@ static void build_record(fixture *f) {
   snprintf(r->timing_source, sizeof r->timing_source, "emulated");
   snprintf(r->device_name, sizeof r->device_name, "emulated \"device\"\twith\\odd chars");
   r->device_count = 2;
+  r->rank = 1; /* one rank of a job of 2, stopped with the other */
+  r->world_size = 2;
+  r->peer_stopped = true;
   r->start_ns = START_NS;
+  r->start_unix_ns = 1795000000123456789ull;
   r->window_start_ns = START_NS + 3600 * SEC + 1;
   r->window_end_ns = START_NS + 3700 * SEC + 999;
   r->measured_count = 2;
@@ -85,13 +89,14 @@ static void build_record(fixture *f) {
   r->nsteps = 3;
   r->steps = calloc(3, sizeof *r->steps);
   r->steps[0] = (pb_step){START_NS, START_NS + 5, 0, 0, START_NS + 7, START_NS + 3600 * SEC + 1, 256,
-                          PB_BATCH_KEY(0), 4, 0, false};
+                          PB_BATCH_KEY(0), 4, 0, false, 0, 0};
   r->steps[1] = (pb_step){START_NS + 3600 * SEC + 1, START_NS + 3600 * SEC + 900, START_NS + 3600 * SEC + 901,
                           START_NS + 3600 * SEC + 950, START_NS + 3600 * SEC + 999, START_NS + 3650 * SEC + 3,
-                          (1ull << 55) + 3, PB_BATCH_KEY(1ull << 55), 4, 1, true};
+                          (1ull << 55) + 3, PB_BATCH_KEY(1ull << 55), 4, 1, true, START_NS + 3650 * SEC + 4,
+                          START_NS + 3650 * SEC + 900};
   r->steps[2] = (pb_step){START_NS + 3600 * SEC + 1, START_NS + 3600 * SEC + 2, START_NS + 3000 * SEC,
                           START_NS + 3000 * SEC + 1, START_NS + 3600 * SEC + 2, START_NS + 3700 * SEC + 999, 256,
-                          PB_BATCH_KEY(2), 4, 0, true};
+                          PB_BATCH_KEY(2), 4, 0, true, 0, 0};
   r->nstages = 3;
   stage(&r->stages[0], "aug", "map", 2, 0);
   stage(&r->stages[1], "batch", "batch", 1, 1);
@@ -219,7 +224,13 @@ static void assert_records_equal(const pb_record *a, const pb_record *b) {
     assert_int_equal(x->samples, y->samples);
     assert_int_equal(x->device, y->device);
     assert_int_equal(x->measured, y->measured);
+    assert_int_equal(x->comm_start_ns, y->comm_start_ns);
+    assert_int_equal(x->comm_end_ns, y->comm_end_ns);
   }
+  assert_int_equal(a->start_unix_ns, b->start_unix_ns);
+  assert_int_equal(a->rank, b->rank);
+  assert_int_equal(a->world_size, b->world_size);
+  assert_int_equal(a->peer_stopped, b->peer_stopped);
   assert_int_equal(a->start_ns, b->start_ns);
   assert_int_equal(a->window_start_ns, b->window_start_ns);
   assert_int_equal(a->window_end_ns, b->window_end_ns);
@@ -333,7 +344,7 @@ static void test_layout(void **state) {
   const cJSON *events = cJSON_GetObjectItem(root, "traceEvents");
   assert_true(cJSON_IsArray(events));
   int x = 0, flows = 0, meta = 0;
-  bool saw_step = false, saw_h2d = false, saw_idle = false, saw_big = false;
+  bool saw_step = false, saw_h2d = false, saw_idle = false, saw_big = false, saw_comm = false;
   for (const cJSON *e = events->child; e; e = e->next) {
     const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
     if (!strcmp(ph, "M")) meta++;
@@ -347,15 +358,20 @@ static void test_layout(void **state) {
       assert_int_equal(cJSON_GetObjectItem(e, "tid")->valueint, 2); /* device 1 */
     }
     saw_h2d |= !strcmp(cat, "h2d");
+    if (!strcmp(cat, "allreduce")) { /* step 1's gradient exchange, on its device's track */
+      saw_comm = true;
+      assert_int_equal(cJSON_GetObjectItem(e, "tid")->valueint, 2);
+      assert_float_equal(cJSON_GetObjectItem(e, "dur")->valuedouble, 0.896, 1e-9); /* 896 ns in us */
+    }
     saw_idle |= !strcmp(cat, "idle") && !strcmp(name, "input_wait");
     const cJSON *args = cJSON_GetObjectItem(e, "args");
     const cJSON *id = cJSON_GetObjectItem(args, "id");
     if (id && cJSON_IsString(id) && !strcmp(id->valuestring, "1152921504606846981")) saw_big = true; /* 2^60+5 */
   }
-  assert_int_equal(x, 11 + 3 + 2 + 3); /* worker events, steps, h2d copies, input waits */
+  assert_int_equal(x, 11 + 3 + 2 + 3 + 1); /* worker events, steps, h2d copies, input waits, an exchange */
   assert_int_equal(flows, 3);           /* map, batch (prefetch handed nothing on), the device */
   assert_true(meta >= 2 + 4 + 2);
-  assert_true(saw_step && saw_h2d && saw_idle && saw_big);
+  assert_true(saw_step && saw_h2d && saw_idle && saw_big && saw_comm);
   int nevents = cJSON_GetArraySize(events);
   cJSON_Delete(root);
   /* line by line: 3 header lines, events one a line each followed by ',' but the last, then ]} */
@@ -453,7 +469,8 @@ static char *replaced(const char *text, const char *from, const char *to) {
   return out;
 }
 
-/* A malformed queue_fill gets one error naming the key, never a record with times before the run. */
+/* A malformed queue_fill (or exchange, or job) gets one error naming the key, never a record with times
+ * before the run. */
 static void test_bad_queue_fill(void **state) {
   fixture *f = *state;
   build_record(f);
@@ -470,6 +487,10 @@ static void test_bad_queue_fill(void **state) {
       {"\"fill_e4\":[0,", "\"fill_e4\":[10001,", "fill_e4[]: 10001 is out of range"},
       {"\"fill_e4\":[0,", "\"fill_e4\":[", "series[0].fill_e4: 6 values (expected 7"},
       {"\"series\":[{", "\"series\":[3,{", "queue_fill.series[]: not an object"},
+      /* and the gradient exchange of a step, and the job's rank */
+      {",3650000000004,3650000000900]", ",3650000000001,3650000000900]", "steps[1]: the exchange runs from 3650000000001"},
+      {",3650000000004,3650000000900]", ",3650000000004]", "steps[1]: 12 fields (expected 11"},
+      {"\"rank\":1,", "\"rank\":2,", "pipebench.job.rank: 2 is out of range"},
   };
   for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
     char *bad = replaced(text, cases[i].from, cases[i].to);
@@ -565,7 +586,7 @@ static void test_run_report_matches(void **state) {
   char notice[128];
   assert_int_equal(pb_device_open(d, cfg, PB_DEVICE_EMULATED, notice, sizeof notice, &err), 0);
   e->device = d;
-  assert_int_equal(pb_steps_init(s, cfg, e, d), 0);
+  assert_int_equal(pb_steps_init(s, cfg, e, d, NULL), 0);
   assert_int_equal(pb_engine_start(e, &err), 0);
   assert_int_equal(pb_steps_start(s, &err), 0);
   pb_timeline *tl = calloc(1, sizeof *tl);
