@@ -51,6 +51,9 @@ static cJSON *rank_summary(const cJSON *r) {
   copy_item(o, "input_bound_pct", r, "input_bound_pct");
   copy_item(o, "classification", r, "classification");
   copy_item(o, "bottleneck", bn, "stage");
+  const cJSON *bd = obj(r, "step_breakdown_ms");
+  copy_item(o, "input_wait_ms", bd, "input_wait");
+  copy_item(o, "comm_ms", bd, "comm");
   copy_item(o, "interrupted", r, "interrupted");
   copy_item(o, "shard", r, "shard");
   copy_item(o, "accounting", r, "accounting");
@@ -201,15 +204,15 @@ static void print_job(const cJSON *job, const char *dir, const char *name, FILE 
   const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(job, "ranks"), *r;
   fprintf(out, "pipebench %s  %s  %d ranks\n", PB_VERSION, name, cJSON_GetArraySize(ranks));
   fprintf(out, "throughput    %.1f samples/s over all ranks\n", number(obj(job, "throughput"), "samples_per_s", NAN));
-  fprintf(out, "%-5s %-16s %12s %8s %8s %-24s %-12s %7s\n", "rank", "host", "samples/s", "idle %", "inp %",
-          "classification", "bottleneck", "files");
+  fprintf(out, "%-5s %-16s %12s %8s %8s %9s %-24s %-12s %7s\n", "rank", "host", "samples/s", "idle %", "inp %",
+          "comm ms", "classification", "bottleneck", "files");
   cJSON_ArrayForEach(r, ranks) {
     const cJSON *cls = cJSON_GetObjectItemCaseSensitive(r, "classification");
     const cJSON *bn = cJSON_GetObjectItemCaseSensitive(r, "bottleneck");
     const cJSON *host = cJSON_GetObjectItemCaseSensitive(r, "host");
-    fprintf(out, "%-5.0f %-16.16s %12.1f %8.2f %8.2f %-24s %-12s %7.0f\n", number(r, "rank", -1),
+    fprintf(out, "%-5.0f %-16.16s %12.1f %8.2f %8.2f %9.3f %-24s %-12s %7.0f\n", number(r, "rank", -1),
             cJSON_IsString(host) ? host->valuestring : "?", number(r, "samples_per_s", NAN),
-            number(r, "device_idle_pct", NAN), number(r, "input_bound_pct", NAN),
+            number(r, "device_idle_pct", NAN), number(r, "input_bound_pct", NAN), number(r, "comm_ms", NAN),
             cJSON_IsString(cls) ? cls->valuestring : "-", cJSON_IsString(bn) ? bn->valuestring : "-",
             number(obj(r, "shard"), "files", NAN));
   }

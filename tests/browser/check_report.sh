@@ -48,6 +48,9 @@ pb tune --out "$tmp/tune" --set run.steps=10 --budget-s 10
 pb run --out "$tmp/notrace" --no-trace --set run.steps=10
 sed 's/"steps": 40/"epochs": 1/' "$tmp/small.json" > "$tmp/epoch.json"
 "$bin" run --config "$tmp/epoch.json" --quiet --device emulated --out "$tmp/nosteps" --set run.warmup_steps=10
+# a step with a gradient exchange (device.allreduce model): a fifth part in the step bars
+pb run --out "$tmp/allreduce" --set run.steps=10 --set device.allreduce.mode=model \
+  --set device.allreduce.bytes=4000000 --set device.allreduce.gb_per_s=2
 
 chrome() { # chromium's own chatter (dbus, GPU probing) goes to the log; only CONSOLE lines are the page's
   timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$profile" \
@@ -55,7 +58,7 @@ chrome() { # chromium's own chatter (dbus, GPU probing) goes to the log; only CO
 }
 
 fail=0
-for page in run ab sweep tune notrace nosteps; do
+for page in run ab sweep tune notrace nosteps allreduce; do
   html="$tmp/$page/report.html"
   [ -s "$html" ] || { echo "check_report: $html missing" >&2; fail=1; continue; }
   chrome --window-size=1280,800 --dump-dom "file://$html" > "$tmp/$page.dom" 2> "$tmp/$page.log" || true

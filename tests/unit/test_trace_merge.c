@@ -80,13 +80,13 @@ static void test_merge(void **state) {
   assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "traceEvents")), 5 + 4);
   cJSON_Delete(j);
   free(text);
-  free(t0);
-  free(t1);
   unlink(path);
   rmdir(dir);
   /* a directory that is not there: one error, nothing written */
   assert_true(pb_trace_merge("/nonexistent/dir/trace.json", parts, 1, &err) < 0);
   assert_non_null(strstr(err.msg, "cannot write the job's trace"));
+  free(t0);
+  free(t1);
 }
 
 int main(void) {
