@@ -9,6 +9,7 @@
 
 #include "allreduce.h"
 #include "files.h"
+#include "html.h"
 #include "trace_merge.h"
 #include "multirun.h"
 #include "report.h"
@@ -243,7 +244,10 @@ static int write_job(char **texts, int n, const pb_config *cfg, const pb_run_opt
   }
   for (int i = 0; !rc && i < n; i++) { /* each failed rank printed its error; say which rank it was */
     double st = number(reports[i], "status", PB_EXIT_RUNTIME);
-    if (st != 0)
+    if (st == PB_EXIT_INTERRUPTED)
+      fprintf(stderr, "pipebench: rank %d was interrupted (exit %d; its partial report in %s/rank-%d)\n", i,
+              PB_EXIT_INTERRUPTED, dir, i);
+    else if (st != 0)
       fprintf(stderr, "pipebench: rank %d ended with exit %.0f (its error is above; its report, if any, in %s/rank-%d)\n",
               i, st, dir, i);
   }
@@ -257,6 +261,13 @@ static int write_job(char **texts, int n, const pb_config *cfg, const pb_run_opt
     if (!f || fprintf(f, "%s\n", text) < 0) rc = PB_EXIT_RUNTIME;
     if (f && fclose(f) != 0) rc = PB_EXIT_RUNTIME;
     if (rc) fprintf(stderr, "pipebench: %s: cannot write the job's report\n", path);
+    if (!rc && (opts->formats & PB_FMT_HTML)) { /* the ranks side by side, linking each rank's own page */
+      snprintf(path, sizeof path, "%s/report.html", dir);
+      if (pb_html_write_command("job", cfg->name, cfg->file, dir, true, job, path) != 0) {
+        fprintf(stderr, "pipebench: %s: cannot write the job's page\n", path);
+        rc = PB_EXIT_RUNTIME;
+      }
+    }
     if (opts->json_stdout && text) printf("%s\n", text);
     else if (!opts->quiet && (opts->formats & PB_FMT_TEXT)) print_job(job, dir, cfg->name, stdout);
     free(text);

@@ -58,7 +58,20 @@ chrome() { # chromium's own chatter (dbus, GPU probing) goes to the log; only CO
 }
 
 fail=0
-for page in run ab sweep tune notrace nosteps allreduce; do
+pages="run ab sweep tune notrace nosteps allreduce"
+# an mpirun job's page (ranks side by side), when this pipebench has MPI and mpirun is here
+if command -v mpirun >/dev/null; then
+  root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+  if ASAN_OPTIONS=detect_leaks=0 mpirun "${root[@]}" --oversubscribe --mca btl self,vader -np 2 "$bin" run --config "$tmp/small.json" --quiet \
+       --device emulated --out "$tmp/job" --set run.steps=10 --set device.allreduce.mode=barrier > "$tmp/job.log" 2>&1; then
+    pages="$pages job"
+  else
+    echo "check_report: no job page: mpirun -np 2 failed (a pipebench without MPI?):" >&2
+    tail -3 "$tmp/job.log" >&2
+  fi
+fi
+
+for page in $pages; do
   html="$tmp/$page/report.html"
   [ -s "$html" ] || { echo "check_report: $html missing" >&2; fail=1; continue; }
   chrome --window-size=1280,800 --dump-dom "file://$html" > "$tmp/$page.dom" 2> "$tmp/$page.log" || true

@@ -71,6 +71,8 @@ static void corrupt_rank1_file(const char *data) {
   fclose(f);
 }
 
+static void check_merged_trace(const char *dir, bool exchanges);
+
 static void test_shards_cover_the_dataset_once(void **state) {
   const char *cfg = config("shards", "shards-data");
   gen_ok(cfg);
@@ -108,6 +110,13 @@ static void test_shards_cover_the_dataset_once(void **state) {
   assert_true(mib == 0 || mib == 1);
   assert_float_equal(num(job, "figures_from_rank"), mib, 0);
   assert_true(num(job, "rank_skew.max_over_min") >= 1.0);
+  /* the job's page: the ranks side by side, linking each rank's own page */
+  char page[600], text[1 << 16];
+  snprintf(page, sizeof page, "%s/report.html", dir);
+  read_text(page, text, sizeof text);
+  assert_non_null(strstr(text, "\"kind\":\"job\""));
+  assert_non_null(strstr(text, "\"most_input_bound_rank\":"));
+  check_merged_trace(dir, false);
 }
 
 static void test_a_failing_rank_fails_the_job(void **state) {
@@ -153,7 +162,7 @@ static int cmp_double(const void *a, const void *b) {
 /* The merged trace: one pipeline and one device process per rank, every rank's events, and the ranks on
  * one clock: an exchange ends at the same moment on both ranks, so their ends line up (median within
  * 2 ms, slack for a loaded machine and the sanitizers; the clocks themselves agree to the microsecond). */
-static void check_merged_trace(const char *dir) {
+static void check_merged_trace(const char *dir, bool exchanges) {
   cJSON *t = load_merged_trace(dir);
   assert_int_equal((int)num(t, "pipebench_job.world_size"), 2);
   double ends[2][512];
@@ -176,6 +185,7 @@ static void check_merged_trace(const char *dir) {
   }
   assert_int_equal(cJSON_GetArraySize(at(t, "traceEvents")), events + 4); /* + a sort index per process */
   for (int r = 0; r < 2; r++) assert_true(by_pid[r][1] > 0 && by_pid[r][2] > 0);
+  if (!exchanges) return;
   int n = nend[0] < nend[1] ? nend[0] : nend[1];
   assert_true(n > 4);
   double diff[512];
@@ -216,7 +226,7 @@ static void test_allreduce_with_uneven_shards(void **state) {
   assert_true(cJSON_IsTrue(at(own[0], "allreduce.stopped_by_other_rank")));
   assert_int_equal((int)num(own[0], "steps.count"), (int)num(own[1], "steps.count") + 1);
   assert_accounting_balances(load_report(dir));
-  check_merged_trace(dir);
+  check_merged_trace(dir, true);
   /* the merged trace is for viewing: analyze names the rank traces instead */
   char merged[600];
   snprintf(merged, sizeof merged, "%s/trace.json", dir);
