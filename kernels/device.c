@@ -71,6 +71,11 @@ void pb_device_close(pb_device *d) {
 
 const char *pb_device_error(const pb_device *d) { return d->error; }
 
+int pb_device_default_id(int local_rank, int count, int i, int gpus) {
+  if (gpus < 1) return 0;
+  return (int)(((long long)local_rank * count + i) % gpus);
+}
+
 double pb_device_draw_step_ms(pb_device *d, int index) {
   double ms = d->step_ms;
   if (d->step_normal) ms = pb_rng_normal(&d->rng[index], d->step_ms, d->step_stdev_ms);

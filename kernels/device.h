@@ -102,6 +102,11 @@ void pb_device_emulated_init(pb_device *d, const pb_config *cfg);
 /* The step length to emulate or run for step number `index` of a device (constant or a normal draw). */
 double pb_device_draw_step_ms(pb_device *d, int index);
 
+/* The GPU a device of this process takes when device.ids is not given: rank local_rank of the ranks on this
+ * host takes devices local_rank x count .. + count - 1, wrapped over the host's gpus (one device per rank:
+ * GPU local_rank % gpus). */
+int pb_device_default_id(int local_rank, int count, int i, int gpus);
+
 /* CUDA presence (cuda_probe.c when built with CUDA).  Returns the number of usable GPUs (0 when none,
  * with `why` naming the CUDA error) and GPU 0's name. */
 int pb_cuda_device_count(char *name, size_t name_len, char *why, size_t why_len);

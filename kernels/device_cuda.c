@@ -355,8 +355,8 @@ static void cuda_cancel(pb_device *d) {
 
 /* ---- after the run: the GPU's own timeline ---- */
 
-/* Steps' prev_end (the previous step's end on the same device) and ready times follow the rewritten
- * compute ends, so the step breakdown stays consistent. */
+/* Steps' prev_end (the previous step's end on the same device: its compute's, or its exchange's) and
+ * ready times follow the rewritten compute ends, so the step breakdown stays consistent. */
 static void relink_steps(pb_step *v, size_t n, const uint64_t *old_end, uint64_t ws) {
   uint64_t last_old[PB_MAX_DEVICES] = {0}, last_new[PB_MAX_DEVICES] = {0};
   for (size_t i = 0; i < n; i++) {
@@ -371,8 +371,12 @@ static void relink_steps(pb_step *v, size_t n, const uint64_t *old_end, uint64_t
     if (st->ready_ns < st->prev_end_ns) st->ready_ns = st->prev_end_ns;
     if (st->ready_ns > st->compute_start_ns) st->ready_ns = st->compute_start_ns;
     if (st->prev_end_ns > st->ready_ns) st->prev_end_ns = st->ready_ns;
+    if (st->comm_end_ns) { /* the exchange (host clock) starts after the GPU's compute end */
+      if (st->comm_start_ns < st->compute_end_ns) st->comm_start_ns = st->compute_end_ns;
+      if (st->comm_end_ns < st->comm_start_ns) st->comm_end_ns = st->comm_start_ns;
+    }
     last_old[k] = old_end[i];
-    last_new[k] = st->compute_end_ns;
+    last_new[k] = pb_step_end_ns(st);
   }
 }
 
@@ -388,7 +392,7 @@ static void apply_cupti(pb_device *d, pb_step *steps, size_t n, uint64_t ws, uin
   if (why[0]) /* records lost: those steps keep their CUDA-event times; say so */
     snprintf(d->timing_source_reason, sizeof d->timing_source_reason, "%s", why);
   uint64_t *old_end = malloc((n ? n : 1) * sizeof *old_end);
-  for (size_t i = 0; old_end && i < n; i++) old_end[i] = steps[i].compute_end_ns;
+  for (size_t i = 0; old_end && i < n; i++) old_end[i] = pb_step_end_ns(&steps[i]);
   double events_idle = pb_steps_idle_pct(steps, n, d->count, -1, ws, we);
   pb_gpu_apply_stats stats = {0};
   int rc = old_end ? pb_gpu_timeline_apply(&tl, steps, n, &stats) : -ENOMEM;
@@ -553,9 +557,9 @@ static int resolve_ids(pb_device *d, const pb_config *cfg, int gpus_found, pb_er
   d->count = cfg->device.count;
   /* One rank of several on this host takes the GPUs after its local neighbours': local_rank % gpus with one
    * device per rank (device.ids, when given, are used as they are). */
-  int base = pb_world_get()->local_rank * d->count;
+  int local_rank = pb_world_get()->local_rank;
   for (int i = 0; i < d->count; i++) {
-    d->ids[i] = cfg->device.nids ? cfg->device.ids[i] : (base + i) % gpus_found;
+    d->ids[i] = cfg->device.nids ? cfg->device.ids[i] : pb_device_default_id(local_rank, d->count, i, gpus_found);
     if (d->ids[i] < 0 || d->ids[i] >= gpus_found)
       return pb_err_set(err, "device.%s: GPU %d does not exist (this machine has %d: ids 0..%d)",
                         cfg->device.nids ? "ids" : "count", d->ids[i], gpus_found, gpus_found - 1),

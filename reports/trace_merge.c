@@ -75,7 +75,7 @@ static void scan(const pb_trace_part *pt, part_scan *s) {
       s->ok = true;
       return;
     }
-    s->nevents++;
+    s->nevents += len > 0;
   }
   snprintf(s->why, sizeof s->why, "the trace ends early (no closing ]})");
 }

@@ -21,6 +21,11 @@ int pb_exchange_init(pb_exchange *x, const pb_config *cfg, int world_size, pb_er
                            "of %d ranks: run one rank per GPU, as data-parallel training does)",
                       pb_allreduce_mode_name(a->mode), cfg->device.count, world_size),
            -EINVAL;
+  if (!pb_world_get()->threads_ok)
+    return pb_err_set(err, "device.allreduce.mode %s: this MPI library does not allow calls from the device "
+                           "thread (expected MPI_THREAD_SERIALIZED support; OpenMPI has it)",
+                      pb_allreduce_mode_name(a->mode)),
+           -EINVAL;
   /* barrier: only the flag; mpi: the gradient as float32 (rounded up) and the flag */
   uint64_t grad = a->mode == PB_ALLREDUCE_MPI ? (pb_allreduce_bytes(a) + 3) / 4 : 0;
   x->nfloats = (size_t)grad + 1;

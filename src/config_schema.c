@@ -242,8 +242,8 @@ static const pb_key allreduce_keys[] = {
         .help = "Gradient bytes exchanged per step (model, mpi). Or give params."),
     ROW(pb_allreduce_cfg, params, "params", PB_KT_INT, .min = 1, .max = MAX_GRADIENT_BYTES / 4,
         .flags = PB_KF_OMIT_ZERO, .help = "Model parameters: bytes = params x 4 (float32 gradients)."),
-    ROW(pb_allreduce_cfg, gb_per_s, "gb_per_s", PB_KT_NUMBER, .min = 0, .max = 1e6, .flags = PB_KF_MIN_EXCL | PB_KF_OMIT_ZERO,
-        .help = "Algorithm bandwidth in GB/s (10^9 bytes; nccl-tests' algbw): the model's time is bytes / gb_per_s. "
+    ROW(pb_allreduce_cfg, gb_per_s, "gb_per_s", PB_KT_NUMBER, .min = 0.001, .max = 1e6, .flags = PB_KF_OMIT_ZERO,
+        .help = "Algorithm bandwidth in GB/s (10^9 bytes; nccl-tests' algbw; at least 0.001): the model's time is bytes / gb_per_s. "
                 "Required by model; with mpi, the report sets the model beside the measured time."),
 };
 static const pb_key_table allreduce_table = TABLE(allreduce_keys, pb_cfg_check_allreduce);

@@ -356,8 +356,15 @@ int pb_ranks_run(const pb_config *cfg, const pb_run_opts *opts) {
   pb_world_bcast_str(top, sizeof top);
   if (!top[0]) return pb_world_max_status(PB_EXIT_RUNTIME); /* rank 0 said why */
 
-  char dir[PB_PATH_LEN + 32];
+  char dir[PB_PATH_LEN + 32], stale[PB_PATH_LEN + 48];
   snprintf(dir, sizeof dir, "%s/rank-%d", top, w->rank);
+  /* a reused --out: no trace of an earlier job may be taken for this one's */
+  snprintf(stale, sizeof stale, "%s/trace.json", dir);
+  unlink(stale);
+  if (w->rank == 0) {
+    snprintf(stale, sizeof stale, "%s/trace.json", top);
+    unlink(stale);
+  }
   char *report_json = NULL;
   pb_run_opts o = *opts;
   o.out_dir = dir;
@@ -372,7 +379,7 @@ int pb_ranks_run(const pb_config *cfg, const pb_run_opts *opts) {
   pb_exchange x;
   pb_err err;
   int xrc = pb_exchange_init(&x, cfg, w->size, &err);
-  if (xrc && w->rank == 0) fprintf(stderr, "pipebench: %s: %s\n", cfg->file, err.msg);
+  if (xrc) fprintf(stderr, "pipebench: rank %d: %s: %s\n", w->rank, cfg->file, err.msg);
   int setup = pb_world_max_status(xrc == -EINVAL ? PB_EXIT_USAGE : xrc ? PB_EXIT_RUNTIME : 0);
   if (setup) {
     pb_exchange_close(&x);

@@ -1,5 +1,6 @@
 #include "world.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ int pb_world_init(int *argc, char ***argv) {
     return PB_EXIT_RUNTIME;
   }
   g_world.mpi = true;
+  g_world.threads_ok = provided >= MPI_THREAD_SERIALIZED;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_world.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_world.size);
   MPI_Comm local;
@@ -92,17 +94,29 @@ char **pb_world_gather_text(const char *text) {
   char **out = g_world.rank == 0 ? calloc((size_t)size, sizeof *out) : NULL;
 #ifdef PB_HAVE_MPI
   if (g_world.mpi) {
+    /* Rank 0 tells every rank whether it could make room, so that no rank sends into a buffer that is not
+     * there: on "no", every rank skips the transfer and rank 0 returns NULL. */
     int *lens = g_world.rank == 0 ? calloc((size_t)size, sizeof *lens) : NULL;
     int *offs = g_world.rank == 0 ? calloc((size_t)size, sizeof *offs) : NULL;
-    MPI_Gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int ok = g_world.rank != 0 || (out && lens && offs);
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     char *all = NULL;
-    if (g_world.rank == 0) {
-      long total = 0;
-      for (int r = 0; r < size; r++) offs[r] = (int)total, total += lens[r];
-      all = malloc((size_t)total);
+    if (ok) {
+      MPI_Gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      if (g_world.rank == 0) {
+        long long total = 0;
+        for (int r = 0; r < size; r++) offs[r] = (int)total, total += lens[r];
+        all = total <= INT32_MAX ? malloc((size_t)total) : NULL;
+        ok = all != NULL;
+      }
+      MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }
-    MPI_Gatherv(text, n, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
-    for (int r = 0; out && all && r < size; r++) out[r] = strdup(all + offs[r]);
+    if (ok) MPI_Gatherv(text, n, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+    for (int r = 0; ok && out && r < size; r++) out[r] = strdup(all + offs[r]);
+    if (!ok && out) {
+      free(out);
+      out = NULL;
+    }
     free(all);
     free(lens);
     free(offs);

@@ -13,6 +13,7 @@
 
 typedef struct pb_world {
   bool mpi;                     /* joined an MPI job */
+  bool threads_ok;              /* MPI lets a thread other than main make calls (MPI_THREAD_SERIALIZED) */
   int rank, size;               /* MPI_COMM_WORLD */
   int local_rank, local_size;   /* on this host (MPI_COMM_TYPE_SHARED): which GPU is ours */
   char host[64];

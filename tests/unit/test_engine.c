@@ -295,10 +295,21 @@ static void test_allreduce_model(void **state) {
   free_run(m);
 }
 
+/* mpirun: each rank of a host takes its own GPU (local_rank % gpus), wrapping when ranks outnumber GPUs. */
+static void test_rank_gpu_choice(void **state) {
+  assert_int_equal(pb_device_default_id(0, 1, 0, 8), 0);
+  assert_int_equal(pb_device_default_id(3, 1, 0, 8), 3);
+  assert_int_equal(pb_device_default_id(9, 1, 0, 8), 1); /* 9 ranks on 8 GPUs: rank 9 shares GPU 1 */
+  assert_int_equal(pb_device_default_id(1, 2, 1, 4), 3); /* 2 devices per rank: rank 1 takes GPUs 2, 3 */
+  assert_int_equal(pb_device_default_id(2, 2, 0, 4), 0);
+  assert_int_equal(pb_device_default_id(0, 1, 0, 0), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_epochs_drop_remainder),
       cmocka_unit_test(test_allreduce_model),
+      cmocka_unit_test(test_rank_gpu_choice),
       cmocka_unit_test(test_epochs_keep_remainder),
       cmocka_unit_test(test_parallel_batch_workers_lose_nothing),
       cmocka_unit_test(test_parallel_batch_keep_one_remainder),
