@@ -159,3 +159,29 @@ int pb_write_atomic(const char *path, pb_write_body body, const void *arg) {
   free(tmp);
   return rc;
 }
+
+int pb_read_file(const char *path, size_t max_bytes, char **out, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -errno;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf && !ferror(f) && !feof(f) && n <= max_bytes) {
+    if (n == cap) {
+      char *bigger = realloc(buf, 2 * cap + 1);
+      if (!bigger) break;
+      buf = bigger, cap *= 2;
+    }
+    n += fread(buf + n, 1, cap - n, f);
+  }
+  int rc = ferror(f) ? (errno ? -errno : -EIO) : !buf || !feof(f) ? -ENOMEM : 0;
+  if (!rc && n > max_bytes) rc = -EFBIG;
+  fclose(f);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  buf[n] = '\0';
+  *out = buf;
+  *len = n;
+  return 0;
+}

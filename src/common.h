@@ -68,6 +68,10 @@ double pb_rng_normal(pb_rng *r, double mean, double stdev);
 typedef int (*pb_write_body)(FILE *f, const void *arg);
 int pb_write_atomic(const char *path, pb_write_body body, const void *arg);
 
+/* Reads a whole file into a new buffer with a NUL after it (*len excludes the NUL).  0, or -errno when it
+ * cannot be opened or read, -EFBIG when it holds more than max_bytes, -ENOMEM. */
+int pb_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
+
 /* mkdir -p: creates path and its missing parents.  0 (also when it exists) or -errno. */
 int pb_mkdir_p(const char *path);
 

@@ -104,30 +104,10 @@ int pb_config_parse(pb_config *cfg, const char *file, const char *json_text, con
 
 /* Reads the whole file; *len excludes the terminating NUL added after it.  `shown` names it in messages. */
 static int read_file(const char *file, const char *shown, char **out, size_t *len, pb_err *err) {
-  FILE *f = fopen(file, "rb");
-  if (!f) return pb_err_set(err, "%s: cannot read: %s (expected a readable JSON config file)", shown, strerror(errno));
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap + 1);
-  while (buf && !ferror(f) && !feof(f) && n <= MAX_CONFIG_BYTES) {
-    if (n == cap) {
-      char *bigger = realloc(buf, 2 * cap + 1);
-      if (!bigger) break;
-      buf = bigger, cap *= 2;
-    }
-    n += fread(buf + n, 1, cap - n, f);
-  }
-  int read_errno = ferror(f) ? errno : 0;
-  bool ok = buf && !read_errno && feof(f) && n <= MAX_CONFIG_BYTES;
-  fclose(f);
-  if (!ok) {
-    free(buf);
-    if (read_errno)
-      return pb_err_set(err, "%s: cannot read: %s (expected a readable JSON config file)", shown, strerror(read_errno));
+  int rc = pb_read_file(file, MAX_CONFIG_BYTES, out, len);
+  if (rc == -EFBIG || rc == -ENOMEM)
     return pb_err_set(err, "%s: cannot read: larger than 16 MiB or out of memory (expected a JSON config file)", shown);
-  }
-  buf[n] = '\0';
-  *out = buf;
-  *len = n;
+  if (rc) return pb_err_set(err, "%s: cannot read: %s (expected a readable JSON config file)", shown, strerror(-rc));
   return 0;
 }
 

@@ -285,31 +285,23 @@ static int write_job(char **texts, int n, const pb_config *cfg, const pb_run_opt
 
 /* This rank's trace.json as text for rank 0: "" when it wrote none, "!reason" when it cannot be sent. */
 static char *trace_text(const char *dir, int world_size) {
-  char path[PB_PATH_LEN + 48];
+  char path[PB_PATH_LEN + 48], why[160];
   snprintf(path, sizeof path, "%s/trace.json", dir);
-  FILE *f = fopen(path, "rb");
-  if (!f) return strdup("");
-  char *text = NULL;
-  long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
   /* MPI counts are ints, and rank 0 receives every rank's trace in one buffer */
-  long most = (long)(INT32_MAX / world_size) - 1;
-  if (len < 0 || len > most) {
-    char why[160];
-    snprintf(why, sizeof why, "!its trace is too large to send (%ld bytes; at most %ld with %d ranks)", len, most,
-             world_size);
-    fclose(f);
-    return strdup(why);
-  }
-  text = malloc((size_t)len + 1);
-  if (text && (fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)len, f) != (size_t)len)) {
-    free(text);
-    text = strdup("!its trace could not be read back");
-  } else if (text) {
-    text[len] = '\0';
-    if (strlen(text) != (size_t)len) snprintf(text, (size_t)len + 1, "!its trace holds a NUL byte");
-  }
-  fclose(f);
-  return text ? text : strdup("!out of memory for its trace");
+  size_t most = (size_t)(INT32_MAX / world_size) - 1, len = 0;
+  char *text = NULL;
+  int rc = pb_read_file(path, most, &text, &len);
+  if (rc == -ENOENT) return strdup("");
+  if (rc == -EFBIG)
+    snprintf(why, sizeof why, "!its trace is too large to send (more than %zu bytes with %d ranks)", most, world_size);
+  else if (rc)
+    snprintf(why, sizeof why, "!its trace could not be read back: %s", strerror(-rc));
+  else if (strlen(text) != len)
+    snprintf(why, sizeof why, "!its trace holds a NUL byte");
+  else
+    return text;
+  free(text);
+  return strdup(why);
 }
 
 /* Every rank sends its trace to rank 0, which writes <top>/trace.json with one process per rank and role

@@ -243,15 +243,25 @@ static E2E_UNUSED cJSON *keep_json(cJSON *j) {
   return j;
 }
 
-/* Parses <dir>/report.json (fails the test when it is missing or not JSON). */
-static E2E_UNUSED cJSON *load_report(const char *dir) {
-  static char text[1 << 21];
-  char path[500];
-  snprintf(path, sizeof path, "%s/report.json", dir);
-  read_text(path, text, sizeof text);
-  cJSON *j = cJSON_Parse(text);
+/* Parses a whole JSON file, kept until the teardown (fails the test when it is missing or not JSON). */
+static E2E_UNUSED cJSON *load_json(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  long n = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n + 1)) && fread(text, 1, (size_t)n, f) == (size_t)n)
+    text[n] = '\0';
+  if (f) fclose(f);
+  cJSON *j = n >= 0 && text ? cJSON_Parse(text) : NULL;
+  free(text);
   if (!j) fail_msg("%s: missing or not JSON", path);
   return keep_json(j);
+}
+
+/* Parses <dir>/report.json. */
+static E2E_UNUSED cJSON *load_report(const char *dir) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  return load_json(path);
 }
 
 static E2E_UNUSED int free_reports(void **state) {

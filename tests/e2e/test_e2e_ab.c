@@ -57,13 +57,9 @@ static const char *jpeg_config(const char *name) {
 
 /* Parses <dir>/ab.json (fails the test when missing or not JSON). */
 static cJSON *load_ab(const char *dir) {
-  static char text[1 << 18];
   char path[500];
   snprintf(path, sizeof path, "%s/ab.json", dir);
-  read_text(path, text, sizeof text);
-  cJSON *j = cJSON_Parse(text);
-  if (!j) fail_msg("%s: missing or not JSON", path);
-  return keep_json(j);
+  return load_json(path);
 }
 
 /* `pipebench ab --config cfg --out <tmp>/out-NAME --device emulated`, exit `want`; ab.json.  The table it

@@ -367,10 +367,7 @@ static void test_recommendation_applied(void **state) {
 static void expect_chrome_trace(const char *dir) {
   char path[512];
   snprintf(path, sizeof path, "%s/trace.json", dir);
-  static char text[64 << 20];
-  read_text(path, text, sizeof text);
-  cJSON *t = keep_json(cJSON_Parse(text));
-  if (!t) fail_msg("%s is not JSON", path);
+  cJSON *t = load_json(path);
   cJSON *events = cJSON_GetObjectItemCaseSensitive(t, "traceEvents");
   assert_true(cJSON_IsArray(events));
   int complete = 0, steps = 0, flow_start = 0, flow_end = 0, device_pid = 0;

@@ -135,25 +135,6 @@ static void test_a_failing_rank_fails_the_job(void **state) {
   assert_int_equal((int)num(cJSON_GetArrayItem(at(job, "ranks"), 1), "status"), 1);
 }
 
-/* <dir>/trace.json, the job's merged trace (kept until the teardown). */
-static cJSON *load_merged_trace(const char *dir) {
-  char path[600];
-  snprintf(path, sizeof path, "%s/trace.json", dir);
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("%s: missing", path);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)len + 1);
-  assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  text[len] = '\0';
-  cJSON *j = cJSON_Parse(text);
-  free(text);
-  if (!j) fail_msg("%s: not JSON", path);
-  return keep_json(j);
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -163,7 +144,9 @@ static int cmp_double(const void *a, const void *b) {
  * one clock: an exchange ends at the same moment on both ranks, so their ends line up (median within
  * 2 ms, slack for a loaded machine and the sanitizers; the clocks themselves agree to the microsecond). */
 static void check_merged_trace(const char *dir, bool exchanges) {
-  cJSON *t = load_merged_trace(dir);
+  char path[600];
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  cJSON *t = load_json(path);
   assert_int_equal((int)num(t, "pipebench_job.world_size"), 2);
   double ends[2][512];
   int nend[2] = {0, 0}, events = 0;

@@ -34,14 +34,6 @@ static const char *latency_config(void) {
   return planted("latency", "{'name':'read','type':'read','threads':1,'latency_us':2000},", 2);
 }
 
-static cJSON *load_json(const char *path) {
-  static char text[1 << 20];
-  read_text(path, text, sizeof text);
-  cJSON *j = cJSON_Parse(text);
-  if (!j) fail_msg("%s: missing or not JSON", path);
-  return keep_json(j);
-}
-
 static const char *file_in(const char *dir, const char *name) {
   static char path[4][500];
   static int next;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 /* cmocka needs the four headers above first */
 #include <cmocka.h>
+
+#include "unit_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,19 +162,6 @@ static void test_throughput_short_last_batch(void **state) {
   assert_float_equal(cJSON_GetArrayItem(ts, n - 1)->valuedouble, 10.0, 1e-9);
   assert_true(cJSON_GetArrayItem(rate, n - 1)->valuedouble < 800.0); /* the short batch shows */
   cJSON_Delete(d);
-}
-
-static char *slurp(const char *path) {
-  FILE *fp = fopen(path, "rb");
-  assert_non_null(fp);
-  fseek(fp, 0, SEEK_END);
-  long n = ftell(fp);
-  fseek(fp, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  assert_int_equal(fread(s, 1, (size_t)n, fp), (size_t)n);
-  s[n] = '\0';
-  fclose(fp);
-  return s;
 }
 
 static int count(const char *s, const char *what) {

@@ -8,6 +8,8 @@
 #include <stdint.h>
 /* cmocka needs the four headers above first */
 #include <cmocka.h>
+
+#include "unit_util.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -285,19 +287,6 @@ static void assert_records_equal(const pb_record *a, const pb_record *b) {
     }
     assert_memory_equal(x->t_ns, y->t_ns, x->n * sizeof(uint64_t));
   }
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-  s[n] = '\0';
-  fclose(f);
-  return s;
 }
 
 static void spit(const char *path, const char *text, size_t len) {

@@ -12,6 +12,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "unit_util.h"
+
 #include "trace_merge.h"
 
 /* A run's trace as trace_json.c lays it out: line 1, the header, the events, the end. */
@@ -22,19 +24,6 @@ static char *trace(const char *start_unix_ns, const char *events) {
   char *t = malloc(len);
   snprintf(t, len, head, start_unix_ns, events);
   return t;
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-  s[n] = '\0';
-  fclose(f);
-  return s;
 }
 
 static void test_merge(void **state) {
