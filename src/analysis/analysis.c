@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* qsort_r */
 #include "analysis.h"
 
 #include <errno.h>
@@ -117,6 +118,24 @@ static int find_device_parent(const pb_analysis *a) {
   return best;
 }
 
+static int cmp_step_end(const void *x, const void *y, void *steps) {
+  const pb_step *st = steps;
+  uint64_t a = pb_step_end_ns(&st[*(const size_t *)x]), b = pb_step_end_ns(&st[*(const size_t *)y]);
+  return (a > b) - (a < b);
+}
+
+/* Steps by end time: with several devices (and exchanges) completion order is not quite end order, and
+ * the critical path looks up "the step that ended last before t" once per backpressure hop, which must
+ * not cost a pass over every step of a long run. */
+static int sort_steps_by_end(pb_analysis *a) {
+  const pb_record *rec = a->rec;
+  a->steps_by_end = malloc((rec->nsteps ? rec->nsteps : 1) * sizeof *a->steps_by_end);
+  if (!a->steps_by_end) return -ENOMEM;
+  for (size_t i = 0; i < rec->nsteps; i++) a->steps_by_end[i] = i;
+  qsort_r(a->steps_by_end, rec->nsteps, sizeof *a->steps_by_end, cmp_step_end, (void *)rec->steps); /* glibc */
+  return 0;
+}
+
 /* Steps are recorded in completion order; per device that is also step order. */
 static int order_steps(pb_analysis *a) {
   const pb_record *rec = a->rec;
@@ -129,7 +148,7 @@ static int order_steps(pb_analysis *a) {
     a->prev_step[i] = last[d];
     last[d] = (long)i;
   }
-  return 0;
+  return sort_steps_by_end(a);
 }
 
 int pb_analysis_init(pb_analysis *a, const pb_record *rec) {
@@ -153,6 +172,8 @@ void pb_analysis_free(pb_analysis *a) {
   for (int i = 0; i <= PB_MAX_STAGES; i++) pb_keymap_free(&a->emits[i]);
   free(a->prev_step);
   a->prev_step = NULL;
+  free(a->steps_by_end);
+  a->steps_by_end = NULL;
 }
 
 double pb_stage_cpu_share(const pb_stage_report *s) {

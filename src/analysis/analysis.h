@@ -35,6 +35,7 @@ typedef struct pb_analysis {
   int parent[PB_MAX_STAGES + 1];      /* per row: the row its inputs came from (PB_NO_ROW: source/none) */
   int device_parent;                  /* the row that feeds the device */
   long *prev_step;              /* per step: the previous step on the same device, or -1 */
+  size_t *steps_by_end;         /* step indices sorted by end time (the critical path's binary search) */
 } pb_analysis;
 
 /* Builds emit maps, the stage graph (parents from lineage) and the per-step device order.

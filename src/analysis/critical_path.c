@@ -87,19 +87,22 @@ static bool latest_event_between(const walk *w, int row, uint64_t from, uint64_t
   return found;
 }
 
-/* The device step that ended last in [from, t]. */
+/* The device step that ended last in [from, t]: a binary search over the steps sorted by end time. */
 static bool latest_step_between(const walk *w, uint64_t from, uint64_t t, size_t *out, uint64_t *end) {
   const pb_record *rec = w->a->rec;
-  bool found = false;
-  for (size_t i = 0; i < rec->nsteps; i++) {
-    uint64_t e = pb_step_end_ns(&rec->steps[i]);
-    if (e >= from && e <= t && (!found || e > *end)) {
-      *out = i;
-      *end = e;
-      found = true;
-    }
+  const size_t *by_end = w->a->steps_by_end;
+  size_t lo = 0, hi = rec->nsteps; /* first step (in end order) that ended after t */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (pb_step_end_ns(&rec->steps[by_end[mid]]) <= t) lo = mid + 1;
+    else hi = mid;
   }
-  return found;
+  if (lo == 0) return false;
+  uint64_t e = pb_step_end_ns(&rec->steps[by_end[lo - 1]]);
+  if (e < from) return false;
+  *out = by_end[lo - 1];
+  *end = e;
+  return true;
 }
 
 /* Rows downstream of `row` in the rebuilt graph (children, grandchildren, ...). */
