@@ -85,11 +85,6 @@ static cJSON *j_rel(uint64_t abs_ns, uint64_t start_ns) {
   return cJSON_CreateString(b);
 }
 
-/* h2d times: 0 ("not copied") stays 0. */
-static cJSON *j_rel0(uint64_t abs_ns, uint64_t start_ns) {
-  return abs_ns ? j_rel(abs_ns, start_ns) : cJSON_CreateNumber(0);
-}
-
 /* A double that reads back bit-identical: %.17g, or "nan"/"inf"/"-inf" as strings. */
 static cJSON *j_dbl(double v) {
   if (!isfinite(v)) return cJSON_CreateString(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
@@ -118,25 +113,94 @@ static cJSON *finish(cJSON *o, bool ok) {
   return NULL;
 }
 
-static cJSON *step_json(const pb_step *st, uint64_t start) {
-  cJSON *a = cJSON_CreateArray();
-  bool ok = true;
-  push(a, j_rel(st->prev_end_ns, start), &ok);
-  push(a, j_rel(st->ready_ns, start), &ok);
-  push(a, j_rel0(st->h2d_start_ns, start), &ok);
-  push(a, j_rel0(st->h2d_end_ns, start), &ok);
-  push(a, j_rel(st->compute_start_ns, start), &ok);
-  push(a, j_rel(st->compute_end_ns, start), &ok);
-  push(a, j_u64(st->bytes), &ok);
-  push(a, j_u64_str(st->key), &ok);
-  push(a, cJSON_CreateNumber(st->samples), &ok);
-  push(a, cJSON_CreateNumber(st->device), &ok);
-  push(a, cJSON_CreateNumber(st->measured ? 1 : 0), &ok);
-  if (st->comm_end_ns) { /* the gradient exchange (device.allreduce): two more fields */
-    push(a, j_rel(st->comm_start_ns, start), &ok);
-    push(a, j_rel(st->comm_end_ns, start), &ok);
+/* The steps array is the header's bulk (one entry per step: 224k in a 15 s run at 15k steps/s), so it is
+ * written as text directly, not through cJSON (whose number printing costs seconds there), and put in
+ * the header as a raw value.  The values are exactly what the cJSON path would give: j_rel, j_u64... */
+typedef struct textbuf {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} textbuf;
+
+static void tb_need(textbuf *b, size_t more) {
+  if (b->oom || b->n + more < b->cap) return;
+  size_t cap = b->cap ? b->cap : 1 << 16;
+  while (cap <= b->n + more) cap *= 2;
+  char *p = realloc(b->p, cap);
+  if (!p) b->oom = true;
+  else b->p = p, b->cap = cap;
+}
+
+static void tb_char(textbuf *b, char c) {
+  tb_need(b, 1);
+  if (!b->oom) b->p[b->n++] = c;
+}
+
+/* v as decimal digits, quoted when a JSON number (a double) could not hold it exactly. */
+static void tb_int(textbuf *b, int64_t v, bool quoted) {
+  char d[24];
+  int k = 0;
+  uint64_t a = v < 0 ? -(uint64_t)v : (uint64_t)v;
+  do d[k++] = (char)('0' + a % 10); while ((a /= 10) != 0);
+  tb_need(b, (size_t)k + 3);
+  if (b->oom) return;
+  if (quoted) b->p[b->n++] = '"';
+  if (v < 0) b->p[b->n++] = '-';
+  while (k > 0) b->p[b->n++] = d[--k];
+  if (quoted) b->p[b->n++] = '"';
+}
+
+static void tb_u64(textbuf *b, uint64_t v, bool always_quoted) { /* j_u64, j_u64_str */
+  if (v > INT64_MAX) { /* beyond int64: only keys (PB_BATCH_KEY), always quoted */
+    char s[24];
+    int n = snprintf(s, sizeof s, "\"%llu\"", (unsigned long long)v);
+    tb_need(b, (size_t)n);
+    if (!b->oom) memcpy(b->p + b->n, s, (size_t)n), b->n += (size_t)n;
+    return;
   }
-  return finish(a, ok);
+  tb_int(b, (int64_t)v, always_quoted || v >= EXACT_MAX);
+}
+
+static void tb_rel(textbuf *b, uint64_t abs_ns, uint64_t start_ns) { /* j_rel */
+  int64_t d = (int64_t)(abs_ns - start_ns);
+  tb_int(b, d, !(d > -(int64_t)EXACT_MAX && d < (int64_t)EXACT_MAX));
+}
+
+static void step_text(textbuf *b, const pb_step *st, uint64_t start) {
+  tb_char(b, '[');
+  tb_rel(b, st->prev_end_ns, start), tb_char(b, ',');
+  tb_rel(b, st->ready_ns, start), tb_char(b, ',');
+  if (st->h2d_start_ns) tb_rel(b, st->h2d_start_ns, start); else tb_char(b, '0'); /* j_rel0 */
+  tb_char(b, ',');
+  if (st->h2d_end_ns) tb_rel(b, st->h2d_end_ns, start); else tb_char(b, '0');
+  tb_char(b, ',');
+  tb_rel(b, st->compute_start_ns, start), tb_char(b, ',');
+  tb_rel(b, st->compute_end_ns, start), tb_char(b, ',');
+  tb_u64(b, st->bytes, false), tb_char(b, ',');
+  tb_u64(b, st->key, true), tb_char(b, ',');
+  tb_int(b, st->samples, false), tb_char(b, ',');
+  tb_int(b, st->device, false), tb_char(b, ',');
+  tb_char(b, st->measured ? '1' : '0');
+  if (st->comm_end_ns) { /* the gradient exchange (device.allreduce): two more fields */
+    tb_char(b, ','), tb_rel(b, st->comm_start_ns, start);
+    tb_char(b, ','), tb_rel(b, st->comm_end_ns, start);
+  }
+  tb_char(b, ']');
+}
+
+/* The steps array as one raw JSON value. */
+static cJSON *steps_json(const pb_record *rec) {
+  textbuf b = {0};
+  tb_char(&b, '[');
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    if (i) tb_char(&b, ',');
+    step_text(&b, &rec->steps[i], rec->start_ns);
+  }
+  tb_char(&b, ']');
+  tb_char(&b, '\0');
+  cJSON *raw = b.oom ? NULL : cJSON_CreateRaw(b.p);
+  free(b.p);
+  return raw;
 }
 
 static cJSON *hist_json(const pb_hist *h) {
@@ -269,9 +333,7 @@ static cJSON *record_json(const pb_record *rec) {
     put(j, "peer_stopped", cJSON_CreateBool(rec->peer_stopped), &ok);
     put(o, "job", ok ? j : (cJSON_Delete(j), NULL), &ok);
   }
-  cJSON *steps = cJSON_CreateArray();
-  for (size_t i = 0; ok && steps && i < rec->nsteps; i++) push(steps, step_json(&rec->steps[i], rec->start_ns), &ok);
-  put(o, "steps", steps, &ok);
+  put(o, "steps", steps_json(rec), &ok);
   cJSON *stages = cJSON_CreateArray();
   int tid = 1;
   for (int i = 0; ok && stages && i < rec->nstages; i++) push(stages, stage_json(&rec->stages[i], &tid), &ok);
@@ -299,6 +361,8 @@ typedef struct writer {
   FILE *f;
   const pb_record *rec;
   bool first;                   /* no event written yet (the separator goes before every other one) */
+  bool cancelled;               /* a SIGINT/SIGTERM's time budget ran out while writing: stop */
+  uint32_t since_check;
   int tid_base[PB_MAX_STAGES + 1]; /* tid of worker 0 of each traced row */
 } writer;
 
@@ -317,6 +381,16 @@ static const char *fmt_us(char *b, size_t len, int64_t ns) {
   uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
   snprintf(b, len, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
   return b;
+}
+
+/* Polled per event: true once a signal's time budget is spent (checked every 4096 events: a few ms).  A
+ * small trace is still written after Ctrl-C; a long run's trace, which takes seconds, is abandoned. */
+static bool stopped(writer *w) {
+  if (!w->cancelled && ++w->since_check >= 4096) {
+    w->since_check = 0;
+    w->cancelled = pb_signal_overdue();
+  }
+  return w->cancelled;
 }
 
 static void sep(writer *w) {
@@ -427,7 +501,8 @@ static void worker_events(writer *w) {
   for (int i = 0; i < rec->nstages; i++) {
     const pb_stage_rec *s = &rec->stages[i];
     for (int k = 0; s->workers && k < s->threads; k++)
-      for (uint32_t j = 0; j < s->workers[k].n; j++) worker_event(w, s, w->tid_base[i] + k, &s->workers[k].ev[j]);
+      for (uint32_t j = 0; j < s->workers[k].n && !stopped(w); j++)
+        worker_event(w, s, w->tid_base[i] + k, &s->workers[k].ev[j]);
   }
 }
 
@@ -435,7 +510,7 @@ static void worker_events(writer *w) {
 static void device_events(writer *w) {
   const pb_record *rec = w->rec;
   FILE *f = w->f;
-  for (size_t i = 0; i < rec->nsteps; i++) {
+  for (size_t i = 0; i < rec->nsteps && !stopped(w); i++) {
     const pb_step *st = &rec->steps[i];
     int tid = st->device + 1;
     if (st->ready_ns > st->prev_end_ns) {
@@ -465,7 +540,7 @@ static void counter_events(writer *w) {
   const pb_timeline *tl = w->rec->timeline;
   char ts[32];
   for (int k = 0; tl && k < tl->nseries; k++) {
-    for (size_t i = 0; i < tl->n; i++) {
+    for (size_t i = 0; i < tl->n && !stopped(w); i++) {
       uint64_t begin = i ? tl->t_ns[i - 1] : tl->t0_ns;
       sep(w);
       fputs("{\"ph\":\"C\",\"pid\":1,\"name\":", w->f);
@@ -570,7 +645,8 @@ static int write_trace(FILE *f, const pb_record *rec) {
   worker_events(&w);
   device_events(&w);
   counter_events(&w);
-  flow_events(&w);
+  if (!w.cancelled) flow_events(&w);
+  if (w.cancelled) return -ECANCELED; /* pb_write_atomic removes the partial file */
   fprintf(f, "\n%s\n", k_end);
   return 0;
 }
