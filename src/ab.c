@@ -116,13 +116,13 @@ static void note_skipped(ab_ctx *c, const pb_pagecache_tally *t, const char *wha
 /* The dataset's share in the page cache now, in %; NAN when nothing could be measured. */
 static double measure_resident(ab_ctx *c, const char *when) {
   pb_pagecache_tally t;
-  pb_pagecache_resident(&c->files, pb_run_signalled, &t);
+  pb_pagecache_resident(&c->files, pb_signalled, &t);
   note_skipped(c, &t, when);
   return t.stopped ? NAN : pb_pagecache_resident_pct(&t);
 }
 
 static void make_cold(ab_ctx *c, ab_run *r) {
-  pb_pagecache_evict(&c->files, pb_run_signalled, &c->evicted);
+  pb_pagecache_evict(&c->files, pb_signalled, &c->evicted);
   note_skipped(c, &c->evicted, "evicting the dataset from the page cache");
   r->resident_pct_before = measure_resident(c, "measuring the page cache after eviction");
   c->cold_effective = r->resident_pct_before <= COLD_MAX_RESIDENT_PCT; /* false for NAN */
@@ -135,7 +135,7 @@ static void make_cold(ab_ctx *c, ab_run *r) {
 }
 
 static void make_warm(ab_ctx *c, ab_run *r) {
-  pb_pagecache_warm(&c->files, pb_run_signalled, &c->warmed);
+  pb_pagecache_warm(&c->files, pb_signalled, &c->warmed);
   note_skipped(c, &c->warmed, "reading the dataset into the page cache");
   r->resident_pct_before = measure_resident(c, "measuring the page cache after reading the dataset");
   c->warm_effective = r->resident_pct_before >= WARM_MIN_RESIDENT_PCT;
@@ -187,7 +187,7 @@ static void end_line(const ab_ctx *c, int k) {
 static int run_one(ab_ctx *c, int k) {
   ab_run *r = &c->runs[k];
   prepare_cache(c, k);
-  if (pb_run_signalled()) return PB_EXIT_INTERRUPTED;
+  if (pb_signalled()) return PB_EXIT_INTERRUPTED;
   start_line(c, k);
   uint64_t t0 = pb_now_ns();
   r->started = true;
@@ -208,7 +208,7 @@ static int worse(int a, int b) {
 static void run_all(ab_ctx *c) {
   for (int k = 0; k < AB_RUNS; k++) {
     c->status = worse(c->status, run_one(c, k));
-    if (c->status == PB_EXIT_INTERRUPTED || pb_run_signalled()) {
+    if (c->status == PB_EXIT_INTERRUPTED || pb_signalled()) {
       c->interrupted = true;
       c->status = PB_EXIT_INTERRUPTED;
       return; /* stop at once; ab.json holds what was run */

@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 int pb_err_set(pb_err *err, const char *fmt, ...) {
@@ -184,4 +187,31 @@ int pb_read_file(const char *path, size_t max_bytes, char **out, size_t *len) {
   *out = buf;
   *len = n;
   return 0;
+}
+
+/* ---------- signals ---------- */
+
+static volatile sig_atomic_t g_signalled;
+static _Atomic uint64_t g_signal_ns; /* lock-free on every target we build for: safe in a handler */
+
+static void on_signal(int sig) {
+  (void)sig;
+  if (g_signalled) _exit(130); /* the second signal: the user means it (PB_EXIT_INTERRUPTED) */
+  g_signal_ns = pb_now_ns();    /* clock_gettime is async-signal-safe */
+  g_signalled = 1;
+}
+
+bool pb_signalled(void) { return g_signalled != 0; }
+
+bool pb_signal_overdue(void) {
+  return g_signalled && pb_now_ns() - atomic_load(&g_signal_ns) > PB_SIGNAL_BUDGET_NS;
+}
+
+void pb_signals_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
 }

@@ -68,6 +68,16 @@ double pb_rng_normal(pb_rng *r, double mean, double stdev);
 typedef int (*pb_write_body)(FILE *f, const void *arg);
 int pb_write_atomic(const char *path, pb_write_body body, const void *arg);
 
+/* SIGINT/SIGTERM (CONTRACT §1: exit 130).  main installs the handlers before any command: the first signal
+ * only sets a flag that every long loop polls (the run's wait, gen's workers, the trace writer, the
+ * multi-run commands between runs); a second one exits at once with 130. */
+void pb_signals_install(void);
+bool pb_signalled(void);
+/* A signal came more than PB_SIGNAL_BUDGET_NS ago: what is left to write (a long trace, the HTML page) is
+ * skipped so that the process ends within a second of the signal; report.json is always written. */
+#define PB_SIGNAL_BUDGET_NS 600000000ull
+bool pb_signal_overdue(void);
+
 /* Reads a whole file into a new buffer with a NUL after it (*len excludes the NUL).  0, or -errno when it
  * cannot be opened or read, -EFBIG when it holds more than max_bytes, -ENOMEM. */
 int pb_read_file(const char *path, size_t max_bytes, char **out, size_t *len);

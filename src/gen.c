@@ -203,6 +203,7 @@ static int write_tfrecord_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *e
   uint64_t spf = (uint64_t)cfg->dataset.generate.samples_per_file;
   int rc = 0;
   for (uint64_t k = 0; k < spf && !rc; k++) {
+    if (pb_signalled()) return -ECANCELED; /* a big shard must not hold up an interrupt */
     uint64_t index = file * spf + k;
     uint8_t *p, *rec = NULL;
     size_t n;
@@ -224,6 +225,7 @@ static int write_raw_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
   uint64_t spf = (uint64_t)cfg->dataset.generate.samples_per_file;
   int rc = 0;
   for (uint64_t k = 0; k < spf && !rc; k++) {
+    if (pb_signalled()) return -ECANCELED;
     size_t n = (size_t)cfg->dataset.generate.record_bytes;
     uint8_t *p = random_bytes(cfg, file * spf + k, n);
     rc = p ? write_all(f, p, n) : -ENOMEM;
@@ -313,7 +315,7 @@ static void gen_worker_main(void *arg) {
   const pb_dataset_cfg *d = &job->cfg->dataset;
   for (;;) {
     uint64_t file = atomic_fetch_add(&job->next_file, 1);
-    if (file >= (uint64_t)d->generate.num_files || job->failed) break;
+    if (file >= (uint64_t)d->generate.num_files || job->failed || pb_signalled()) break;
     char name[64], final[PB_PATH_LEN + 80], tmp[PB_PATH_LEN + 96];
     snprintf(name, sizeof name, file_name(d->format), file);
     snprintf(final, sizeof final, "%s/%s", d->path, name);
@@ -324,6 +326,7 @@ static void gen_worker_main(void *arg) {
     struct stat st;
     if (rc || stat(final, &st)) {
       unlink(tmp);
+      if (rc == -ECANCELED) break; /* interrupted: pb_gen says so */
       fail_job(job, final, rc, &err);
       break;
     }
@@ -414,7 +417,8 @@ static void run_workers(gen_job *job, const pb_gen_opts *opts) {
     pb_jpeg_encoder_init(&gw[i].enc, &err);
     uv_thread_create(&gw[i].thread, gen_worker_main, &gw[i]);
   }
-  while (gw && atomic_load(&job->files_done) < (uint64_t)job->cfg->dataset.generate.num_files && !job->failed) {
+  while (gw && atomic_load(&job->files_done) < (uint64_t)job->cfg->dataset.generate.num_files && !job->failed &&
+         !pb_signalled()) {
     /* the workers stop on their own when done or failed */
     uv_sleep(50);
     uint64_t now = pb_now_ns();
@@ -462,6 +466,14 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
   double secs = (double)(pb_now_ns() - t0) / 1e9;
   uint64_t files = atomic_load(&job.files_done), samples = atomic_load(&job.samples_done);
   uint64_t bytes = atomic_load(&job.bytes_done);
+  bool interrupted = pb_signalled() && files < (uint64_t)cfg->dataset.generate.num_files;
+  if (interrupted && !job.failed) { /* the manifest still says incomplete: the next gen or run starts over */
+    fprintf(stderr, "pipebench: gen: interrupted after %" PRIu64 " of %lld files; %s is incomplete (run gen again)\n",
+            files, (long long)cfg->dataset.generate.num_files, cfg->dataset.path);
+    uv_mutex_destroy(&job.err_lock);
+    cJSON_Delete(spec);
+    return PB_EXIT_INTERRUPTED;
+  }
   if (!job.failed && write_manifest(cfg->dataset.path, spec, true, files, samples, bytes))
     snprintf(job.error, sizeof job.error, "%.*s/%s: cannot write", PB_PATH_LEN, cfg->dataset.path, MANIFEST), job.failed = 1;
   if (job.failed) fprintf(stderr, "pipebench: %s\n", job.error);

@@ -306,13 +306,24 @@ static int dispatch(cli *c) {
   return rc;
 }
 
+/* What we printed must have reached stdout: `pipebench --json > /dev/full` (a full disk, a closed pipe)
+ * is a failure with one line, not a silent success (coreutils' close_stdout). */
+static int finish_stdout(int rc) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+  fprintf(stderr, "pipebench: stdout: write error: %s (expected a writable standard output)\n",
+          errno ? strerror(errno) : "I/O error");
+  return rc ? rc : PB_EXIT_RUNTIME;
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return fputs(k_usage, stdout), 0;
-    if (strcmp(argv[i], "--version") == 0) return printf("pipebench %s\n", PB_VERSION), 0;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return fputs(k_usage, stdout), finish_stdout(0);
+    if (strcmp(argv[i], "--version") == 0) return printf("pipebench %s\n", PB_VERSION), finish_stdout(0);
   }
   int rc = pb_world_init(&argc, &argv); /* joins the MPI job under mpirun; a world of one otherwise */
   if (rc) return rc;
+  pb_signals_install(); /* every command, from here: gen, warm-up, measuring, report writing */
   cli c = {0};
   rc = parse_args(&c, argc, argv);
   if (!rc && strcmp(c.command, "calibrate") == 0) {
@@ -321,5 +332,5 @@ int main(int argc, char **argv) {
   }
   if (!rc) rc = dispatch(&c);
   pb_world_finalize();
-  return rc;
+  return finish_stdout(rc);
 }

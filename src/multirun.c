@@ -36,7 +36,6 @@ int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data) {
     int rc = pb_gen(base, &g);
     if (rc) return rc;
   }
-  pb_run_install_signals();
   snprintf(m->name, sizeof m->name, "%s", base->name);
   return pb_run_make_out_dir(base, m->run.out_dir, m->command, m->out_dir, sizeof m->out_dir);
 }

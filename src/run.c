@@ -22,27 +22,6 @@
 #include "steps.h"
 #include "timeline.h"
 
-/* ---------- signals: the first SIGINT/SIGTERM stops the run cleanly, a second one exits at once ---------- */
-
-static volatile sig_atomic_t g_signalled;
-
-static void on_signal(int sig) {
-  (void)sig;
-  if (g_signalled) _exit(PB_EXIT_INTERRUPTED);
-  g_signalled = 1;
-}
-
-bool pb_run_signalled(void) { return g_signalled != 0; }
-
-void pb_run_install_signals(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-}
-
 /* ---------- formats and output directory ---------- */
 
 int pb_parse_formats(const char *list, unsigned *formats, pb_err *err) {
@@ -181,7 +160,7 @@ static void wait_for_end(run_ctx *c) {
       pb_steps_stop(&c->steps);
       break;
     }
-    if (g_signalled) {
+    if (pb_signalled()) {
       c->interrupted = true;
       pb_steps_stop(&c->steps);
       break;
@@ -240,12 +219,16 @@ static int make_out_dir(run_ctx *c) {
   return pb_run_make_out_dir(c->cfg, c->opts->out_dir, NULL, c->out_dir, sizeof c->out_dir);
 }
 
-/* trace.json (CONTRACT §5): written when asked for and the run was traced. */
+/* trace.json (CONTRACT §5): written when asked for and the run was traced.  A signal while it is being
+ * written (a long run's trace takes seconds) abandons it: the run must end within a second. */
 static int write_trace(run_ctx *c, const pb_record *rec) {
   if (!(c->opts->formats & PB_FMT_TRACE) || !rec->traced) return 0;
   char path[PB_PATH_LEN + 32];
   snprintf(path, sizeof path, "%s/trace.json", c->out_dir);
   int rc = pb_trace_write_file(rec, path);
+  if (rc == -ECANCELED) {
+    return 0; /* the signal's budget ran out: write_outputs says so */
+  }
   if (rc) {
     fprintf(stderr, "pipebench: %s: cannot write the trace: %s\n", path, strerror(-rc));
     return PB_EXIT_RUNTIME;
@@ -275,19 +258,38 @@ int pb_run_write_views(unsigned formats, const char *out_dir, const pb_report *r
   return 0;
 }
 
+static int write_json(run_ctx *c, const pb_report *r) {
+  if (!(c->opts->formats & PB_FMT_JSON)) return 0;
+  char path[PB_PATH_LEN + 32];
+  snprintf(path, sizeof path, "%s/report.json", c->out_dir);
+  int rc = pb_report_write_json(r, path);
+  if (rc) {
+    fprintf(stderr, "pipebench: %s: cannot write the report: %s\n", path, strerror(-rc));
+    return PB_EXIT_RUNTIME;
+  }
+  return 0;
+}
+
+/* report.json first (small, and what scripts read), then the trace and the views.  After a signal they are
+ * written only within its time budget (pb_signal_overdue); a signal that came while writing marks the
+ * report interrupted (report.json is written again). */
 static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
   const pb_run_opts *o = c->opts;
   snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
-  int rc = 0;
-  char path[PB_PATH_LEN + 32];
-  snprintf(path, sizeof path, "%s/report.json", c->out_dir);
-  if (!rc && (o->formats & PB_FMT_JSON)) rc = pb_report_write_json(r, path);
-  if (rc) {
-    fprintf(stderr, "pipebench: %s: cannot write the report: %s\n", c->out_dir, strerror(-rc));
-    return PB_EXIT_RUNTIME;
-  }
-  rc = pb_run_write_views(o->formats, c->out_dir, r, rec);
+  r->interrupted = r->interrupted || pb_signalled();
+  bool was_interrupted = r->interrupted;
+  int rc = write_json(c, r);
+  if (!rc && !pb_signal_overdue()) rc = write_trace(c, rec);
+  if (!rc && !pb_signal_overdue()) rc = pb_run_write_views(o->formats, c->out_dir, r, rec);
+  if (!rc && pb_signal_overdue() && (o->formats & (PB_FMT_TRACE | PB_FMT_HTML | PB_FMT_CSV)) && !o->quiet)
+    fprintf(stderr, "pipebench: %s: interrupted while writing the outputs: report.json is written, the rest skipped\n", c->out_dir);
   if (rc) return rc;
+  if (pb_signalled() && !was_interrupted) { /* the signal came while writing */
+    r->interrupted = true;
+    c->interrupted = true;
+    rc = write_json(c, r);
+    if (rc) return rc;
+  }
   if (o->json_stdout) {
     cJSON *json = pb_report_to_json(r);
     char *text = json ? cJSON_Print(json) : NULL;
@@ -323,8 +325,7 @@ static int report(run_ctx *c, double cpu0) {
   if (c->steps.measured_count == 0 && !c->opts->quiet)
     fprintf(stderr, "pipebench: warning: the run ended before any measured step (%zu steps, %lld warm-up)\n",
             c->steps.n, (long long)c->cfg->run.warmup_steps);
-  rc = write_trace(c, rec);
-  if (!rc) rc = write_outputs(c, r, rec);
+  rc = write_outputs(c, r, rec);
   cJSON_Delete(r->config);
   r->config = NULL;
   if (c->opts->result) *c->opts->result = *r;
@@ -345,7 +346,6 @@ int pb_run(const pb_config *cfg, const pb_run_opts *opts) {
   if (!c) return PB_EXIT_RUNTIME;
   c->cfg = cfg;
   c->opts = opts;
-  pb_run_install_signals();
   double cpu0 = cpu_seconds();
   int rc = plan(c);
   if (!rc) rc = make_out_dir(c);
@@ -360,7 +360,7 @@ int pb_run(const pb_config *cfg, const pb_run_opts *opts) {
     fprintf(stderr, "pipebench: %s: %s (the report was written)\n", cfg->file, c->steps.failure);
     rc = PB_EXIT_RUNTIME;
   }
-  if (!rc && c->interrupted) rc = PB_EXIT_INTERRUPTED;
+  if (!rc && (c->interrupted || pb_signalled())) rc = PB_EXIT_INTERRUPTED;
   if (c->steps_ready) pb_steps_close(&c->steps);
   pb_engine_close(&c->engine);
   if (c->device_open) pb_device_close(&c->device);

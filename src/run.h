@@ -30,11 +30,6 @@ typedef struct pb_run_opts {
 /* Returns the process exit status (CONTRACT §1); prints its own errors. */
 int pb_run(const pb_config *cfg, const pb_run_opts *opts);
 
-/* Installs the SIGINT/SIGTERM handlers: the first signal stops the current run cleanly (exit 130), a second
- * one exits at once.  pb_run installs them too; a command of several runs checks pb_run_signalled()
- * between runs. */
-void pb_run_install_signals(void);
-bool pb_run_signalled(void);
 
 /* Makes the output directory: `given` (--out; made if missing, must be writable), else
  * pipebench-out/<name>[-<kind>]-<UTC yyyymmdd-HHMMSS>.  0, or an exit status after printing one line. */

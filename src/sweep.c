@@ -232,9 +232,9 @@ static int run_trial(sweep *s, int t, pb_config *cfg) {
 static int run_all(sweep *s, pb_config *cfg, bool *interrupted) {
   int worst = 0;
   for (int t = 0; t < s->ntrials; t++) {
-    if (pb_run_signalled()) break;
+    if (pb_signalled()) break;
     s->status[t] = run_trial(s, t, cfg);
-    if (s->status[t] == PB_EXIT_INTERRUPTED || pb_run_signalled()) {
+    if (s->status[t] == PB_EXIT_INTERRUPTED || pb_signalled()) {
       *interrupted = true;
       return PB_EXIT_INTERRUPTED;
     }

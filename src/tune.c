@@ -612,13 +612,13 @@ static int search(tuner *t, const point *base) {
   t->best = 0;
   int without_gain = 0;
   while (!should_stop(t, without_gain)) {
-    if (pb_run_signalled()) {
+    if (pb_signalled()) {
       snprintf(t->stop_reason, sizeof t->stop_reason, "interrupted");
       return PB_EXIT_INTERRUPTED;
     }
     rc = next_trial(t, &without_gain);
     if (rc < 0) break;
-    if (rc == PB_EXIT_INTERRUPTED || pb_run_signalled()) {
+    if (rc == PB_EXIT_INTERRUPTED || pb_signalled()) {
       snprintf(t->stop_reason, sizeof t->stop_reason, "interrupted");
       return PB_EXIT_INTERRUPTED;
     }
