@@ -36,35 +36,67 @@ static char *join_path(const char *dir, const char *name) {
   return out;
 }
 
-static int walk_dir(pb_file_list *l, const char *dir, pb_err *err);
+/* The directories from the walk's root down to the one being read: a symlink that leads back to one of
+ * them is a cycle. */
+typedef struct walk_up {
+  dev_t dev;
+  ino_t ino;
+  const char *path;
+  const struct walk_up *parent;
+} walk_up;
 
-/* One directory entry: a file is added, a real directory walked; symlinked directories (possible cycles),
- * devices, sockets and entries that vanished since readdir are skipped. */
-static int walk_entry(pb_file_list *l, char *path, pb_err *err) {
+static int walk_dir(pb_file_list *l, const char *dir, const struct stat *st, const walk_up *up, pb_err *err);
+
+static const walk_up *find_ancestor(const walk_up *up, const struct stat *st) {
+  for (; up; up = up->parent)
+    if (up->dev == st->st_dev && up->ino == st->st_ino) return up;
+  return NULL;
+}
+
+/* One directory entry: a file is added, a directory walked (symlinked ones too: datasets are often
+ * assembled from links to shards elsewhere).  A symlink back to a directory above it is a cycle: refused.
+ * A link that leads nowhere (dangling, or a loop of links) is listed like a file, so the read stage reports
+ * it as an error on that path (counted, and fatal with on_error fail) instead of losing it silently.
+ * Entries that vanished since readdir, devices, sockets and fifos are skipped. */
+static int walk_entry(pb_file_list *l, char *path, const walk_up *up, pb_err *err) {
   struct stat lst, st;
-  if (lstat(path, &lst) != 0 || stat(path, &st) != 0) {
+  if (lstat(path, &lst) != 0) { /* gone since readdir */
+    free(path);
+    return 0;
+  }
+  if (stat(path, &st) != 0) {
+    if (S_ISLNK(lst.st_mode)) return list_push(l, path, 0); /* dangling or ELOOP: the reader says which */
     free(path);
     return 0;
   }
   if (S_ISREG(st.st_mode)) return list_push(l, path, (uint64_t)st.st_size);
-  int rc = (S_ISDIR(st.st_mode) && !S_ISLNK(lst.st_mode)) ? walk_dir(l, path, err) : 0;
+  int rc = 0;
+  if (S_ISDIR(st.st_mode)) {
+    const walk_up *loop = find_ancestor(up, &st);
+    if (loop)
+      rc = pb_err_set(err, "%s: symlink loop: it leads back to %s (expected a directory tree without cycles)", path,
+                      loop->path);
+    else
+      rc = walk_dir(l, path, &st, up, err);
+  }
   free(path);
   return rc;
 }
 
-static int walk_dir(pb_file_list *l, const char *dir, pb_err *err) {
+static int walk_dir(pb_file_list *l, const char *dir, const struct stat *st, const walk_up *up, pb_err *err) {
   DIR *d = opendir(dir);
   if (!d) {
     int e = errno;
     pb_err_set(err, "%s: cannot open directory: %s (expected a readable directory)", dir, strerror(e));
     return -e;
   }
+  walk_up here = {.dev = st->st_dev, .ino = st->st_ino, .path = dir, .parent = up};
   int rc = 0;
   struct dirent *ent;
   while (rc == 0 && (ent = readdir(d)) != NULL) {
     if (ent->d_name[0] == '.') continue; /* hidden files and directories, and . and .. */
     char *path = join_path(dir, ent->d_name);
-    rc = path ? walk_entry(l, path, err) : -ENOMEM;
+    rc = path ? walk_entry(l, path, &here, err) : -ENOMEM;
   }
   closedir(d);
   return rc;
@@ -75,9 +107,9 @@ static int cmp_path(const void *a, const void *b) {
 }
 
 /* A directory's files come sorted by full path wherever it is named (dataset.path, a glob, a list line). */
-static int walk_sorted(pb_file_list *l, const char *dir, pb_err *err) {
+static int walk_sorted(pb_file_list *l, const char *dir, const struct stat *st, pb_err *err) {
   size_t first = l->count;
-  int rc = walk_dir(l, dir, err);
+  int rc = walk_dir(l, dir, st, NULL, err);
   if (rc == 0 && l->count > first) qsort(l->files + first, l->count - first, sizeof *l->files, cmp_path);
   return rc;
 }
@@ -90,7 +122,7 @@ static int add_path(pb_file_list *l, const char *path, pb_err *err) {
     pb_err_set(err, "%s: %s (expected an existing file or directory)", path, strerror(e));
     return -e;
   }
-  if (S_ISDIR(st.st_mode)) return walk_sorted(l, path, err);
+  if (S_ISDIR(st.st_mode)) return walk_sorted(l, path, &st, err);
   if (!S_ISREG(st.st_mode))
     return pb_err_set(err, "%s: not a regular file (expected a data file or a directory)", path);
   char *copy = strdup(path);
