@@ -33,8 +33,17 @@ void pb_worker_abandon(pb_worker *w, pb_elem *e) {
   e->buf = NULL;
 }
 
+/* The dataset parsers name the file in their messages ("<file>: offset 128: ..."); the error record has it
+ * in its own field and the failure line puts it first: once is enough. */
+static const char *without_file(const char *message, const char *file) {
+  size_t n = file ? strlen(file) : 0;
+  if (n && strncmp(message, file, n) == 0 && message[n] == ':' && message[n + 1] == ' ') return message + n + 2;
+  return message;
+}
+
 void pb_worker_error(pb_worker *w, pb_elem *el, const char *file, const char *message, bool fatal) {
   pb_engine *e = w->stage->engine;
+  message = without_file(message, file);
   const pb_run_cfg *run = &e->cfg->run;
   w->ctr.samples_error_total += el->nsamples;
   pb_buf_release(el->buf);

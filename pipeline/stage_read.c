@@ -330,9 +330,15 @@ static int next_record(pb_worker *w, read_worker *rw) {
   pb_err err;
   int rc = pb_tfrecord_next(rw->file_buf, rw->file_bytes, &rw->offset, &rec, &rec_bytes, path, &err);
   if (rc < 0) {
-    read_error(w, rw->file_index, err.msg);
     rw->record++;
-    if (!skip_bad_record(rw)) rw->pending = false; /* framing lost: nothing after it can be trusted */
+    bool resync = skip_bad_record(rw);
+    if (!resync) { /* framing lost: nothing after it can be trusted, and the error says so */
+      rw->pending = false;
+      size_t len = strlen(err.msg);
+      snprintf(err.msg + len, sizeof err.msg - len, "; the rest of the file (%zu bytes) is skipped",
+               rw->file_bytes - at);
+    }
+    read_error(w, rw->file_index, err.msg);
     return 1;
   }
   if (rc == 0) {
