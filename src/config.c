@@ -54,18 +54,42 @@ static void default_name(pb_config *cfg, const char *file) {
   if (n == 0) snprintf(cfg->name, sizeof cfg->name, "config");
 }
 
-/* "<file>: line L, column C: invalid JSON": columns count bytes from 1. */
-static int json_error(pb_err *err, const char *file, const char *text, const char *at) {
+/* "<file>: line L, column C: <what>": columns count bytes from 1. */
+static int text_error(pb_err *err, const char *file, const char *text, const char *at, const char *what) {
   int line = 1, col = 1;
   for (const char *p = text; at && p < at && *p; p++) {
     if (*p == '\n') line++, col = 1;
     else col++;
   }
-  return pb_err_set(err, "%s: line %d, column %d: invalid JSON (expected a valid JSON document)", file, line, col);
+  return pb_err_set(err, "%s: line %d, column %d: %s", file, line, col, what);
+}
+
+static int json_error(pb_err *err, const char *file, const char *text, const char *at) {
+  return text_error(err, file, text, at, "invalid JSON (expected a valid JSON document)");
+}
+
+/* The first byte that does not belong to well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, at
+ * most U+10FFFF), or NULL.  JSON is UTF-8; a config in Latin-1 would put invalid text in report.json. */
+static const char *invalid_utf8(const char *text) {
+  const unsigned char *p = (const unsigned char *)text;
+  while (*p) {
+    if (*p < 0x80) { p++; continue; }
+    int n = (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2 : (*p & 0xF8) == 0xF0 ? 3 : -1;
+    if (n < 0 || *p == 0xC0 || *p == 0xC1 || *p > 0xF4) return (const char *)p;
+    for (int i = 1; i <= n; i++)
+      if ((p[i] & 0xC0) != 0x80) return (const char *)p;
+    if ((*p == 0xE0 && p[1] < 0xA0) || (*p == 0xED && p[1] > 0x9F) || (*p == 0xF0 && p[1] < 0x90) ||
+        (*p == 0xF4 && p[1] > 0x8F))
+      return (const char *)p;
+    p += n + 1;
+  }
+  return NULL;
 }
 
 static int parse_json(pb_cfg_ctx *c, const char *text, cJSON **out) {
   if (strncmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3; /* a UTF-8 byte order mark, as some editors write */
+  const char *bad = invalid_utf8(text);
+  if (bad) return text_error(c->err, c->file, text, bad, "not UTF-8 text (expected a JSON document in UTF-8)");
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
   if (!root) return json_error(c->err, c->file, text, end ? end : cJSON_GetErrorPtr());
