@@ -34,8 +34,8 @@ static void make_dir(const char *rel) {
   assert_int_equal(mkdir(path, 0755), 0);
 }
 
-/*  root/b.bin(2) a/10.bin(10) a/2.bin(3) c/d/e.bin(5) .hidden(1) .hdir/x.bin(1) empty/ loop->. alink->a
- *  flink->b.bin  lists/  */
+/*  root/b.bin(2) a/10.bin(10) a/2.bin(3) c/d/e.bin(5) .hidden(1) .hdir/x.bin(1) empty/ alink->a
+ *  flink->b.bin  lists/   (the cycles and dangling links get their own trees: test_symlink_*) */
 static int setup_tree(void **state) {
   snprintf(root, sizeof root, "/tmp/pb_files_XXXXXX");
   if (!mkdtemp(root)) return -1;
@@ -52,8 +52,6 @@ static int setup_tree(void **state) {
   make_file(".hidden", 1);
   make_file(".hdir/x.bin", 1);
   char path[512];
-  snprintf(path, sizeof path, "%s/loop", root);
-  if (symlink(".", path) != 0) return -1; /* a directory symlink cycle: must not be followed */
   snprintf(path, sizeof path, "%s/alink", root);
   if (symlink("a", path) != 0) return -1;
   snprintf(path, sizeof path, "%s/flink", root);
@@ -94,16 +92,58 @@ static void test_walk_sorted_recursive(void **state) {
   pb_file_list l;
   pb_err err;
   assert_int_equal(pb_files_list(root, &l, &err), 0);
-  /* strcmp order; hidden skipped; loop/ and alink/ (directory symlinks) skipped; flink (file symlink) kept */
-  static const char *const want[] = {"a/10.bin", "a/2.bin", "b.bin", "c/d/e.bin", "flink"};
+  /* strcmp order; hidden skipped; alink/ (a directory symlink) followed; flink (file symlink) kept */
+  static const char *const want[] = {"a/10.bin", "a/2.bin", "alink/10.bin", "alink/2.bin", "b.bin", "c/d/e.bin", "flink"};
   expect_files(&l, want, PB_ARRAY_LEN(want));
   assert_int_equal(l.files[0].bytes, 10);
   assert_int_equal(l.files[1].bytes, 3);
-  assert_int_equal(l.files[4].bytes, 2);
-  assert_int_equal(l.total_bytes, 10 + 3 + 2 + 5 + 2);
+  assert_int_equal(l.files[6].bytes, 2);
+  assert_int_equal(l.total_bytes, 2 * (10 + 3) + 2 + 5 + 2);
   for (size_t i = 0; i < l.count; i++) assert_int_equal(l.files[i].index, i);
   pb_file_list_free(&l);
   assert_int_equal(l.count, 0);
+}
+
+/* A directory symlink back to an ancestor is a cycle: refused, naming the link and where it leads. */
+static void test_symlink_cycle_refused(void **state) {
+  make_dir("cyc");
+  make_dir("cyc/sub");
+  make_file("cyc/sub/x.bin", 1);
+  char path[512], dir[512];
+  snprintf(path, sizeof path, "%s/cyc/sub/up", root);
+  assert_int_equal(symlink("..", path), 0);
+  snprintf(dir, sizeof dir, "%s/cyc", root);
+  pb_file_list l;
+  pb_err err;
+  assert_true(pb_files_list(dir, &l, &err) < 0);
+  assert_non_null(strstr(err.msg, "cyc/sub/up: symlink loop"));
+  assert_non_null(strstr(err.msg, "leads back to"));
+  snprintf(path, sizeof path, "%s/cyc/self", root); /* a link to the directory itself */
+  assert_int_equal(unlink(strcat(strcpy(dir, root), "/cyc/sub/up")), 0);
+  assert_int_equal(symlink(".", path), 0);
+  snprintf(dir, sizeof dir, "%s/cyc", root);
+  assert_true(pb_files_list(dir, &l, &err) < 0);
+  assert_non_null(strstr(err.msg, "cyc/self: symlink loop"));
+}
+
+/* Dangling links and links that loop on themselves are listed (0 bytes): the read stage reports them as
+ * errors on their own path, nothing disappears silently. */
+static void test_symlink_dangling_listed(void **state) {
+  make_dir("dang");
+  make_file("dang/a.bin", 4);
+  char path[512], dir[512];
+  snprintf(path, sizeof path, "%s/dang/gone.bin", root);
+  assert_int_equal(symlink("/nonexistent/pb-test", path), 0);
+  snprintf(path, sizeof path, "%s/dang/me.bin", root);
+  assert_int_equal(symlink("me.bin", path), 0);
+  snprintf(dir, sizeof dir, "%s/dang", root);
+  pb_file_list l;
+  pb_err err;
+  assert_int_equal(pb_files_list(dir, &l, &err), 0);
+  static const char *const want[] = {"dang/a.bin", "dang/gone.bin", "dang/me.bin"};
+  expect_files(&l, want, PB_ARRAY_LEN(want));
+  assert_int_equal(l.files[1].bytes, 0);
+  pb_file_list_free(&l);
 }
 
 static void test_trailing_slash_and_relative_path(void **state) {
@@ -316,6 +356,8 @@ static void test_shuffle_then_shard(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_walk_sorted_recursive),
+    cmocka_unit_test(test_symlink_cycle_refused),
+    cmocka_unit_test(test_symlink_dangling_listed),
     cmocka_unit_test(test_trailing_slash_and_relative_path),
     cmocka_unit_test(test_glob),
     cmocka_unit_test(test_list_file),
