@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyze.h"
 #include "common.h"
@@ -317,6 +318,10 @@ static int finish_stdout(int rc) {
 }
 
 int main(int argc, char **argv) {
+  /* Redirected stdout keeps everything in one buffer until finish_stdout, so a failing write is seen with
+   * its errno (ENOSPC, EIO) instead of as a bare error flag from an earlier printf. */
+  static char stdout_buf[1 << 20]; /* glibc ignores the size unless given the buffer */
+  if (!isatty(STDOUT_FILENO)) setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return fputs(k_usage, stdout), finish_stdout(0);
     if (strcmp(argv[i], "--version") == 0) return printf("pipebench %s\n", PB_VERSION), finish_stdout(0);
