@@ -75,7 +75,7 @@ void pb_signals_install(void);
 bool pb_signalled(void);
 /* A signal came more than PB_SIGNAL_BUDGET_NS ago: what is left to write (a long trace, the HTML page) is
  * skipped so that the process ends within a second of the signal; report.json is always written. */
-#define PB_SIGNAL_BUDGET_NS 600000000ull
+#define PB_SIGNAL_BUDGET_NS 500000000ull
 bool pb_signal_overdue(void);
 
 /* Reads a whole file into a new buffer with a NUL after it (*len excludes the NUL).  0, or -errno when it

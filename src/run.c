@@ -270,6 +270,13 @@ static int write_json(run_ctx *c, const pb_report *r) {
   return 0;
 }
 
+/* PB_DEBUG_HOLD_OUTPUTS_MS=N: sleep N ms after report.json, deaf to signals, standing in for a slow disk
+ * so the end-to-end tests can signal the report-writing phase deterministically (test_e2e_signals.c). */
+static void debug_hold_outputs(void) {
+  const char *ms = getenv("PB_DEBUG_HOLD_OUTPUTS_MS");
+  if (ms && atoi(ms) > 0) pb_sleep_until_ns(pb_now_ns() + (uint64_t)atoi(ms) * 1000000u);
+}
+
 /* report.json first (small, and what scripts read), then the trace and the views.  After a signal they are
  * written only within its time budget (pb_signal_overdue); a signal that came while writing marks the
  * report interrupted (report.json is written again). */
@@ -279,6 +286,7 @@ static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
   r->interrupted = r->interrupted || pb_signalled();
   bool was_interrupted = r->interrupted;
   int rc = write_json(c, r);
+  debug_hold_outputs();
   if (!rc && !pb_signal_overdue()) rc = write_trace(c, rec);
   if (!rc && !pb_signal_overdue()) rc = pb_run_write_views(o->formats, c->out_dir, r, rec);
   if (!rc && pb_signal_overdue() && (o->formats & (PB_FMT_TRACE | PB_FMT_HTML | PB_FMT_CSV)) && !o->quiet)

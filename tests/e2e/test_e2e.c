@@ -202,28 +202,7 @@ static void test_device_bound(void **state) {
   assert_true(num(rep, "accelerator_utilization_pct") > 95);
 }
 
-/* SIGINT or SIGTERM: exit 130, the partial report is written, marked interrupted, and still balances. */
-static void interrupt_with(int sig) {
-  const char *dir = out_dir(sig == SIGINT ? "sigint" : "sigterm");
-  const char *args[] = {"--config", write_config_text("small", k_small), "--set", "run.steps=100000",
-                        "--quiet", "--out", dir, NULL};
-  char out[300], err[300];
-  snprintf(out, sizeof out, "%s/sig.out", g_tmp);
-  snprintf(err, sizeof err, "%s/sig.err", g_tmp);
-  pid_t pid = spawn_pb(args, out, err);
-  usleep(1500 * 1000);
-  kill(pid, sig);
-  static result r;
-  collect(&r, pid, out, err);
-  if (r.status != 130) fail_msg("exit %d: %s", r.status, r.err);
-  cJSON *rep = load_report(dir);
-  assert_true(cJSON_IsTrue(at(rep, "interrupted")));
-  assert_true(num(rep, "steps.count") > 0);
-  assert_accounting_balances(rep);
-}
-
-static void test_sigint_writes_partial_report(void **state) { interrupt_with(SIGINT); }
-static void test_sigterm_writes_partial_report(void **state) { interrupt_with(SIGTERM); }
+/* SIGINT and SIGTERM at every phase: test_e2e_signals.c. */
 
 /* An output directory that cannot be made fails at once with exit 1, before running. */
 static void test_bad_out_dir(void **state) {
@@ -280,8 +259,6 @@ int main(void) {
       cmocka_unit_test_teardown(test_json_stdout_and_duration, free_reports),
       cmocka_unit_test_teardown(test_planted_map_bottleneck, free_reports),
       cmocka_unit_test_teardown(test_device_bound, free_reports),
-      cmocka_unit_test_teardown(test_sigint_writes_partial_report, free_reports),
-      cmocka_unit_test_teardown(test_sigterm_writes_partial_report, free_reports),
       cmocka_unit_test_teardown(test_bad_out_dir, free_reports),
       cmocka_unit_test_teardown(test_epochs_without_size_refused, free_reports),
       cmocka_unit_test_teardown(test_tensorflow_written_tfrecord, free_reports),
