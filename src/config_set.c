@@ -209,8 +209,30 @@ static int apply_set(cJSON *root, const char *arg, pb_err *err) {
   return value ? assign(&s, node, value) : set_fail(&s, "out of memory");
 }
 
+/* Which run limit (run.steps, run.epochs, run.duration_s) `arg` sets, or -1. */
+static int run_limit_of(const char *arg) {
+  static const char *const limits[] = {"run.steps=", "run.epochs=", "run.duration_s="};
+  for (int i = 0; i < 3; i++)
+    if (strncmp(arg, limits[i], strlen(limits[i])) == 0) return i;
+  return -1;
+}
+
+/* `--set run.epochs=1` on a config limited by steps means "by epochs instead": the config file's other
+ * limits give way to the first limit named on the command line (two limits both named there still clash). */
+static void replace_file_run_limit(cJSON *root, int limit) {
+  static const char *const keys[] = {"steps", "epochs", "duration_s"};
+  cJSON *run = cJSON_GetObjectItemCaseSensitive(root, "run");
+  if (!cJSON_IsObject(run)) return;
+  for (int i = 0; i < 3; i++)
+    if (i != limit) cJSON_DeleteItemFromObjectCaseSensitive(run, keys[i]);
+}
+
 int pb_cfg_apply_sets(cJSON *root, const char *const *sets, int nsets, pb_err *err) {
+  bool limit_set = false;
   for (int i = 0; i < nsets; i++) {
+    int limit = sets[i] ? run_limit_of(sets[i]) : -1;
+    if (limit >= 0 && !limit_set) replace_file_run_limit(root, limit);
+    limit_set = limit_set || limit >= 0;
     int rc = sets[i] ? apply_set(root, sets[i], err) : 0;
     if (rc) return rc;
   }

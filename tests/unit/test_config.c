@@ -325,7 +325,7 @@ static void test_error_examples(void **state) {
                "cfg.json: stages[3].name: \"decode\" is already used by stages[1] (expected a unique name)");
   expect_error(EXAMPLE, "stages.shuffle.threads=2",
                "cfg.json: stages[3].threads: 2 is out of range (expected 1: a shuffle stage runs on one thread)");
-  expect_error(EXAMPLE, "run.duration_s=5",
+  expect_error(SYNTH, "run={\"steps\": 5, \"duration_s\": 5}", /* both in the config itself */
                "cfg.json: run: steps and duration_s are both set (expected only one of steps, epochs, duration_s)");
 }
 
@@ -515,7 +515,7 @@ static void test_error_structure(void **state) {
                "with dataset.format \"synthetic\")");
   const char *three[] = {"run.epochs=1", "run.duration_s=1"};
   assert_int_equal(parse_sets(EXAMPLE, three, 2), -EINVAL);
-  assert_string_equal(err.msg, "cfg.json: run: steps and epochs are both set (expected only one of steps, epochs, duration_s)");
+  assert_string_equal(err.msg, "cfg.json: run: epochs and duration_s are both set (expected only one of steps, epochs, duration_s)");
 }
 
 static void test_error_shapes(void **state) {
@@ -595,6 +595,11 @@ static void test_set_variants(void **state) {
   const char *swap_stop[] = {"run.steps=null", "run.duration_s=30"};
   assert_int_equal(parse_sets(EXAMPLE, swap_stop, 2), 0);
   assert_true(cfg.run.stop == PB_STOP_DURATION && cfg.run.duration_s == 30);
+  parse_ok(EXAMPLE, "run.epochs=2"); /* the first limit on the command line replaces the file's */
+  assert_true(cfg.run.stop == PB_STOP_EPOCHS && cfg.run.epochs == 2);
+  const char *two_limits[] = {"run.epochs=2", "run.duration_s=30"}; /* both named here: still a clash */
+  assert_int_not_equal(parse_sets(EXAMPLE, two_limits, 2), 0);
+  assert_non_null(strstr(err.msg, "run"));
   const char *nulls[] = {NULL, "seed=7"};
   assert_int_equal(parse_sets(EXAMPLE, nulls, 2), 0);
   assert_int_equal(cfg.seed, 7);
