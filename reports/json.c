@@ -326,6 +326,18 @@ static cJSON *engine_json(const pb_report *r) {
   return finish(o, ok);
 }
 
+/* What the pipeline may buffer (checked against limits.max_memory_mb before the run), the trace rings, and
+ * the process's peak resident set; peak_rss_bytes is null when unknown (a trace from before it existed). */
+static cJSON *memory_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "planned_bytes", u64(r->memory_planned_bytes), &ok);
+  put(o, "limit_bytes", u64(r->memory_limit_bytes), &ok);
+  put(o, "trace_bytes", u64(r->memory_trace_bytes), &ok);
+  put(o, "peak_rss_bytes", r->memory_peak_rss_bytes ? u64(r->memory_peak_rss_bytes) : cJSON_CreateNull(), &ok);
+  return finish(o, ok);
+}
+
 /* The run as a whole, before the per-stage table. */
 static void put_run(cJSON *root, const pb_report *r, bool *ok) {
   put(root, "pipebench_version", str(r->version), ok);
@@ -359,6 +371,7 @@ cJSON *pb_report_to_json(const pb_report *r) {
   put(root, "most_input_bound_rank", cJSON_CreateNull(), &ok);
   put(root, "accounting", accounting_json(r), &ok);
   put(root, "engine", engine_json(r), &ok);
+  put(root, "memory", memory_json(r), &ok);
   return finish(root, ok);
 }
 

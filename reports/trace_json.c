@@ -351,6 +351,11 @@ static cJSON *record_json(const pb_record *rec) {
   put(o, "cpu_s", j_dbl(rec->cpu_s), &ok);
   put(o, "ncpu", cJSON_CreateNumber(rec->ncpu), &ok);
   put(o, "traced", cJSON_CreateBool(rec->traced), &ok);
+  cJSON *mem = cJSON_CreateObject();
+  put(mem, "planned_bytes", j_u64(rec->planned_bytes), &ok);
+  put(mem, "trace_bytes", j_u64(rec->trace_bytes), &ok);
+  put(mem, "peak_rss_bytes", j_u64(rec->peak_rss_bytes), &ok);
+  put(o, "memory", mem, &ok);
   if (ok && rec->timeline) put(o, "queue_fill", timeline_json(rec->timeline, rec->start_ns, &ok), &ok);
   return finish(o, ok);
 }
@@ -779,6 +784,18 @@ static int v_str(loader *l, const cJSON *v, const char *where, char *buf, size_t
 
 static const cJSON *member(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
 
+/* Optional: traces written before issue 9 have no "memory" (the report then says peak_rss_bytes null). */
+static int load_memory(loader *l, const cJSON *m) {
+  if (!m) return 0;
+  pb_record *rec = l->rec;
+  int rc = 0;
+  if (!cJSON_IsObject(m)) return pb_err_set(l->err, "%s: pipebench.memory: not an object (expected {planned_bytes, ...})", l->path);
+  if (!rc) rc = v_u64(l, member(m, "planned_bytes"), "pipebench.memory.planned_bytes", &rec->planned_bytes);
+  if (!rc) rc = v_u64(l, member(m, "trace_bytes"), "pipebench.memory.trace_bytes", &rec->trace_bytes);
+  if (!rc) rc = v_u64(l, member(m, "peak_rss_bytes"), "pipebench.memory.peak_rss_bytes", &rec->peak_rss_bytes);
+  return rc;
+}
+
 static int v_array(loader *l, const cJSON *v, const char *where, int max, int *n) {
   *n = 0;
   if (!v) return bad(l, "%s: missing (expected an array)", where);
@@ -1159,6 +1176,7 @@ static int load_header(loader *l, const cJSON *h) {
   if ((rc = v_dbl(l, member(h, "cpu_s"), "pipebench.cpu_s", &rec->cpu_s))) return rc;
   if ((rc = v_int(l, member(h, "ncpu"), "pipebench.ncpu", 0, INT32_MAX, &rec->ncpu))) return rc;
   if ((rc = v_bool(l, member(h, "traced"), "pipebench.traced", &rec->traced))) return rc;
+  if ((rc = load_memory(l, member(h, "memory")))) return rc;
   if ((rc = load_timeline(l, member(h, "queue_fill")))) return rc;
   /* the tid -> worker table for the events */
   l->by_tid = calloc((size_t)l->nworkers + 1, sizeof *l->by_tid);

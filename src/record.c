@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Copies one worker's ring, oldest event first. */
@@ -64,6 +65,14 @@ static int copy_steps(pb_record *rec, const pb_steps *s) {
   return 0;
 }
 
+static uint64_t trace_ring_bytes(const pb_engine *e) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < e->nstages; i++)
+    for (int k = 0; e->stages[i].workers && k < e->stages[i].threads; k++)
+      if (e->stages[i].workers[k].trace.ev) bytes += ((uint64_t)e->stages[i].workers[k].trace.mask + 1) * sizeof(pb_event);
+  return bytes;
+}
+
 int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e, const pb_steps *s,
                        const pb_device *d, bool synthetic, bool interrupted, uint64_t queued_samples,
                        double cpu_s) {
@@ -87,6 +96,10 @@ int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e,
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   rec->ncpu = n > 0 ? (int)n : 1;
   rec->traced = e->tracing;
+  rec->planned_bytes = pb_engine_memory_bytes(e, NULL, 0);
+  rec->trace_bytes = trace_ring_bytes(e);
+  struct rusage ru;
+  rec->peak_rss_bytes = getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0; /* KB on Linux */
   rec->nfirst_errors = e->nfirst_errors;
   memcpy(rec->first_errors, e->first_errors, sizeof rec->first_errors);
   if (copy_steps(rec, s)) return -ENOMEM;

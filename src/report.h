@@ -156,6 +156,8 @@ typedef struct pb_report {
   /* the engine's own cost */
   double cpu_s;                 /* user + system CPU of the whole process during the run */
   double cpu_ns_per_sample;     /* cpu_s / samples_read */
+  /* memory (METRICS.md "memory"): the plan checked before the run, the trace rings, the process's peak */
+  uint64_t memory_planned_bytes, memory_limit_bytes, memory_trace_bytes, memory_peak_rss_bytes;
 } pb_report;
 
 /* reports/json.c: the report as a cJSON tree with every CONTRACT §3 key (null where not available). */

@@ -49,6 +49,10 @@ static void check(cJSON *rep, const preset *p, bool real, bool epochs, int steps
   assert_accounting_balances(rep);
   expect_count(rep, "errors", 0);
   assert_true(cJSON_IsFalse(at(rep, "interrupted")));
+  /* the memory plan that was checked, and what the process used */
+  assert_true(num(rep, "memory.planned_bytes") > 0);
+  assert_true(num(rep, "memory.peak_rss_bytes") > 0);
+  assert_true(num(rep, "memory.limit_bytes") == num(rep, "config.limits.max_memory_mb") * 1e6);
   if (epochs && real && p->samples) { /* the whole dataset, once: nothing left in flight */
     expect_count(rep, "samples_read", p->samples);
     expect_count(rep, "samples_in_flight", 0);
