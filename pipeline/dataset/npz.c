@@ -1,6 +1,7 @@
 /* .npz archives (np.savez) through libzip, plus a small reader of the zip central directory that finds where
  * each stored member's bytes lie in the file: libzip does not expose that, and it lets the read stage pread a
  * member directly (zero-copy, any thread) instead of going through a non-thread-safe zip_t. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -162,6 +163,17 @@ static void find_offsets(pb_npz *z) {
 
 /* ---- reading ------------------------------------------------------------------------------------------- */
 
+/* A member name for a one-line message: the name comes from the file, so bytes that are not printable ASCII
+ * (a newline, say) show as '?', as in npy.c's errors, and a long name is cut short with "...". */
+#define SHOWN_NAME_CHARS 200
+
+static const char *shown(const char *name, char buf[SHOWN_NAME_CHARS + 4]) {
+  size_t n = 0;
+  for (; name && name[n] && n < SHOWN_NAME_CHARS; n++) buf[n] = isprint((unsigned char)name[n]) ? name[n] : '?';
+  strcpy(buf + n, name && name[n] ? "..." : "");
+  return buf;
+}
+
 static int open_error(const char *path, int zerr, pb_err *err) {
   zip_error_t ze;
   zip_error_init_with_code(&ze, zerr);
@@ -176,13 +188,14 @@ static int open_error(const char *path, int zerr, pb_err *err) {
 /* Records member `i`, refusing what np.savez never writes: compression or encryption. */
 static int add_member(pb_npz *z, zip_uint64_t i, pb_err *err) {
   zip_stat_t st;
+  char name[SHOWN_NAME_CHARS + 4];
   if (zip_stat_index(z->za, i, 0, &st) != 0)
     return PB_BAD_DATA(err, "%s: member %d: %s (expected a readable zip entry)", z->path, (int)i,
                        zip_strerror(z->za));
   if (st.comp_method != ZIP_CM_STORE || st.encryption_method != ZIP_EM_NONE)
     return PB_BAD_DATA(err, "%s: member '%s' is %s (expected stored members: write it with np.savez, not "
-                       "np.savez_compressed)", z->path, st.name, st.comp_method != ZIP_CM_STORE ? "compressed" :
-                       "encrypted");
+                       "np.savez_compressed)", z->path, shown(st.name, name),
+                       st.comp_method != ZIP_CM_STORE ? "compressed" : "encrypted");
   pb_npz_member *m = &z->members[z->nmembers];
   m->name = strdup(st.name);
   if (!m->name) return -ENOMEM;
@@ -252,15 +265,16 @@ int pb_npz_read_member(pb_npz *z, int index, void *buf, size_t buf_bytes, pb_err
   if (index < 0 || index >= z->nmembers)
     return pb_err_set(err, "%s: member %d does not exist (expected 0..%d)", z->path, index, z->nmembers - 1);
   const pb_npz_member *m = &z->members[index];
+  char name[SHOWN_NAME_CHARS + 4];
   if (buf_bytes < m->bytes)
     return pb_err_set(err, "%s: member '%s': buffer of %zu bytes is too small (expected at least %llu)", z->path,
-                      m->name, buf_bytes, (unsigned long long)m->bytes);
+                      shown(m->name, name), buf_bytes, (unsigned long long)m->bytes);
   zip_file_t *zf = zip_fopen_index(z->za, (zip_uint64_t)index, 0);
-  if (!zf) return PB_BAD_DATA(err, "%s: member '%s': %s (expected a readable member)", z->path, m->name,
-                              zip_strerror(z->za));
+  if (!zf) return PB_BAD_DATA(err, "%s: member '%s': %s (expected a readable member)", z->path,
+                              shown(m->name, name), zip_strerror(z->za));
   int rc = read_all(zf, buf, m->bytes);
   if (rc < 0)
-    pb_err_set(err, "%s: member '%s': %s (expected %llu intact stored bytes)", z->path, m->name,
+    pb_err_set(err, "%s: member '%s': %s (expected %llu intact stored bytes)", z->path, shown(m->name, name),
                zip_file_strerror(zf), (unsigned long long)m->bytes);
   zip_fclose(zf);
   return rc;

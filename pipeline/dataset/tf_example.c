@@ -1,5 +1,6 @@
 #include "tf_example.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -134,7 +135,8 @@ static const Tensorflow__Features__FeatureEntry *find_entry(const Tensorflow__Ex
   return found;
 }
 
-/* "'a', 'b', ..." into out (cut short with "..." when it does not fit, so the error stays one line). */
+/* "'a', 'b', ..." into out (cut short with "..." when it does not fit, so the error stays one line).  The keys
+ * come from the file: bytes that are not printable ASCII (a newline, say) show as '?', as in npy.c's errors. */
 static void list_features(const Tensorflow__Example *ex, char *out, size_t cap) {
   size_t used = 0;
   out[0] = '\0';
@@ -145,6 +147,8 @@ static void list_features(const Tensorflow__Example *ex, char *out, size_t cap) 
       strcpy(out + PB_MIN(used, cap - sizeof ", ..."), ", ...");
       return;
     }
+    for (size_t k = used; k < used + (size_t)n; k++)
+      if (!isprint((unsigned char)out[k])) out[k] = '?';
     used += (size_t)n;
   }
 }
