@@ -90,10 +90,11 @@ void pb_world_bcast_str(char *buf, size_t len) {
 }
 
 char **pb_world_gather_text(const char *text) {
-  int n = (int)strlen(text) + 1, size = g_world.size;
+  int size = g_world.size;
   char **out = g_world.rank == 0 ? calloc((size_t)size, sizeof *out) : NULL;
 #ifdef PB_HAVE_MPI
   if (g_world.mpi) {
+    int n = (int)strlen(text) + 1;
     /* Rank 0 tells every rank whether it could make room, so that no rank sends into a buffer that is not
      * there: on "no", every rank skips the transfer and rank 0 returns NULL. */
     int *lens = g_world.rank == 0 ? calloc((size_t)size, sizeof *lens) : NULL;
