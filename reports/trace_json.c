@@ -192,9 +192,10 @@ static void step_text(textbuf *b, const pb_step *st, uint64_t start) {
 static cJSON *steps_json(const pb_record *rec) {
   textbuf b = {0};
   tb_char(&b, '[');
-  for (size_t i = 0; i < rec->nsteps; i++) {
+  for (size_t i = 0; i < rec->nsteps && !b.oom; i++) {
     if (i) tb_char(&b, ',');
     step_text(&b, &rec->steps[i], rec->start_ns);
+    if ((i & 4095) == 4095 && pb_signal_overdue()) b.oom = true; /* give up: write_trace says why */
   }
   tb_char(&b, ']');
   tb_char(&b, '\0');
@@ -635,9 +636,9 @@ static void flow_events(writer *w) {
 
 static int write_trace(FILE *f, const pb_record *rec) {
   cJSON *header = record_json(rec);
-  char *text = header ? cJSON_PrintUnformatted(header) : NULL;
+  char *text = header && !pb_signal_overdue() ? cJSON_PrintUnformatted(header) : NULL;
   cJSON_Delete(header);
-  if (!text) return -ENOMEM;
+  if (!text) return pb_signal_overdue() ? -ECANCELED : -ENOMEM;
   fprintf(f, "%s\n%s%s,\n%s\n", k_line1, k_line2, text, k_line3);
   free(text);
   writer w = {.f = f, .rec = rec, .first = true};

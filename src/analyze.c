@@ -59,6 +59,7 @@ static int write_outputs(pb_report *r, const pb_record *rec, const pb_run_opts *
   if (o->formats & PB_FMT_TRACE) { /* the same record again (asked for with --format ..,trace) */
     snprintf(path, sizeof path, "%s/trace.json", o->out_dir);
     int wrc = pb_trace_write_file(rec, path);
+    if (wrc == -ECANCELED) return PB_EXIT_INTERRUPTED; /* a signal's time budget ran out while writing it */
     if (wrc) {
       fprintf(stderr, "pipebench: %s: cannot write the trace: %s\n", path, strerror(-wrc));
       return PB_EXIT_RUNTIME;

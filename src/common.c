@@ -191,20 +191,27 @@ int pb_read_file(const char *path, size_t max_bytes, char **out, size_t *len) {
 
 /* ---------- signals ---------- */
 
-static volatile sig_atomic_t g_signalled;
-static _Atomic uint64_t g_signal_ns; /* lock-free on every target we build for: safe in a handler */
+/* Lock-free atomics (asserted below) are safe in a handler; the time is stored before the flag (release),
+ * so a thread that sees the flag (acquire) sees the time too.  Threads other than the one the signal
+ * lands on read the flag: plain volatile would be a data race. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2, "signal flags must be lock-free");
+static atomic_int g_signalled;
+static atomic_ullong g_signal_ns;
 
 static void on_signal(int sig) {
   (void)sig;
-  if (g_signalled) _exit(130); /* the second signal: the user means it (PB_EXIT_INTERRUPTED) */
-  g_signal_ns = pb_now_ns();    /* clock_gettime is async-signal-safe */
-  g_signalled = 1;
+  if (atomic_load_explicit(&g_signalled, memory_order_acquire)) _exit(130); /* the second: PB_EXIT_INTERRUPTED */
+  struct timespec ts; /* clock_gettime is async-signal-safe (POSIX); the same clock as pb_now_ns */
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  atomic_store_explicit(&g_signal_ns, (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec,
+                        memory_order_relaxed);
+  atomic_store_explicit(&g_signalled, 1, memory_order_release);
 }
 
-bool pb_signalled(void) { return g_signalled != 0; }
+bool pb_signalled(void) { return atomic_load_explicit(&g_signalled, memory_order_acquire) != 0; }
 
 bool pb_signal_overdue(void) {
-  return g_signalled && pb_now_ns() - atomic_load(&g_signal_ns) > PB_SIGNAL_BUDGET_NS;
+  return pb_signalled() && pb_now_ns() - atomic_load_explicit(&g_signal_ns, memory_order_relaxed) > PB_SIGNAL_BUDGET_NS;
 }
 
 void pb_signals_install(void) {

@@ -70,7 +70,7 @@ static int json_error(pb_err *err, const char *file, const char *text, const cha
 
 /* The first byte that does not belong to well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, at
  * most U+10FFFF), or NULL.  JSON is UTF-8; a config in Latin-1 would put invalid text in report.json. */
-static const char *invalid_utf8(const char *text) {
+const char *pb_cfg_invalid_utf8(const char *text) {
   const unsigned char *p = (const unsigned char *)text;
   while (*p) {
     if (*p < 0x80) { p++; continue; }
@@ -88,7 +88,7 @@ static const char *invalid_utf8(const char *text) {
 
 static int parse_json(pb_cfg_ctx *c, const char *text, cJSON **out) {
   if (strncmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3; /* a UTF-8 byte order mark, as some editors write */
-  const char *bad = invalid_utf8(text);
+  const char *bad = pb_cfg_invalid_utf8(text);
   if (bad) return text_error(c->err, c->file, text, bad, "not UTF-8 text (expected a JSON document in UTF-8)");
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(text, &end, 1);

@@ -149,4 +149,7 @@ int pb_cfg_check_pipeline(pb_cfg_ctx *c);
 int pb_cfg_infer_shapes(pb_cfg_ctx *c);
 int pb_cfg_apply_sets(cJSON *root, const char *const *sets, int nsets, pb_err *err);
 
+/* The first byte of `text` that is not well-formed UTF-8, or NULL (config.c). */
+const char *pb_cfg_invalid_utf8(const char *text);
+
 #endif

@@ -205,6 +205,7 @@ static int apply_set(cJSON *root, const char *arg, pb_err *err) {
   cJSON *node = root;
   for (int i = 0; !rc && i + 1 < s.ntok; i++) rc = step(&s, &node, i);
   if (rc) return rc;
+  if (pb_cfg_invalid_utf8(eq + 1)) return set_fail(&s, "the value is not UTF-8 text (expected UTF-8)");
   cJSON *value = parse_value(eq + 1);
   return value ? assign(&s, node, value) : set_fail(&s, "out of memory");
 }

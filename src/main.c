@@ -336,6 +336,7 @@ int main(int argc, char **argv) {
     rc = PB_EXIT_USAGE;
   }
   if (!rc) rc = dispatch(&c);
+  if (pb_signalled() && rc != PB_EXIT_USAGE) rc = PB_EXIT_INTERRUPTED; /* any command, e.g. a long analyze */
   pb_world_finalize();
   return finish_stdout(rc);
 }

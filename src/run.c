@@ -221,14 +221,12 @@ static int make_out_dir(run_ctx *c) {
 
 /* trace.json (CONTRACT §5): written when asked for and the run was traced.  A signal while it is being
  * written (a long run's trace takes seconds) abandons it: the run must end within a second. */
-static int write_trace(run_ctx *c, const pb_record *rec) {
-  if (!(c->opts->formats & PB_FMT_TRACE) || !rec->traced) return 0;
+static int write_trace(run_ctx *c, const pb_record *rec, bool *done) {
   char path[PB_PATH_LEN + 32];
   snprintf(path, sizeof path, "%s/trace.json", c->out_dir);
   int rc = pb_trace_write_file(rec, path);
-  if (rc == -ECANCELED) {
-    return 0; /* the signal's budget ran out: write_outputs says so */
-  }
+  *done = rc == 0;
+  if (rc == -ECANCELED) return 0; /* the signal's budget ran out: write_outputs says so */
   if (rc) {
     fprintf(stderr, "pipebench: %s: cannot write the trace: %s\n", path, strerror(-rc));
     return PB_EXIT_RUNTIME;
@@ -278,26 +276,25 @@ static void debug_hold_outputs(void) {
 }
 
 /* report.json first (small, and what scripts read), then the trace and the views.  After a signal they are
- * written only within its time budget (pb_signal_overdue); a signal that came while writing marks the
- * report interrupted (report.json is written again). */
+ * written only within its time budget (pb_signal_overdue), and stderr names what was left out.  The
+ * measurement itself is not changed by a signal that came after it (the record and every file agree on
+ * "interrupted"); the exit status says 130. */
 static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
   const pb_run_opts *o = c->opts;
   snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
-  r->interrupted = r->interrupted || pb_signalled();
-  bool was_interrupted = r->interrupted;
   int rc = write_json(c, r);
   debug_hold_outputs();
-  if (!rc && !pb_signal_overdue()) rc = write_trace(c, rec);
-  if (!rc && !pb_signal_overdue()) rc = pb_run_write_views(o->formats, c->out_dir, r, rec);
-  if (!rc && pb_signal_overdue() && (o->formats & (PB_FMT_TRACE | PB_FMT_HTML | PB_FMT_CSV)) && !o->quiet)
-    fprintf(stderr, "pipebench: %s: interrupted while writing the outputs: report.json is written, the rest skipped\n", c->out_dir);
-  if (rc) return rc;
-  if (pb_signalled() && !was_interrupted) { /* the signal came while writing */
-    r->interrupted = true;
-    c->interrupted = true;
-    rc = write_json(c, r);
-    if (rc) return rc;
+  bool want_trace = (o->formats & PB_FMT_TRACE) && rec->traced, want_views = o->formats & (PB_FMT_HTML | PB_FMT_CSV);
+  bool trace_done = false, views_done = false;
+  if (!rc && want_trace && !pb_signal_overdue()) rc = write_trace(c, rec, &trace_done);
+  if (!rc && want_views && !pb_signal_overdue()) {
+    rc = pb_run_write_views(o->formats, c->out_dir, r, rec);
+    views_done = !rc;
   }
+  if (rc) return rc;
+  if ((want_trace && !trace_done) || (want_views && !views_done))
+    fprintf(stderr, "pipebench: %s: interrupted while writing the outputs; not written:%s%s\n", c->out_dir,
+            want_trace && !trace_done ? " trace.json" : "", want_views && !views_done ? " report.html/CSV tables" : "");
   if (o->json_stdout) {
     cJSON *json = pb_report_to_json(r);
     char *text = json ? cJSON_Print(json) : NULL;
@@ -314,6 +311,7 @@ static int report(run_ctx *c, double cpu0) {
   pb_report *r = calloc(1, sizeof *r);
   pb_record *rec = calloc(1, sizeof *rec);
   int rc = PB_EXIT_RUNTIME;
+  c->interrupted = c->interrupted || pb_signalled(); /* a signal during the join or drain counts too */
   if (!r || !rec ||
       pb_record_from_run(rec, c->cfg, &c->engine, &c->steps, &c->device, c->opts->synthetic, c->interrupted,
                          c->queued_samples, cpu_seconds() - cpu0)) {

@@ -36,69 +36,158 @@ static char *join_path(const char *dir, const char *name) {
   return out;
 }
 
-/* The directories from the walk's root down to the one being read: a symlink that leads back to one of
- * them is a cycle. */
-typedef struct walk_up {
+/* Every directory walked so far (an open-addressing set of dev/ino): a directory reached again through
+ * another link (a link to a sibling, two links to one shard directory) is walked once, so no file is
+ * listed twice and link chains that branch and rejoin cannot blow up. */
+typedef struct dir_id {
   dev_t dev;
   ino_t ino;
-  const char *path;
-  const struct walk_up *parent;
-} walk_up;
+  bool used;
+} dir_id;
 
-static int walk_dir(pb_file_list *l, const char *dir, const struct stat *st, const walk_up *up, pb_err *err);
+typedef struct walk_ctx {
+  pb_file_list *l;
+  pb_err *err;
+  dir_id *seen;
+  size_t nseen, cap; /* cap: a power of two, or 0 */
+  char **links;      /* symlinked directories met, walked after the real tree (see walk_links) */
+  size_t nlinks, links_cap;
+} walk_ctx;
 
-static const walk_up *find_ancestor(const walk_up *up, const struct stat *st) {
-  for (; up; up = up->parent)
-    if (up->dev == st->st_dev && up->ino == st->st_ino) return up;
-  return NULL;
+static size_t dir_hash(dev_t dev, ino_t ino, size_t cap) {
+  uint64_t h = ((uint64_t)dev * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)ino * 0xC2B2AE3D27D4EB4Full);
+  return (size_t)(h ^ (h >> 29)) & (cap - 1);
 }
 
-/* One directory entry: a file is added, a directory walked (symlinked ones too: datasets are often
- * assembled from links to shards elsewhere).  A symlink back to a directory above it is a cycle: refused.
- * A link that leads nowhere (dangling, or a loop of links) is listed like a file, so the read stage reports
- * it as an error on that path (counted, and fatal with on_error fail) instead of losing it silently.
- * Entries that vanished since readdir, devices, sockets and fifos are skipped. */
-static int walk_entry(pb_file_list *l, char *path, const walk_up *up, pb_err *err) {
+static bool seen_insert(walk_ctx *w, dev_t dev, ino_t ino, bool *was_there);
+
+static int seen_grow(walk_ctx *w) {
+  size_t cap = w->cap ? 2 * w->cap : 64;
+  dir_id *old = w->seen;
+  size_t old_cap = w->cap;
+  w->seen = calloc(cap, sizeof *w->seen);
+  if (!w->seen) {
+    w->seen = old;
+    return -ENOMEM;
+  }
+  w->cap = cap;
+  w->nseen = 0;
+  bool dup;
+  for (size_t i = 0; i < old_cap; i++)
+    if (old[i].used) seen_insert(w, old[i].dev, old[i].ino, &dup);
+  free(old);
+  return 0;
+}
+
+/* Adds dev/ino; *was_there when it already was.  False only when out of memory. */
+static bool seen_insert(walk_ctx *w, dev_t dev, ino_t ino, bool *was_there) {
+  *was_there = false;
+  if ((w->nseen + 1) * 2 > w->cap && seen_grow(w)) return false;
+  for (size_t i = dir_hash(dev, ino, w->cap);; i = (i + 1) & (w->cap - 1)) {
+    if (!w->seen[i].used) {
+      w->seen[i] = (dir_id){.dev = dev, .ino = ino, .used = true};
+      w->nseen++;
+      return true;
+    }
+    if (w->seen[i].dev == dev && w->seen[i].ino == ino) return *was_there = true;
+  }
+}
+
+static int walk_dir(walk_ctx *w, const char *dir, const struct stat *st);
+
+static int defer_link(walk_ctx *w, char *path) {
+  if (w->nlinks == w->links_cap) {
+    size_t cap = w->links_cap ? 2 * w->links_cap : 16;
+    char **links = realloc(w->links, cap * sizeof *links);
+    if (!links) {
+      free(path);
+      return -ENOMEM;
+    }
+    w->links = links, w->links_cap = cap;
+  }
+  w->links[w->nlinks++] = path;
+  return 0;
+}
+
+/* One directory entry: a file is added, a real directory walked; a symlinked directory is kept for later
+ * (walk_links).  A link that leads nowhere (dangling, or a loop of links) is listed like a file, so the
+ * read stage reports it as an error on that path (counted, and fatal with on_error fail) instead of losing
+ * it silently.  Entries that vanished since readdir, devices, sockets and fifos are skipped. */
+static int walk_entry(walk_ctx *w, char *path) {
   struct stat lst, st;
   if (lstat(path, &lst) != 0) { /* gone since readdir */
     free(path);
     return 0;
   }
   if (stat(path, &st) != 0) {
-    if (S_ISLNK(lst.st_mode)) return list_push(l, path, 0); /* dangling or ELOOP: the reader says which */
+    if (S_ISLNK(lst.st_mode)) return list_push(w->l, path, 0); /* dangling or ELOOP: the reader says which */
     free(path);
     return 0;
   }
-  if (S_ISREG(st.st_mode)) return list_push(l, path, (uint64_t)st.st_size);
-  int rc = 0;
-  if (S_ISDIR(st.st_mode)) {
-    const walk_up *loop = find_ancestor(up, &st);
-    if (loop)
-      rc = pb_err_set(err, "%s: symlink loop: it leads back to %s (expected a directory tree without cycles)", path,
-                      loop->path);
-    else
-      rc = walk_dir(l, path, &st, up, err);
-  }
+  if (S_ISREG(st.st_mode)) return list_push(w->l, path, (uint64_t)st.st_size);
+  if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) return defer_link(w, path);
+  int rc = S_ISDIR(st.st_mode) ? walk_dir(w, path, &st) : 0;
   free(path);
   return rc;
 }
 
-static int walk_dir(pb_file_list *l, const char *dir, const struct stat *st, const walk_up *up, pb_err *err) {
+static int walk_dir(walk_ctx *w, const char *dir, const struct stat *st) {
+  bool again;
+  if (!seen_insert(w, st->st_dev, st->st_ino, &again)) return -ENOMEM;
+  if (again) return 0; /* reached before through another path: its files are listed already */
   DIR *d = opendir(dir);
   if (!d) {
     int e = errno;
-    pb_err_set(err, "%s: cannot open directory: %s (expected a readable directory)", dir, strerror(e));
+    pb_err_set(w->err, "%s: cannot open directory: %s (expected a readable directory)", dir, strerror(e));
     return -e;
   }
-  walk_up here = {.dev = st->st_dev, .ino = st->st_ino, .path = dir, .parent = up};
   int rc = 0;
   struct dirent *ent;
   while (rc == 0 && (ent = readdir(d)) != NULL) {
     if (ent->d_name[0] == '.') continue; /* hidden files and directories, and . and .. */
     char *path = join_path(dir, ent->d_name);
-    rc = path ? walk_entry(l, path, &here, err) : -ENOMEM;
+    rc = path ? walk_entry(w, path) : -ENOMEM;
   }
   closedir(d);
+  return rc;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A symlinked directory that contains the link itself: following it would never end. */
+static int check_cycle(walk_ctx *w, const char *link) {
+  char *target = realpath(link, NULL), *slash = strrchr(link, '/'), *parent = NULL;
+  if (slash) {
+    char *dir = strndup(link, (size_t)(slash - link) + (slash == link));
+    parent = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+  } else {
+    parent = realpath(".", NULL);
+  }
+  size_t n = target ? strlen(target) : 0;
+  bool cycle = target && parent && strncmp(parent, target, n) == 0 && (parent[n] == '\0' || parent[n] == '/' || n == 1);
+  int rc = cycle ? pb_err_set(w->err, "%s: symlink loop: it leads back to %s (expected a directory tree without cycles)",
+                              link, target)
+                 : 0;
+  free(target);
+  free(parent);
+  return rc;
+}
+
+/* The symlinked directories, after the real tree: a directory reachable by its real path is listed under
+ * it whatever readdir's order, and a link adds only what nothing else reaches (each directory is walked
+ * once).  Taken in name order, links found inside them too, so the listing is deterministic.  Frees the
+ * walk's state; rc is the walk's result so far (nothing more is walked after an error). */
+static int walk_links(walk_ctx *w, int rc) {
+  for (size_t i = 0; rc == 0 && i < w->nlinks; i++) {
+    qsort(w->links + i, w->nlinks - i, sizeof *w->links, cmp_str);
+    struct stat st;
+    rc = check_cycle(w, w->links[i]);
+    if (!rc && stat(w->links[i], &st) == 0 && S_ISDIR(st.st_mode)) rc = walk_dir(w, w->links[i], &st);
+  }
+  for (size_t i = 0; i < w->nlinks; i++) free(w->links[i]);
+  free(w->links);
+  free(w->seen);
   return rc;
 }
 
@@ -109,7 +198,8 @@ static int cmp_path(const void *a, const void *b) {
 /* A directory's files come sorted by full path wherever it is named (dataset.path, a glob, a list line). */
 static int walk_sorted(pb_file_list *l, const char *dir, const struct stat *st, pb_err *err) {
   size_t first = l->count;
-  int rc = walk_dir(l, dir, st, NULL, err);
+  walk_ctx w = {.l = l, .err = err};
+  int rc = walk_links(&w, walk_dir(&w, dir, st));
   if (rc == 0 && l->count > first) qsort(l->files + first, l->count - first, sizeof *l->files, cmp_path);
   return rc;
 }

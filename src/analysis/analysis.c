@@ -120,8 +120,10 @@ static int find_device_parent(const pb_analysis *a) {
 
 static int cmp_step_end(const void *x, const void *y, void *steps) {
   const pb_step *st = steps;
-  uint64_t a = pb_step_end_ns(&st[*(const size_t *)x]), b = pb_step_end_ns(&st[*(const size_t *)y]);
-  return (a > b) - (a < b);
+  size_t i = *(const size_t *)x, j = *(const size_t *)y;
+  uint64_t a = pb_step_end_ns(&st[i]), b = pb_step_end_ns(&st[j]);
+  if (a != b) return (a > b) - (a < b);
+  return (i < j) - (i > j); /* ties: the lowest index last, where the search lands (as the old scan chose) */
 }
 
 /* Steps by end time: with several devices (and exchanges) completion order is not quite end order, and

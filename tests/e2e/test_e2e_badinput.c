@@ -118,6 +118,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
+  umount2(tmp_path("tiny-fs"), MNT_DETACH); /* when a failed test left it mounted (else: nothing, EINVAL) */
   free((void *)k_jpeg_cfg);
   free((void *)k_tfr_cfg);
   free((void *)k_npy_cfg);
