@@ -90,14 +90,14 @@ static void build_record(fixture *f) {
   snprintf(r->steps_failure, sizeof r->steps_failure, "device 1: \"failed\"\n(twice)");
   r->nsteps = 3;
   r->steps = calloc(3, sizeof *r->steps);
-  r->steps[0] = (pb_step){START_NS, START_NS + 5, 0, 0, START_NS + 7, START_NS + 3600 * SEC + 1, 256,
+  r->steps[0] = (pb_step){START_NS - 5, START_NS + 5, /* a time before start_ns: negative in the header */ 0, 0, START_NS + 7, START_NS + 3600 * SEC + 1, 256,
                           PB_BATCH_KEY(0), 4, 0, false, 0, 0};
   r->steps[1] = (pb_step){START_NS + 3600 * SEC + 1, START_NS + 3600 * SEC + 900, START_NS + 3600 * SEC + 901,
                           START_NS + 3600 * SEC + 950, START_NS + 3600 * SEC + 999, START_NS + 3650 * SEC + 3,
                           (1ull << 55) + 3, PB_BATCH_KEY(1ull << 55), 4, 1, true, START_NS + 3650 * SEC + 4,
                           START_NS + 3650 * SEC + 900};
   r->steps[2] = (pb_step){START_NS + 3600 * SEC + 1, START_NS + 3600 * SEC + 2, START_NS + 3000 * SEC,
-                          START_NS + 3000 * SEC + 1, START_NS + 3600 * SEC + 2, START_NS + 3700 * SEC + 999, 256,
+                          START_NS + 3000 * SEC + 1, START_NS + 3600 * SEC + 2, START_NS + (1ull << 54) + 999, 256,
                           PB_BATCH_KEY(2), 4, 0, true, 0, 0};
   r->nstages = 3;
   stage(&r->stages[0], "aug", "map", 2, 0);
@@ -156,6 +156,9 @@ static void build_record(fixture *f) {
   snprintf(r->first_errors[1].message, sizeof r->first_errors[1].message, "x");
   r->cpu_s = 1.0 / 7.0;
   r->ncpu = 16;
+  r->planned_bytes = (1ull << 60) + 1; /* past 2^53: a decimal string */
+  r->trace_bytes = 41943040;
+  r->peak_rss_bytes = 123456789;
   r->traced = true;
   /* queue fill over time: fills quantized as sampled; a series that stays full */
   pb_timeline *tl = calloc(1, sizeof *tl);
@@ -271,6 +274,9 @@ static void assert_records_equal(const pb_record *a, const pb_record *b) {
     assert_string_equal(a->first_errors[i].message, b->first_errors[i].message);
   }
   assert_same_double(a->cpu_s, b->cpu_s);
+  assert_int_equal(a->planned_bytes, b->planned_bytes);
+  assert_int_equal(a->trace_bytes, b->trace_bytes);
+  assert_int_equal(a->peak_rss_bytes, b->peak_rss_bytes);
   assert_int_equal(a->ncpu, b->ncpu);
   assert_int_equal(a->traced, b->traced);
   assert_int_equal(a->timeline != NULL, b->timeline != NULL);
