@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Soak (issue 9): one long run of a real-data JPEG pipeline (read -> decode -> RandomResizedCrop ->
+flip -> normalize -> shuffle -> batch -> prefetch -> h2d, emulated device), its resident set sampled
+from /proc/PID/status every few seconds.  Flat RSS means nothing leaks and nothing grows with the run's
+length except what the run records on purpose: one step record per device step (sizeof(pb_step), 88
+bytes), which the script subtracts and reports beside the raw figures.
+
+    bench/soak.py [--bin build-release/pipebench] [--seconds 600] [--every 5] [--step-ms 20]
+                  [--trace] [--csv FILE]
+
+Prints the RSS at the end of the first minute, at the end, the maximum, the growth after the first
+minute (raw, and net of the step records), the steps, and the report's memory section (planned bytes
+and peak RSS).  Without --trace the run is untraced (--no-trace): the event rings are fixed-size anyway
+(see METRICS.md "memory"), and untraced runs are what a long soak in practice is.
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+STEP_RECORD_BYTES = 88  # sizeof(pb_step), src/steps.h
+
+
+def rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def config(data, step_ms):
+    return {
+        "name": "soak", "seed": 1,
+        "dataset": {"path": data, "format": "jpeg",
+                    "generate": {"num_files": 512, "samples_per_file": 1,
+                                 "image": {"width": 500, "height": 375, "quality": 90}}},
+        "stages": [
+            {"name": "read", "type": "read", "threads": 1},
+            {"name": "decode", "type": "decode", "threads": 1},
+            {"name": "augment", "type": "map", "threads": 1,
+             "ops": [{"op": "random_resized_crop", "size": 224}, {"op": "flip", "p": 0.5},
+                     {"op": "normalize", "dtype": "uint8"}]},
+            {"name": "shuffle", "type": "shuffle", "buffer": 256},
+            {"name": "batch", "type": "batch", "size": 8, "drop_remainder": True},
+            {"name": "prefetch", "type": "prefetch", "depth": 4},
+            {"name": "h2d", "type": "h2d", "pinned": True}],
+        "device": {"kind": "emulated", "step_ms": step_ms},
+        "run": {"epochs": 1000000, "warmup_steps": 5, "on_error": "skip"},
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default="build-release/pipebench")
+    ap.add_argument("--seconds", type=int, default=600)
+    ap.add_argument("--every", type=float, default=5.0)
+    ap.add_argument("--step-ms", type=float, default=20.0)
+    ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--csv")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="pipebench-soak-")
+    cfg_path = os.path.join(tmp, "soak.json")
+    with open(cfg_path, "w") as f:
+        json.dump(config(os.path.join(tmp, "data"), a.step_ms), f)
+    subprocess.run([a.bin, "gen", "--config", cfg_path, "--quiet"], check=True)
+    out = os.path.join(tmp, "out")
+    cmd = [a.bin, "run", "--config", cfg_path, "--quiet", "--out", out, "--format", "json",
+           "--set", f"run.duration_s={a.seconds}"] + ([] if a.trace else ["--no-trace"])
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd)
+    samples = []  # (seconds, rss_kb)
+    while p.poll() is None:
+        kb = rss_kb(p.pid)
+        if kb is not None:
+            samples.append((time.monotonic() - t0, kb))
+        time.sleep(a.every)
+    if p.returncode != 0:
+        sys.exit(f"soak: pipebench exited {p.returncode}")
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    steps = rep["steps"]["count"] + rep["config"]["run"]["warmup_steps"]
+    if a.csv:
+        with open(a.csv, "w") as f:
+            f.write("seconds,rss_kb\n")
+            for s, kb in samples:
+                f.write(f"{s:.1f},{kb}\n")
+    after_min = [kb for s, kb in samples if s >= 60] or [kb for _, kb in samples]
+    first, last, peak = after_min[0], samples[-1][1], max(kb for _, kb in samples)
+    steps_after_min = steps * (1 - 60 / max(a.seconds, 60))
+    record_kb = steps_after_min * STEP_RECORD_BYTES / 1024
+    print(f"machine: {platform.node()} ({os.cpu_count()} CPUs), {platform.platform()}")
+    print(f"run: {a.seconds} s, step_ms {a.step_ms}, {'traced' if a.trace else 'untraced'}, "
+          f"{steps} steps, {rep['throughput']['samples_per_s']:.1f} samples/s, {len(samples)} RSS samples")
+    print(f"RSS: at 60 s {first / 1024:.1f} MB, at the end {last / 1024:.1f} MB, max {peak / 1024:.1f} MB")
+    print(f"growth after the first minute: {(last - first) / 1024:+.2f} MB raw; step records "
+          f"{record_kb / 1024:.2f} MB; net {(last - first - record_kb) / 1024:+.2f} MB")
+    m = rep["memory"]
+    print(f"report memory: planned {m['planned_bytes'] / 1e6:.0f} MB, trace {m['trace_bytes'] / 1e6:.0f} MB, "
+          f"peak RSS {m['peak_rss_bytes'] / 1e6:.0f} MB; accounting balanced: {rep['accounting']['balanced']}")
+
+
+if __name__ == "__main__":
+    main()
