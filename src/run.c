@@ -272,7 +272,9 @@ static int write_json(run_ctx *c, const pb_report *r) {
  * so the end-to-end tests can signal the report-writing phase deterministically (test_e2e_signals.c). */
 static void debug_hold_outputs(void) {
   const char *ms = getenv("PB_DEBUG_HOLD_OUTPUTS_MS");
-  if (ms && atoi(ms) > 0) pb_sleep_until_ns(pb_now_ns() + (uint64_t)atoi(ms) * 1000000u);
+  uint64_t end = ms && atoi(ms) > 0 ? pb_now_ns() + (uint64_t)atoi(ms) * 1000000u : 0;
+  while (pb_now_ns() < end) /* in slices: TSan delivers a signal only at its next intercepted call */
+    pb_sleep_until_ns(PB_MIN(end, pb_now_ns() + 10000000u));
 }
 
 /* report.json first (small, and what scripts read), then the trace and the views.  After a signal they are
