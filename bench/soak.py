@@ -6,7 +6,7 @@ length except what the run records on purpose: one step record per device step (
 bytes), which the script subtracts and reports beside the raw figures.
 
     bench/soak.py [--bin build-release/pipebench] [--seconds 600] [--every 5] [--step-ms 20]
-                  [--trace] [--csv FILE]
+                  [--trace] [--no-augment] [--csv FILE]
 
 Prints the RSS at the end of the first minute, at the end, the maximum, the growth after the first
 minute (raw, and net of the step records), the steps, and the report's memory section (planned bytes
@@ -36,7 +36,7 @@ def rss_kb(pid):
     return None
 
 
-def config(data, step_ms):
+def config(data, step_ms, augment=True):
     return {
         "name": "soak", "seed": 1,
         "dataset": {"path": data, "format": "jpeg",
@@ -44,10 +44,10 @@ def config(data, step_ms):
                                  "image": {"width": 500, "height": 375, "quality": 90}}},
         "stages": [
             {"name": "read", "type": "read", "threads": 1},
-            {"name": "decode", "type": "decode", "threads": 1},
+            {"name": "decode", "type": "decode", "threads": 1}] + ([
             {"name": "augment", "type": "map", "threads": 1,
              "ops": [{"op": "random_resized_crop", "size": 224}, {"op": "flip", "p": 0.5},
-                     {"op": "normalize", "dtype": "uint8"}]},
+                     {"op": "normalize", "dtype": "uint8"}]}] if augment else []) + [
             {"name": "shuffle", "type": "shuffle", "buffer": 256},
             {"name": "batch", "type": "batch", "size": 8, "drop_remainder": True},
             {"name": "prefetch", "type": "prefetch", "depth": 4},
@@ -64,12 +64,13 @@ def main():
     ap.add_argument("--every", type=float, default=5.0)
     ap.add_argument("--step-ms", type=float, default=20.0)
     ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--no-augment", action="store_true", help="leave out the map stage (a control)")
     ap.add_argument("--csv")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="pipebench-soak-")
     cfg_path = os.path.join(tmp, "soak.json")
     with open(cfg_path, "w") as f:
-        json.dump(config(os.path.join(tmp, "data"), a.step_ms), f)
+        json.dump(config(os.path.join(tmp, "data"), a.step_ms, not a.no_augment), f)
     subprocess.run([a.bin, "gen", "--config", cfg_path, "--quiet"], check=True)
     out = os.path.join(tmp, "out")
     cmd = [a.bin, "run", "--config", cfg_path, "--quiet", "--out", out, "--format", "json",
