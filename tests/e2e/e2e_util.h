@@ -182,13 +182,15 @@ static E2E_UNUSED result *run_argv(const char *const *argv, double timeout_s, co
   return &r;
 }
 
-/* Runs pipebench with args to completion (killed past PB_CHILD_TIMEOUT_S).  The result is static: the
- * next call overwrites it. */
-static E2E_UNUSED result *run_pb(const char **args) {
+/* Runs `prefix` (NULL-terminated, may be NULL: e.g. setpriv ...) then pipebench with args, to completion
+ * (killed past PB_CHILD_TIMEOUT_S).  The result is static: the next call overwrites it. */
+static E2E_UNUSED result *run_pb_with(const char *const *prefix, const char **args) {
   const char *argv[64];
-  pb_argv(argv, 64, NULL, args);
+  pb_argv(argv, 64, prefix, args);
   return run_argv(argv, PB_CHILD_TIMEOUT_S, args[0]);
 }
+
+static E2E_UNUSED result *run_pb(const char **args) { return run_pb_with(NULL, args); }
 
 /* One line on stderr, "pipebench: ...", containing `what` (NULL: anything). */
 static E2E_UNUSED void assert_one_error_line(const result *r, int status, const char *what) {

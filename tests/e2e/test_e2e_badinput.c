@@ -31,10 +31,10 @@ static void sh(const char *fmt, ...) {
   if (system(cmd) != 0) fail_msg("command failed: %s", cmd);
 }
 
-/* The first file (sorted) of a directory the suite made. */
-static const char *first_file(const char *dir, const char *name_prefix) {
+/* <dir>/<name> (one static buffer: the next call overwrites it). */
+static const char *in_dir(const char *dir, const char *name) {
   static char path[600];
-  snprintf(path, sizeof path, "%s/%s", dir, name_prefix);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   return path;
 }
 
@@ -78,12 +78,6 @@ static const char *const *unprivileged(void) {
   static const char *const as_root[] = {"/usr/bin/setpriv", "--bounding-set=-dac_override,-dac_read_search", NULL};
   static const char *const as_user[] = {NULL};
   return geteuid() == 0 ? as_root : as_user;
-}
-
-static result *run_pb_prefixed(const char *const *prefix, const char **args) {
-  const char *argv[64];
-  pb_argv(argv, 64, prefix, args);
-  return run_argv(argv, PB_CHILD_TIMEOUT_S, args[0]);
 }
 
 /* ---------- the datasets: generated once, copied per case ---------- */
@@ -364,14 +358,14 @@ static void expect_bad_sample(const char *cfg, const char *dir, const char *bad_
   char set_path[500];
   snprintf(set_path, sizeof set_path, "dataset.path=%s", dir);
   const char *out = out_dir("bad");
-  result *r = run_pb_prefixed(prefix, ARGS("run", "--config", cfg, "--quiet", "--out", out, "--set", set_path, "--set",
+  result *r = run_pb_with(prefix, ARGS("run", "--config", cfg, "--quiet", "--out", out, "--set", set_path, "--set",
                                            "run.on_error=fail"));
   assert_one_error_line(r, 1, what);
   char head[700];
   snprintf(head, sizeof head, "pipebench: %s: ", bad_file);
   if (strncmp(r->err, head, strlen(head)) != 0) fail_msg("the line does not start with the file: %s", r->err);
   if (strstr(r->err + strlen(head), bad_file)) fail_msg("the file is named twice: %s", r->err);
-  r = run_pb_prefixed(prefix, ARGS("run", "--config", cfg, "--quiet", "--out", out, "--set", set_path));
+  r = run_pb_with(prefix, ARGS("run", "--config", cfg, "--quiet", "--out", out, "--set", set_path));
   if (r->status != 0) fail_msg("on_error skip: exit %d: %s", r->status, r->err);
   cJSON *rep = load_report(out);
   assert_accounting_balances(rep);
@@ -390,7 +384,7 @@ static void test_bad_jpegs(void **state) {
                                      "corrupt", "not a JPEG", "65500x65500"};
   for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
     const char *dir = copy_dataset("jpeg", kinds[k]);
-    const char *f = first_file(dir, "img-00000000.jpg");
+    const char *f = in_dir(dir, "img-00000000.jpg");
     long n = file_size(f);
     if (k == 0) assert_int_equal(truncate(f, 0), 0);
     if (k == 1) assert_int_equal(truncate(f, 300), 0);
@@ -416,15 +410,15 @@ static void test_bad_jpegs(void **state) {
 
 static void test_unreadable_and_broken_links(void **state) {
   const char *dir = copy_dataset("jpeg", "perm");
-  const char *f = first_file(dir, "img-00000000.jpg");
+  const char *f = in_dir(dir, "img-00000000.jpg");
   assert_int_equal(chmod(f, 0), 0);
   expect_bad_sample(k_jpeg_cfg, dir, f, "Permission denied", 1, unprivileged());
   dir = copy_dataset("jpeg", "dangling");
   sh("ln -s /nonexistent/pb '%s/img-zz-dangling.jpg'", dir);
-  expect_bad_sample(k_jpeg_cfg, dir, first_file(dir, "img-zz-dangling.jpg"), "No such file", 1, k_no_prefix);
+  expect_bad_sample(k_jpeg_cfg, dir, in_dir(dir, "img-zz-dangling.jpg"), "No such file", 1, k_no_prefix);
   dir = copy_dataset("jpeg", "selflink");
   sh("ln -s img-zz-self.jpg '%s/img-zz-self.jpg'", dir);
-  expect_bad_sample(k_jpeg_cfg, dir, first_file(dir, "img-zz-self.jpg"), "symbolic links", 1, k_no_prefix);
+  expect_bad_sample(k_jpeg_cfg, dir, in_dir(dir, "img-zz-self.jpg"), "symbolic links", 1, k_no_prefix);
 }
 
 /* Offset of record k in a TFRecord file (8-byte length, 4-byte crc, data, 4-byte crc). */
@@ -442,20 +436,20 @@ static void test_bad_tfrecords(void **state) {
   /* 4 records per file.  A bad data CRC loses that record; a bad length CRC, a length past the end or a
    * truncated file loses the rest of the file (one error each: the framing cannot be trusted after it). */
   const char *dir = copy_dataset("tfr", "datacrc");
-  const char *f = first_file(dir, "shard-00000.tfrecord");
+  const char *f = in_dir(dir, "shard-00000.tfrecord");
   long off = tfrecord_offset(f, 1);
   uint8_t x = 0x5A;
   write_bytes_at(f, off + 12 + 20, &x, 1);
   expect_bad_sample(k_tfr_cfg, dir, f, "data crc mismatch", 1, k_no_prefix);
 
   dir = copy_dataset("tfr", "lencrc");
-  f = first_file(dir, "shard-00000.tfrecord");
+  f = in_dir(dir, "shard-00000.tfrecord");
   uint64_t big = 1ull << 40;
   write_bytes_at(f, tfrecord_offset(f, 2), &big, 8);
   expect_bad_sample(k_tfr_cfg, dir, f, "length crc mismatch", 1, k_no_prefix);
 
   dir = copy_dataset("tfr", "pastend"); /* a length with a valid CRC that points past the end */
-  f = first_file(dir, "shard-00000.tfrecord");
+  f = in_dir(dir, "shard-00000.tfrecord");
   off = tfrecord_offset(f, 2);
   uint8_t hdr[12];
   uint64_t len = (uint64_t)file_size(f) * 4;
@@ -466,7 +460,7 @@ static void test_bad_tfrecords(void **state) {
   expect_bad_sample(k_tfr_cfg, dir, f, "rest of the file", 1, k_no_prefix);
 
   dir = copy_dataset("tfr", "truncated");
-  f = first_file(dir, "shard-00000.tfrecord");
+  f = in_dir(dir, "shard-00000.tfrecord");
   assert_int_equal(truncate(f, file_size(f) - 100), 0);
   expect_bad_sample(k_tfr_cfg, dir, f, "truncated record", 1, k_no_prefix);
 }
@@ -487,19 +481,19 @@ static void npy_set_shape(const char *f, const char *from, const char *to) {
 static void test_npy_headers_that_lie(void **state) {
   /* 4 samples of 600 bytes per file: shape (4, 600) */
   const char *dir = copy_dataset("npy", "bigger");
-  const char *f = first_file(dir, "sample-00000000.npy");
+  const char *f = in_dir(dir, "sample-00000000.npy");
   npy_set_shape(f, "(4, 600)", "(4, 900)");
   expect_bad_sample(k_npy_cfg, dir, f, "expected 3600", 1, k_no_prefix);
   dir = copy_dataset("npy", "smaller");
-  f = first_file(dir, "sample-00000000.npy");
+  f = in_dir(dir, "sample-00000000.npy");
   npy_set_shape(f, "(4, 600)", "(4, 60)");
   expect_bad_sample(k_npy_cfg, dir, f, "expected 240", 1, k_no_prefix);
   dir = copy_dataset("npy", "magic");
-  f = first_file(dir, "sample-00000000.npy");
+  f = in_dir(dir, "sample-00000000.npy");
   write_bytes_at(f, 1, "JUNK", 4);
   expect_bad_sample(k_npy_cfg, dir, f, "magic", 1, k_no_prefix);
   dir = copy_dataset("npy", "hdrlen"); /* the header length points past the end of the file */
-  f = first_file(dir, "sample-00000000.npy");
+  f = in_dir(dir, "sample-00000000.npy");
   uint16_t hl = 0xFFF0;
   write_bytes_at(f, 8, &hl, 2);
   expect_bad_sample(k_npy_cfg, dir, f, ".npy", 1, k_no_prefix);
@@ -507,8 +501,8 @@ static void test_npy_headers_that_lie(void **state) {
 
 static void test_broken_npz(void **state) {
   const char *dir = copy_dataset("npz", "trunc");
-  const char *f = first_file(dir, "records-00000000.npz");
-  if (file_size(f) < 0) f = first_file(dir, "sample-00000000.npz");
+  const char *f = in_dir(dir, "records-00000000.npz");
+  if (file_size(f) < 0) f = in_dir(dir, "sample-00000000.npz");
   assert_true(file_size(f) > 0);
   assert_int_equal(truncate(f, file_size(f) / 2), 0);
   expect_bad_sample(k_npz_cfg, dir, f, "npz", 1, k_no_prefix);
@@ -522,12 +516,12 @@ static void test_outputs_that_cannot_be_written(void **state) {
                         "/dev/full: cannot create the output directory");
   const char *ro = tmp_path("read-only");
   assert_int_equal(mkdir(ro, 0555), 0);
-  result *r = run_pb_prefixed(unprivileged(), ARGS("run", "--config", cfg, "--quiet", "--out", ro));
+  result *r = run_pb_with(unprivileged(), ARGS("run", "--config", cfg, "--quiet", "--out", ro));
   assert_one_error_line(r, 1, "Permission denied");
   assert_non_null(strstr(r->err, ro));
   char sub[400];
   snprintf(sub, sizeof sub, "%s/sub", ro);
-  assert_one_error_line(run_pb_prefixed(unprivileged(), ARGS("run", "--config", cfg, "--quiet", "--out", sub)), 1,
+  assert_one_error_line(run_pb_with(unprivileged(), ARGS("run", "--config", cfg, "--quiet", "--out", sub)), 1,
                         "cannot create the output directory");
   /* stdout that cannot take the report */
   const char *argv[] = {"/bin/sh", "-c", NULL, NULL};

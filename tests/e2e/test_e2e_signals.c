@@ -71,6 +71,13 @@ static const char *big_gen_config(const char *name) {
                       name, g_tmp, name);
 }
 
+/* Until big_gen_config(name)'s first image is written: gen is under way, whatever the machine's speed. */
+static void wait_for_first_image(const child *c, const char *name) {
+  char first[400];
+  snprintf(first, sizeof first, "%s/data-%s/img-00000000.jpg", g_tmp, name);
+  wait_for_file(c, first, 30);
+}
+
 static void expect_incomplete_dataset(const char *name) {
   char path[400];
   snprintf(path, sizeof path, "%s/data-%s/.pipebench-dataset.json", g_tmp, name);
@@ -81,9 +88,7 @@ static void expect_incomplete_dataset(const char *name) {
 static void test_gen(void **state) {
   child c;
   start(&c, ARGS("gen", "--config", big_gen_config("gen"), "--quiet"));
-  char first[400];
-  snprintf(first, sizeof first, "%s/data-gen/img-00000000.jpg", g_tmp);
-  wait_for_file(&c, first, 30); /* writing, whatever the machine's speed */
+  wait_for_first_image(&c, "gen");
   result *r = signal_and_wait(&c, SIGINT);
   expect_quick_130(r, "gen");
   assert_one_error_line(r, 130, "interrupted after");
@@ -96,9 +101,7 @@ static void test_run_generating_first(void **state) {
   child c;
   const char *out = out_dir("gen-first");
   start(&c, ARGS("run", "--config", big_gen_config("genfirst"), "--quiet", "--out", out));
-  char first[400];
-  snprintf(first, sizeof first, "%s/data-genfirst/img-00000000.jpg", g_tmp);
-  wait_for_file(&c, first, 30);
+  wait_for_first_image(&c, "genfirst");
   result *r = signal_and_wait(&c, SIGTERM);
   expect_quick_130(r, "run, generating its dataset");
   assert_non_null(strstr(r->err, "interrupted after"));
@@ -149,7 +152,7 @@ static void test_measuring_sigterm(void **state) { measuring(SIGTERM, "measuring
 /* ---------- writing the report ---------- */
 
 /* A traced run as fast as it goes (a long trace to write); PB_DEBUG_HOLD_OUTPUTS_MS holds the writer after
- * report.json so that the signal lands in the writing phase every time. */
+ * report.json so that the signal lands in the writing phase every time.  Returns once report.json exists. */
 static void start_writer(child *c, const char *name, int hold_ms) {
   char hold[32];
   snprintf(hold, sizeof hold, "%d", hold_ms);
@@ -162,14 +165,14 @@ static void start_writer(child *c, const char *name, int hold_ms) {
                              name),
                 "--quiet", "--out", out_dir(name)));
   unsetenv("PB_DEBUG_HOLD_OUTPUTS_MS");
+  char report[400];
+  snprintf(report, sizeof report, "%s/report.json", out_dir(name));
+  wait_for_file(c, report, 30);
 }
 
 static void test_report_writing(void **state) {
   child c;
   start_writer(&c, "writing", 300);
-  char report[400];
-  snprintf(report, sizeof report, "%s/report.json", out_dir("writing"));
-  wait_for_file(&c, report, 30);
   result *r = signal_and_wait(&c, SIGINT);
   expect_quick_130(r, "report writing");
   /* the run was over: its report stands as measured (not marked interrupted), only the exit says 130 */
@@ -182,9 +185,6 @@ static void test_report_writing(void **state) {
 static void test_second_signal_is_immediate(void **state) {
   child c;
   start_writer(&c, "second", 30000);
-  char report[400];
-  snprintf(report, sizeof report, "%s/report.json", out_dir("second"));
-  wait_for_file(&c, report, 30);
   assert_int_equal(kill(c.pid, SIGINT), 0);
   usleep(300 * 1000);
   assert_true(running(&c)); /* the first signal alone waits for the writer */
