@@ -2,15 +2,17 @@
 """Soak (issue 9): one long run of a real-data JPEG pipeline (read -> decode -> RandomResizedCrop ->
 flip -> normalize -> shuffle -> batch -> prefetch -> h2d, emulated device), its resident set sampled
 from /proc/PID/status every few seconds.  Flat RSS means nothing leaks and nothing grows with the run's
-length except what the run records on purpose: one step record per device step (sizeof(pb_step), 88
-bytes), which the script subtracts and reports beside the raw figures.
+length.  The step record (sizeof(pb_step), 88 bytes per device step) is held in memory only up to
+PB_STEPS_IN_MEMORY (8192) records; later ones go to an unlinked file in the output directory
+(src/steps_spill.c), so past ~8192 steps it adds nothing.  The script reports the growth raw, net of
+the step records still held in memory, and split into anonymous memory (heap, stacks) and file pages.
 
     bench/soak.py [--bin build-release/pipebench] [--seconds 600] [--every 5] [--step-ms 20]
                   [--trace] [--no-augment] [--csv FILE]
 
 Prints the RSS at the end of the first minute, at the end, the maximum, the growth after the first
-minute (raw, and net of the step records), the steps, and the report's memory section (planned bytes
-and peak RSS).  Without --trace the run is untraced (--no-trace): the event rings are fixed-size anyway
+minute (raw, net of the step records, anonymous and file-backed), the number of memory mappings, the
+steps, and the report's memory section (planned bytes and peak RSS).  Without --trace the run is untraced (--no-trace): the event rings are fixed-size anyway
 (see METRICS.md "memory"), and untraced runs are what a long soak in practice is.
 """
 import argparse
@@ -23,17 +25,23 @@ import tempfile
 import time
 
 STEP_RECORD_BYTES = 88  # sizeof(pb_step), src/steps.h
+STEPS_IN_MEMORY = 8192  # PB_STEPS_IN_MEMORY, src/steps.h
 
 
-def rss_kb(pid):
+def memory_kb(pid):
+    """(VmRSS, RssAnon, RssFile, mappings) in KB (mappings: a count), or None once the process is gone."""
     try:
+        got = {}
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
+                key = line.split(":")[0]
+                if key in ("VmRSS", "RssAnon", "RssFile"):
+                    got[key] = int(line.split()[1])
+        with open(f"/proc/{pid}/maps") as f:
+            maps = sum(1 for _ in f)
+        return got["VmRSS"], got["RssAnon"], got["RssFile"], maps
+    except (OSError, KeyError):
         return None
-    return None
 
 
 def config(data, step_ms, augment=True):
@@ -77,11 +85,11 @@ def main():
            "--set", f"run.duration_s={a.seconds}"] + ([] if a.trace else ["--no-trace"])
     t0 = time.monotonic()
     p = subprocess.Popen(cmd)
-    samples = []  # (seconds, rss_kb)
+    samples = []  # (seconds, (rss_kb, anon_kb, file_kb, mappings))
     while p.poll() is None:
-        kb = rss_kb(p.pid)
-        if kb is not None:
-            samples.append((time.monotonic() - t0, kb))
+        m = memory_kb(p.pid)
+        if m is not None:
+            samples.append((time.monotonic() - t0, m))
         time.sleep(a.every)
     if p.returncode != 0:
         sys.exit(f"soak: pipebench exited {p.returncode}")
@@ -90,19 +98,23 @@ def main():
     steps = rep["steps"]["count"] + rep["config"]["run"]["warmup_steps"]
     if a.csv:
         with open(a.csv, "w") as f:
-            f.write("seconds,rss_kb\n")
-            for s, kb in samples:
-                f.write(f"{s:.1f},{kb}\n")
-    after_min = [kb for s, kb in samples if s >= 60] or [kb for _, kb in samples]
-    first, last, peak = after_min[0], samples[-1][1], max(kb for _, kb in samples)
-    steps_after_min = steps * (1 - 60 / max(a.seconds, 60))
-    record_kb = steps_after_min * STEP_RECORD_BYTES / 1024
+            f.write("seconds,rss_kb,anon_kb,file_kb,mappings\n")
+            for s, m in samples:
+                f.write(f"{s:.1f},{m[0]},{m[1]},{m[2]},{m[3]}\n")
+    after_min = [m for s, m in samples if s >= 60] or [m for _, m in samples]
+    first, last = after_min[0], samples[-1][1]
+    peak = max(m[0] for _, m in samples)
+    steps_per_s = steps / max(a.seconds, 1)
+    held = lambda t: min(steps_per_s * t, STEPS_IN_MEMORY)  # step records in memory at time t
+    record_kb = (held(a.seconds) - held(60)) * STEP_RECORD_BYTES / 1024
     print(f"machine: {platform.node()} ({os.cpu_count()} CPUs), {platform.platform()}")
     print(f"run: {a.seconds} s, step_ms {a.step_ms}, {'traced' if a.trace else 'untraced'}, "
           f"{steps} steps, {rep['throughput']['samples_per_s']:.1f} samples/s, {len(samples)} RSS samples")
-    print(f"RSS: at 60 s {first / 1024:.1f} MB, at the end {last / 1024:.1f} MB, max {peak / 1024:.1f} MB")
-    print(f"growth after the first minute: {(last - first) / 1024:+.2f} MB raw; step records "
-          f"{record_kb / 1024:.2f} MB; net {(last - first - record_kb) / 1024:+.2f} MB")
+    print(f"RSS: at 60 s {first[0] / 1024:.1f} MB, at the end {last[0] / 1024:.1f} MB, max {peak / 1024:.1f} MB")
+    print(f"growth after the first minute: {(last[0] - first[0]) / 1024:+.2f} MB raw; step records "
+          f"{record_kb / 1024:.2f} MB; net {(last[0] - first[0] - record_kb) / 1024:+.2f} MB "
+          f"(anonymous {(last[1] - first[1]) / 1024:+.2f} MB, file {(last[2] - first[2]) / 1024:+.2f} MB; "
+          f"mappings {first[3]} -> {last[3]})")
     m = rep["memory"]
     print(f"report memory: planned {m['planned_bytes'] / 1e6:.0f} MB, trace {m['trace_bytes'] / 1e6:.0f} MB, "
           f"peak RSS {m['peak_rss_bytes'] / 1e6:.0f} MB; accounting balanced: {rep['accounting']['balanced']}")

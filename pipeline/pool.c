@@ -3,6 +3,7 @@
 #define PB_POOL_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,9 +59,33 @@ void pb_pool_close(pb_pool *p) {
   uv_mutex_destroy(&p->lock);
 }
 
+size_t pb_buf_size_class(size_t bytes) {
+  if (bytes <= 4096) return bytes;
+  size_t pow2 = 4096; /* the power of two below bytes */
+  while (pow2 * 2 < bytes) pow2 *= 2;
+  size_t step = pow2 / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+void pb_pool_expect(pb_pool *p, size_t bytes) {
+  atomic_store_explicit(&p->largest_bytes, pb_buf_size_class(bytes), memory_order_relaxed);
+}
+
 int pb_buf_grow(pb_buf *b, size_t bytes, size_t keep_bytes) {
   if (b->capacity_bytes >= bytes && b->data) return 0;
   size_t align = b->pool->align;
+  /* Grown to a size class, not to the byte, and at least to the largest its pool has needed so far.
+   * Samples of varying size would otherwise grow each buffer again and again by a few bytes, and every
+   * freed, slightly smaller block is a hole that no later (larger) request fits, so the heap crept up for
+   * the whole run (found by bench/soak.py).  Now a buffer grows at most once more after its pool has met
+   * its largest sample. */
+  bytes = pb_buf_size_class(bytes);
+  size_t largest = atomic_load_explicit(&b->pool->largest_bytes, memory_order_relaxed);
+  if (largest > bytes) bytes = largest;
+  while (bytes > largest &&
+         !atomic_compare_exchange_weak_explicit(&b->pool->largest_bytes, &largest, bytes, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
   size_t rounded = (bytes + align - 1) / align * align; /* aligned_alloc wants a multiple */
   void *data = mem_alloc(b->pool, rounded ? rounded : align);
   if (!data) return -ENOMEM;

@@ -4,6 +4,7 @@
 #ifndef PB_POOL_H
 #define PB_POOL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
@@ -34,6 +35,7 @@ struct pb_pool {
   bool cancelled;
   size_t buf_bytes;
   size_t align;
+  _Atomic size_t largest_bytes; /* the largest capacity any of its buffers grew to (pb_buf_grow) */
   pb_pool_mem mem;              /* alloc NULL: aligned_alloc/free */
 };
 
@@ -47,6 +49,13 @@ int pb_pool_init_mem(pb_pool *p, int count, size_t buf_bytes, size_t align, cons
 int pb_buf_reserve(pb_buf *b, size_t bytes);
 /* The same, keeping the first keep_bytes of its contents. */
 int pb_buf_grow(pb_buf *b, size_t bytes, size_t keep_bytes);
+/* The capacity a buffer grows to for `bytes`: up to 4 KB exact, above it rounded up to an eighth of the
+ * power of two below (at most 12.5 % more), so buffers holding samples of varying size settle on a few
+ * sizes. */
+size_t pb_buf_size_class(size_t bytes);
+/* Tells a pool of growable buffers the size its payloads will need (e.g. the largest file of a dataset
+ * read whole): buffers then get it at their first use instead of growing to it one sample at a time. */
+void pb_pool_expect(pb_pool *p, size_t bytes);
 void pb_pool_close(pb_pool *p);
 /* A free buffer, waiting for one if needed; NULL once the pool is cancelled. */
 pb_buf *pb_pool_get(pb_pool *p);

@@ -81,9 +81,12 @@ static int map_init(pb_stage *s, pb_err *err) {
   return 0;
 }
 
-/* Grows *buf to at least bytes (steady state: never, once the largest image has been seen). */
+/* Grows *buf to at least bytes (steady state: never, once the largest image has been seen).  To a size
+ * class (pool.h), as pooled buffers do: random crops ask for a new record size now and then all run long,
+ * and growing to the byte left a trail of slightly-too-small holes in the heap. */
 static void *grow(void **buf, size_t *have, size_t bytes) {
   if (*have >= bytes) return *buf;
+  bytes = pb_buf_size_class(bytes);
   void *p = realloc(*buf, bytes);
   if (!p) return NULL;
   *buf = p;

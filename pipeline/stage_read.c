@@ -430,6 +430,10 @@ static int read_init(pb_stage *s, pb_err *err) {
     return pb_err_set(err, "out of memory for the read stage's buffers"), -ENOMEM;
   }
   st->pool_ready = true;
+  /* Files read whole are the samples: their buffers start at the largest file's size (up to the plan's
+   * estimate per buffer), so they do not grow, and leave holes in the heap, one file at a time. */
+  if (e->cfg->dataset.format == PB_FMT_JPEG)
+    pb_pool_expect(&st->pool, PB_MIN(largest_file(&e->files), s->sample_bytes));
   uv_mutex_init(&st->order_lock);
   uv_mutex_init(&st->bw_lock);
   st->epochs = pb_engine_source_epochs(e);

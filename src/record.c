@@ -1,9 +1,11 @@
 #include "record.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -46,11 +48,10 @@ static void stage_skipped(pb_stage_rec *sr, const pb_stage_cfg *sc, int index) {
   pb_hist_reset(&sr->hist);
 }
 
-static int copy_steps(pb_record *rec, const pb_steps *s) {
-  rec->steps = malloc((s->n ? s->n : 1) * sizeof *rec->steps);
-  if (!rec->steps) return -ENOMEM;
-  memcpy(rec->steps, s->v, s->n * sizeof *rec->steps);
+/* Takes the step record over from the run (no copy: it can be long, and mapped from its spill file). */
+static void take_steps(pb_record *rec, pb_steps *s) {
   rec->nsteps = s->n;
+  rec->steps = pb_steps_take(s, &rec->steps_map_bytes);
   rec->start_ns = s->start_ns;
   rec->start_unix_ns = pb_unix_ns() - (pb_now_ns() - s->start_ns);
   rec->window_start_ns = s->window_start_ns;
@@ -62,7 +63,6 @@ static int copy_steps(pb_record *rec, const pb_steps *s) {
   rec->peer_stopped = s->peer_stopped;
   rec->world_size = 1; /* the caller sets its rank in a job */
   snprintf(rec->steps_failure, sizeof rec->steps_failure, "%s", s->failure);
-  return 0;
 }
 
 static uint64_t trace_ring_bytes(const pb_engine *e) {
@@ -73,7 +73,7 @@ static uint64_t trace_ring_bytes(const pb_engine *e) {
   return bytes;
 }
 
-int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e, const pb_steps *s,
+int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e, pb_steps *s,
                        const pb_device *d, bool synthetic, bool interrupted, uint64_t queued_samples,
                        double cpu_s) {
   memset(rec, 0, sizeof *rec);
@@ -102,7 +102,10 @@ int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e,
   rec->peak_rss_bytes = getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0; /* KB on Linux */
   rec->nfirst_errors = e->nfirst_errors;
   memcpy(rec->first_errors, e->first_errors, sizeof rec->first_errors);
-  if (copy_steps(rec, s)) return -ENOMEM;
+  take_steps(rec, s);
+  rec->ceilings.memcpy_gb_per_s = rec->ceilings.h2d_gb_per_s = NAN; /* run.c looks the calibration up */
+  rec->ceilings.decode_images_per_s = rec->ceilings.read_mb_per_s = NAN;
+  snprintf(rec->ceilings.why, sizeof rec->ceilings.why, "not looked up");
   uint64_t window_ns = s->window_end_ns > s->window_start_ns ? s->window_end_ns - s->window_start_ns : 0;
   int next = 0;
   if (!e->stages[0].cfg) { /* the in-memory source: a row of its own */
@@ -129,8 +132,10 @@ void pb_record_free(pb_record *rec) {
     free(sr->workers);
     sr->workers = NULL;
   }
-  free(rec->steps);
+  if (rec->steps_map_bytes) munmap(rec->steps, rec->steps_map_bytes);
+  else free(rec->steps);
   rec->steps = NULL;
+  rec->steps_map_bytes = 0;
   free(rec->timeline);
   rec->timeline = NULL;
   free(rec->owned_cfg);

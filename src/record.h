@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "calibration.h"
 #include "config.h"
 #include "engine.h"
 #include "stats.h"
@@ -52,8 +53,9 @@ typedef struct pb_record {
   double idle_pct_cuda_events;     /* the CUDA-event timeline's idle % when CUPTI's replaced it, else NAN */
   uint64_t gpu_timestamps_dropped;
   /* steps (the device timeline) */
-  pb_step *steps;               /* owned copy, in completion order */
+  pb_step *steps;               /* owned, in completion order */
   size_t nsteps;
+  size_t steps_map_bytes;       /* steps is a mapping of the run's spill file (munmap), else 0 (free) */
   uint64_t start_ns;            /* when the run started (trace timestamps are relative to it) */
   uint64_t start_unix_ns;       /* the same moment on the wall clock (lines up the ranks of a job's trace) */
   uint64_t window_start_ns, window_end_ns;
@@ -79,10 +81,12 @@ typedef struct pb_record {
   uint64_t trace_bytes;         /* the per-worker event rings (fixed at start) */
   uint64_t peak_rss_bytes;      /* getrusage ru_maxrss at the end of the run (0: unknown, an older trace) */
   struct pb_timeline *timeline; /* queue fill over time (owned); NULL when not sampled (an older trace) */
+  pb_ceilings ceilings;         /* the machine's calibration, when there is one (calibration.h) */
 } pb_record;
 
-/* Builds the record of a joined run (copies everything it needs).  0 or -ENOMEM. */
-int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e, const pb_steps *s,
+/* Builds the record of a joined, finished run (pb_steps_finish): copies what it needs and takes the step
+ * record over from `s`.  0 or -ENOMEM. */
+int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e, pb_steps *s,
                        const pb_device *d, bool synthetic, bool interrupted, uint64_t queued_samples,
                        double cpu_s);
 void pb_record_free(pb_record *rec);

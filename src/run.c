@@ -179,6 +179,7 @@ static int execute(run_ctx *c) {
     return PB_EXIT_RUNTIME;
   }
   c->steps_ready = true;
+  pb_steps_spill_to(&c->steps, c->out_dir);
   int rc = pb_engine_start(&c->engine, &err);
   if (!rc) rc = pb_steps_start(&c->steps, &err);
   if (rc) {
@@ -192,6 +193,7 @@ static int execute(run_ctx *c) {
   pb_steps_join(&c->steps);
   pb_engine_join(&c->engine);
   c->queued_samples = pb_engine_drain(&c->engine);
+  if (pb_steps_finish(&c->steps)) return PB_EXIT_RUNTIME; /* the step record, whole again (steps_spill.c) */
   /* A GPU's own timeline (CUPTI) replaces the step intervals now that every step is in. */
   pb_device_finish(&c->device, c->steps.v, c->steps.n, c->steps.window_start_ns, c->steps.window_end_ns);
   return rc ? PB_EXIT_RUNTIME : 0;
@@ -319,6 +321,8 @@ static int report(run_ctx *c, double cpu0) {
     fprintf(stderr, "pipebench: out of memory for the run's record\n");
     goto out;
   }
+  /* The machine's ceilings, for the report's efficiency figures (calibration.h). */
+  pb_ceilings_lookup(c->cfg, c->opts->synthetic, strcmp(c->device.kind, "gpu") == 0, &rec->ceilings);
   if (c->opts->world_size > 1) {
     rec->rank = c->opts->rank;
     rec->world_size = c->opts->world_size;

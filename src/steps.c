@@ -19,6 +19,9 @@ int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d,
   if (s->cap > 65536) s->cap = 65536;
   s->v = malloc(s->cap * sizeof *s->v);
   if (!s->v) return -ENOMEM;
+  s->mem_limit = PB_STEPS_IN_MEMORY;
+  s->spill_fd = -1;
+  s->spill_off = true; /* until pb_steps_spill_to */
   uv_mutex_init(&s->lock);
   uv_cond_init(&s->changed);
   uv_cond_init(&s->dealt);
@@ -85,19 +88,15 @@ static void advance_window(pb_steps *s, pb_step *st, size_t idx) {
 
 static int record(pb_steps *s, const pb_step *st) {
   uv_mutex_lock(&s->lock);
-  if (s->n == s->cap) { /* epochs/duration runs: grow per step, never per sample */
-    pb_step *v = realloc(s->v, 2 * s->cap * sizeof *v);
-    if (!v) {
-      uv_mutex_unlock(&s->lock);
-      return -ENOMEM;
-    }
-    s->v = v;
-    s->cap *= 2;
+  if (pb_steps_make_room(s)) {
+    uv_mutex_unlock(&s->lock);
+    return -ENOMEM;
   }
   size_t idx = s->n++;
-  s->v[idx] = *st;
+  pb_step *slot = &s->v[idx - s->spilled];
+  *slot = *st;
   s->samples_consumed += st->samples;
-  advance_window(s, &s->v[idx], idx);
+  advance_window(s, slot, idx);
   uv_mutex_unlock(&s->lock);
   return 0;
 }
@@ -351,8 +350,7 @@ void pb_steps_close(pb_steps *s) {
   uv_cond_destroy(&s->dealt);
   uv_cond_destroy(&s->changed);
   uv_mutex_destroy(&s->lock);
-  free(s->v);
-  s->v = NULL;
+  pb_steps_free_record(s);
 }
 
 void pb_steps_get_live(pb_steps *s, pb_steps_live *out) {

@@ -140,7 +140,7 @@ static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
   if (!(rc = add(r))) return;
   if (donor >= 0) {
     const pb_stage_report d_copy = r->stages[donor], *d = &d_copy;
-    snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d --set stages.%s.threads=%d", b->name, t + 1,
+    snprintf(rc->action, sizeof rc->action, "--set stages.%.63s.threads=%d --set stages.%.63s.threads=%d", b->name, t + 1,
              d->name, d->threads - 1);
     rc->predicted_samples_per_s = predict(r, bi, new_cap, donor, d->capacity_per_s * (d->threads - 1) / d->threads);
     snprintf(rc->reason, sizeof rc->reason,

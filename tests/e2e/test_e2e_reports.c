@@ -2,6 +2,7 @@
  * inlined figures the same as report.json's), the CSV tables (--format csv), the live progress line (on a
  * terminal only, and never with --no-progress), report.html from `analyze` and from `sweep`.
  * The browser check (headless Chromium, no console errors) is tests/browser/check_report.sh. */
+#include <dirent.h>
 #include <pty.h>
 #include <sys/select.h>
 
@@ -169,6 +170,50 @@ static void test_analyze_writes_html(void **state) {
   assert_int_equal(cJSON_GetArraySize(at(d, "queues.series")), cJSON_GetArraySize(at(html_data(out_dir("analyze-run")), "queues.series")));
 }
 
+/* A run longer than the in-memory step record (PB_DEBUG_STEPS_IN_MEMORY=100 in place of 65536): the
+ * oldest records go to an unlinked file in the output directory and come back whole for the report, the
+ * step table and the trace, and nothing is left behind. */
+static void test_long_run_spills_step_record(void **state) {
+  const char *cfg = write_config("spill",
+                                 "{'name':'spill','seed':1,'dataset':{'format':'synthetic','shape':[64],'dtype':'uint8'},"
+                                 "'stages':[{'name':'batch','type':'batch','size':2},{'name':'h2d','type':'h2d'}],"
+                                 "'device':{'kind':'emulated','step_ms':0},'run':{'steps':3000,'warmup_steps':3}}");
+  const char *dir = out_dir("spill");
+  result *r = run_pb_with(ARGS("/usr/bin/env", "PB_DEBUG_STEPS_IN_MEMORY=100"),
+                          ARGS("run", "--config", cfg, "--quiet", "--out", dir, "--format", "json,csv,trace"));
+  if (r->status != 0) fail_msg("run: exit %d: %s", r->status, r->err);
+  assert_string_equal(r->err, "");
+  cJSON *rep = load_report(dir);
+  assert_float_equal(num(rep, "steps.count"), 3000, 0);
+  assert_accounting_balances(rep);
+  char path[600];
+  snprintf(path, sizeof path, "%s/steps.csv", dir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[1024];
+  assert_non_null(fgets(line, sizeof line, f)); /* header */
+  long want = 1;
+  while (fgets(line, sizeof line, f)) {
+    if (strtol(line, NULL, 10) != want) fail_msg("steps.csv: row %ld is step %ld", want, strtol(line, NULL, 10));
+    want++;
+  }
+  fclose(f);
+  assert_int_equal(want - 1, 3003); /* every step, warm-up included, in order */
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) fail_msg("left behind: %s", e->d_name);
+  closedir(d);
+  const char *again = out_dir("spill-again");
+  r = run_pb(ARGS("analyze", dir, "--out", again, "--quiet", "--format", "json"));
+  if (r->status != 0) fail_msg("analyze: exit %d: %s", r->status, r->err);
+  cJSON *re = load_report(again);
+  assert_float_equal(num(re, "steps.count"), 3000, 0);
+  assert_float_equal(num(re, "throughput.samples_per_s"), num(rep, "throughput.samples_per_s"), 0);
+  assert_float_equal(num(re, "device_idle_pct"), num(rep, "device_idle_pct"), 0);
+  assert_float_equal(num(re, "steps.p99_ms"), num(rep, "steps.p99_ms"), 0);
+}
+
 static void test_sweep_writes_html(void **state) {
   const char *cfg = config("sweep", 10);
   const char *dir = out_dir("sweep");
@@ -193,6 +238,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_progress_only_on_a_terminal, free_reports),
       cmocka_unit_test_teardown(test_analyze_writes_html, free_reports),
       cmocka_unit_test_teardown(test_sweep_writes_html, free_reports),
+      cmocka_unit_test_teardown(test_long_run_spills_step_record, free_reports),
   };
   return cmocka_run_group_tests(tests, setup, remove_tmp);
 }

@@ -67,11 +67,49 @@ static void test_cancel_wakes_getter(void **state) {
   pb_pool_close(&p);
 }
 
+/* Size classes: never less than asked, at most 12.5 % more above 4 KB, stable (a class is its own class),
+ * and few: every size from 120 KB + 1 to 128 KB lands on 128 KB (steps of 8 KB between 64 and 128 KB). */
+static void test_size_classes(void **state) {
+  (void)state;
+  for (size_t n = 1; n < (64u << 20); n = n * 3 / 2 + 1) {
+    size_t c = pb_buf_size_class(n);
+    assert_true(c >= n);
+    if (n > 4096) assert_true(c * 8 <= n * 9);
+    assert_int_equal(pb_buf_size_class(c), c);
+  }
+  for (size_t n = 120 * 1024 + 1; n <= 128 * 1024; n += 97) assert_int_equal(pb_buf_size_class(n), 128 * 1024);
+}
+
+/* A buffer grows to its pool's largest need so far (or what pb_pool_expect announced), so buffers of a
+ * pool settle on one size instead of growing a few bytes at a time (the soak's creeping heap). */
+static void test_buffers_grow_to_the_pools_largest(void **state) {
+  (void)state;
+  pb_pool p;
+  assert_int_equal(pb_pool_init(&p, 3, 0, 64), 0);
+  pb_buf *a = pb_pool_get(&p), *b = pb_pool_get(&p), *c = pb_pool_get(&p);
+  assert_int_equal(pb_buf_reserve(a, 100000), 0);
+  assert_int_equal(a->capacity_bytes, pb_buf_size_class(100000));
+  assert_int_equal(pb_buf_reserve(b, 5000), 0);
+  assert_int_equal(b->capacity_bytes, a->capacity_bytes); /* the pool's largest, not 5000 */
+  pb_pool_expect(&p, 300000);
+  assert_int_equal(pb_buf_reserve(c, 10), 0);
+  assert_int_equal(c->capacity_bytes, pb_buf_size_class(300000));
+  void *kept = a->data;
+  assert_int_equal(pb_buf_reserve(a, 90000), 0); /* big enough already: no new block */
+  assert_ptr_equal(a->data, kept);
+  pb_buf_release(a);
+  pb_buf_release(b);
+  pb_buf_release(c);
+  pb_pool_close(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_get_release_alignment),
       cmocka_unit_test(test_get_waits_for_release),
       cmocka_unit_test(test_cancel_wakes_getter),
+      cmocka_unit_test(test_size_classes),
+      cmocka_unit_test(test_buffers_grow_to_the_pools_largest),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

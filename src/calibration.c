@@ -1,0 +1,357 @@
+#include "calibration.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *k_mode_names[PB_READ_MODES] = {"buffered_sequential", "buffered_random", "direct_sequential",
+                                                  "direct_random"};
+
+const char *pb_read_mode_name(pb_read_mode m) { return k_mode_names[m]; }
+
+static void cpu_model(char *out, size_t len) {
+  snprintf(out, len, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) != 0) continue;
+    const char *v = strchr(line, ':');
+    if (!v) break;
+    v += strspn(v + 1, " \t") + 1;
+    snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
+    break;
+  }
+  fclose(f);
+}
+
+void pb_calib_machine_key(char *out, size_t len) {
+  char host[128] = "unknown-host", model[160];
+  gethostname(host, sizeof host - 1);
+  cpu_model(model, sizeof model);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  snprintf(out, len, "%s | %s | %ld cpus", host, model, n);
+}
+
+int pb_calib_cache_path(char *out, size_t len) {
+  char host[128] = "unknown-host";
+  gethostname(host, sizeof host - 1);
+  for (char *p = host; *p; p++)
+    if (*p == '/') *p = '_';
+  const char *dir = getenv("PIPEBENCH_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (dir && *dir) snprintf(out, len, "%s/calibration-%s.json", dir, host);
+  else if (xdg && *xdg) snprintf(out, len, "%s/pipebench/calibration-%s.json", xdg, host);
+  else if (home && *home) snprintf(out, len, "%s/.cache/pipebench/calibration-%s.json", home, host);
+  else return -ENOENT;
+  return 0;
+}
+
+int pb_calib_cache_mkdir(const char *file) {
+  char dir[PB_PATH_LEN];
+  snprintf(dir, sizeof dir, "%s", file);
+  char *slash = strrchr(dir, '/');
+  if (!slash) return 0;
+  *slash = '\0';
+  for (char *p = dir + 1; *p; p++) { /* mkdir -p */
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(dir, 0755) && errno != EEXIST) return -errno;
+    *p = '/';
+  }
+  return mkdir(dir, 0755) && errno != EEXIST ? -errno : 0;
+}
+
+/* ---------- JSON ---------- */
+
+/* A measured rate, or null when it was not measured (NAN). */
+static void add_rate(cJSON *o, const char *key, double v) {
+  if (isfinite(v)) cJSON_AddNumberToObject(o, key, round(v * 1000.0) / 1000.0);
+  else cJSON_AddNullToObject(o, key);
+}
+
+static cJSON *dataset_json(const pb_calib_dataset *d) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "path", d->path);
+  cJSON_AddStringToObject(o, "format", d->format);
+  cJSON_AddNumberToObject(o, "files", (double)d->files);
+  cJSON_AddNumberToObject(o, "bytes", (double)d->bytes);
+  cJSON *dec = cJSON_AddObjectToObject(o, "decode");
+  cJSON_AddStringToObject(dec, "scale", d->scale);
+  cJSON_AddNumberToObject(dec, "files", d->decode_files);
+  add_rate(dec, "images_per_s_per_core", d->decode_images_per_s);
+  add_rate(dec, "mb_per_s_per_core", d->decode_mb_per_s);
+  cJSON *rd = cJSON_AddObjectToObject(o, "read");
+  cJSON_AddNumberToObject(rd, "block_bytes", d->block_bytes);
+  cJSON_AddBoolToObject(rd, "cache_evicted", d->cache_evicted);
+  cJSON *mb = cJSON_AddObjectToObject(rd, "mb_per_s_one_thread");
+  cJSON *why = cJSON_AddObjectToObject(rd, "not_measured");
+  for (int m = 0; m < PB_READ_MODES; m++) {
+    add_rate(mb, k_mode_names[m], d->read_mb_per_s[m]);
+    if (d->read_why[m][0]) cJSON_AddStringToObject(why, k_mode_names[m], d->read_why[m]);
+  }
+  return o;
+}
+
+cJSON *pb_calib_to_json(const pb_calibration *c) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "pipebench_version", c->version);
+  cJSON_AddStringToObject(o, "machine", c->machine);
+  cJSON_AddStringToObject(o, "measured_at", c->measured_at);
+  cJSON_AddNumberToObject(o, "cores", c->cores);
+  cJSON *mc = cJSON_AddObjectToObject(o, "memcpy");
+  add_rate(mc, "gb_per_s_one_core", c->memcpy_gb_per_s);
+  add_rate(mc, "gb_per_s_all_cores", c->memcpy_all_gb_per_s);
+  cJSON *g = cJSON_AddObjectToObject(o, "gpu");
+  if (c->gpu_name[0]) cJSON_AddStringToObject(g, "name", c->gpu_name);
+  else cJSON_AddNullToObject(g, "name");
+  if (c->gpu_why[0]) cJSON_AddStringToObject(g, "not_measured", c->gpu_why);
+  add_rate(g, "h2d_pinned_gb_per_s", c->h2d_pinned_gb_per_s);
+  add_rate(g, "h2d_pageable_gb_per_s", c->h2d_pageable_gb_per_s);
+  cJSON *k = cJSON_AddObjectToObject(g, "step_kernel");
+  add_rate(k, "target_ms", c->step_kernel_target_ms);
+  add_rate(k, "measured_ms", c->step_kernel_measured_ms);
+  add_rate(k, "error_pct", c->step_kernel_error_pct);
+  cJSON *ds = cJSON_AddArrayToObject(o, "datasets");
+  for (int i = 0; i < c->ndatasets; i++) cJSON_AddItemToArray(ds, dataset_json(&c->datasets[i]));
+  return o;
+}
+
+/* Reading is lenient about rates (null or missing: not measured) and strict about the shape. */
+static double get_rate(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static void get_str(const cJSON *o, const char *key, char *out, size_t len) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  snprintf(out, len, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static void dataset_from_json(const cJSON *o, pb_calib_dataset *d) {
+  memset(d, 0, sizeof *d);
+  get_str(o, "path", d->path, sizeof d->path);
+  get_str(o, "format", d->format, sizeof d->format);
+  d->files = (uint64_t)get_rate(o, "files");
+  d->bytes = (uint64_t)get_rate(o, "bytes");
+  const cJSON *dec = cJSON_GetObjectItemCaseSensitive(o, "decode");
+  get_str(dec, "scale", d->scale, sizeof d->scale);
+  d->decode_files = (int)get_rate(dec, "files");
+  d->decode_images_per_s = get_rate(dec, "images_per_s_per_core");
+  d->decode_mb_per_s = get_rate(dec, "mb_per_s_per_core");
+  const cJSON *rd = cJSON_GetObjectItemCaseSensitive(o, "read");
+  d->block_bytes = (int)get_rate(rd, "block_bytes");
+  d->cache_evicted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rd, "cache_evicted"));
+  const cJSON *mb = cJSON_GetObjectItemCaseSensitive(rd, "mb_per_s_one_thread");
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(rd, "not_measured");
+  for (int m = 0; m < PB_READ_MODES; m++) {
+    d->read_mb_per_s[m] = get_rate(mb, k_mode_names[m]);
+    get_str(why, k_mode_names[m], d->read_why[m], sizeof d->read_why[m]);
+  }
+}
+
+static void from_json(const cJSON *o, pb_calibration *c) {
+  memset(c, 0, sizeof *c);
+  get_str(o, "pipebench_version", c->version, sizeof c->version);
+  get_str(o, "machine", c->machine, sizeof c->machine);
+  get_str(o, "measured_at", c->measured_at, sizeof c->measured_at);
+  c->cores = (int)get_rate(o, "cores");
+  const cJSON *mc = cJSON_GetObjectItemCaseSensitive(o, "memcpy");
+  c->memcpy_gb_per_s = get_rate(mc, "gb_per_s_one_core");
+  c->memcpy_all_gb_per_s = get_rate(mc, "gb_per_s_all_cores");
+  const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "gpu");
+  get_str(g, "name", c->gpu_name, sizeof c->gpu_name);
+  get_str(g, "not_measured", c->gpu_why, sizeof c->gpu_why);
+  c->h2d_pinned_gb_per_s = get_rate(g, "h2d_pinned_gb_per_s");
+  c->h2d_pageable_gb_per_s = get_rate(g, "h2d_pageable_gb_per_s");
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive(g, "step_kernel");
+  c->step_kernel_target_ms = get_rate(k, "target_ms");
+  c->step_kernel_measured_ms = get_rate(k, "measured_ms");
+  c->step_kernel_error_pct = get_rate(k, "error_pct");
+  const cJSON *ds = cJSON_GetObjectItemCaseSensitive(o, "datasets"), *d;
+  cJSON_ArrayForEach(d, ds) {
+    if (c->ndatasets == PB_CALIB_MAX_DATASETS) break;
+    dataset_from_json(d, &c->datasets[c->ndatasets++]);
+  }
+}
+
+static char *read_file(const char *file, int *rc) {
+  FILE *f = fopen(file, "r");
+  if (!f) return *rc = -errno, NULL;
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      char *t = realloc(text, cap = cap ? cap * 2 : 65536);
+      if (!t) break;
+      text = t;
+    }
+    size_t n = fread(text + len, 1, cap - len - 1, f);
+    len += n;
+    if (n == 0) break;
+  }
+  fclose(f);
+  if (text) text[len] = '\0';
+  *rc = text ? 0 : -ENOMEM;
+  return text;
+}
+
+int pb_calib_load(const char *file, const char *machine, pb_calibration *c, pb_err *err) {
+  int rc;
+  char *text = read_file(file, &rc);
+  if (rc == -ENOENT) return rc;
+  if (!text) return pb_err_set(err, "%s: cannot read: %s", file, strerror(-rc)), -EINVAL;
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "machine");
+  if (!cJSON_IsObject(j) || !cJSON_IsString(m) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "memcpy"))) {
+    cJSON_Delete(j);
+    return pb_err_set(err, "%s: not a calibration (expected the calibration.json `pipebench calibrate` writes)", file),
+           -EINVAL;
+  }
+  if (machine && strcmp(m->valuestring, machine) != 0) {
+    pb_err_set(err, "%s: measured on another machine (\"%s\"; expected \"%s\")", file, m->valuestring, machine);
+    cJSON_Delete(j);
+    return -EINVAL;
+  }
+  from_json(j, c);
+  cJSON_Delete(j);
+  return 0;
+}
+
+int pb_calib_save(const char *file, const pb_calibration *c, pb_err *err) {
+  cJSON *j = pb_calib_to_json(c);
+  char *text = j ? cJSON_Print(j) : NULL;
+  cJSON_Delete(j);
+  if (!text) return pb_err_set(err, "%s: out of memory", file), -ENOMEM;
+  char tmp[PB_PATH_LEN + 16];
+  snprintf(tmp, sizeof tmp, "%s.tmp", file);
+  FILE *f = fopen(tmp, "w");
+  int rc = f ? 0 : -errno;
+  if (f) {
+    fputs(text, f);
+    fputc('\n', f);
+    if (fflush(f) || ferror(f)) rc = -(errno ? errno : EIO);
+    if (fclose(f) && !rc) rc = -(errno ? errno : EIO);
+  }
+  free(text);
+  if (!rc && rename(tmp, file)) rc = -errno;
+  if (rc) {
+    unlink(tmp);
+    return pb_err_set(err, "%s: cannot write: %s", file, strerror(-rc)), rc;
+  }
+  return 0;
+}
+
+/* ---------- the dataset entries ---------- */
+
+static const char *scale_name(pb_decode_scale s) {
+  switch (s) {
+    case PB_SCALE_1: return "1";
+    case PB_SCALE_1_2: return "1/2";
+    case PB_SCALE_1_4: return "1/4";
+    case PB_SCALE_1_8: return "1/8";
+    default: return "auto";
+  }
+}
+
+void pb_calib_dataset_key(const pb_config *cfg, pb_calib_dataset *d) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->path, sizeof d->path, "%s", cfg->dataset.path);
+  snprintf(d->format, sizeof d->format, "%s", pb_format_name(cfg->dataset.format));
+  for (int i = 0; i < cfg->nstages; i++) {
+    const pb_stage_cfg *s = &cfg->stages[i];
+    if (s->type == PB_STAGE_READ && !d->block_bytes) d->block_bytes = (int)s->block_bytes;
+    if (s->type == PB_STAGE_DECODE && !d->scale[0] && cfg->dataset.format == PB_FMT_JPEG)
+      snprintf(d->scale, sizeof d->scale, "%s", scale_name(s->scale));
+  }
+  d->decode_images_per_s = d->decode_mb_per_s = NAN;
+  for (int m = 0; m < PB_READ_MODES; m++) d->read_mb_per_s[m] = NAN;
+}
+
+static bool same_key(const pb_calib_dataset *a, const pb_calib_dataset *b) {
+  return strcmp(a->path, b->path) == 0 && strcmp(a->format, b->format) == 0 && a->files == b->files &&
+         a->bytes == b->bytes && a->block_bytes == b->block_bytes && strcmp(a->scale, b->scale) == 0;
+}
+
+const pb_calib_dataset *pb_calib_find(const pb_calibration *c, const pb_calib_dataset *key) {
+  for (int i = 0; i < c->ndatasets; i++)
+    if (same_key(&c->datasets[i], key)) return &c->datasets[i];
+  return NULL;
+}
+
+void pb_calib_put(pb_calibration *c, const pb_calib_dataset *d) {
+  for (int i = 0; i < c->ndatasets; i++)
+    if (same_key(&c->datasets[i], d)) {
+      c->datasets[i] = *d;
+      return;
+    }
+  if (c->ndatasets == PB_CALIB_MAX_DATASETS) { /* the oldest goes */
+    memmove(&c->datasets[0], &c->datasets[1], (PB_CALIB_MAX_DATASETS - 1) * sizeof *c->datasets);
+    c->ndatasets--;
+  }
+  c->datasets[c->ndatasets++] = *d;
+}
+
+/* ---------- what a run uses ---------- */
+
+static bool h2d_pinned(const pb_config *cfg) {
+  for (int i = 0; i < cfg->nstages; i++)
+    if (cfg->stages[i].type == PB_STAGE_H2D) return cfg->stages[i].pinned;
+  return true;
+}
+
+static bool read_direct(const pb_config *cfg) {
+  for (int i = 0; i < cfg->nstages; i++)
+    if (cfg->stages[i].type == PB_STAGE_READ) return cfg->stages[i].direct;
+  return false;
+}
+
+/* The newest entry for the config's dataset (same path, format, block size and scale): a dataset that
+ * gained files since is still best described by its latest calibration. */
+static const pb_calib_dataset *find_for_run(const pb_calibration *c, const pb_config *cfg) {
+  pb_calib_dataset key;
+  pb_calib_dataset_key(cfg, &key);
+  for (int i = c->ndatasets - 1; i >= 0; i--) {
+    const pb_calib_dataset *d = &c->datasets[i];
+    if (strcmp(d->path, key.path) == 0 && strcmp(d->format, key.format) == 0 && d->block_bytes == key.block_bytes &&
+        strcmp(d->scale, key.scale) == 0)
+      return d;
+  }
+  return NULL;
+}
+
+void pb_ceilings_lookup(const pb_config *cfg, bool synthetic, bool gpu, pb_ceilings *out) {
+  memset(out, 0, sizeof *out);
+  out->memcpy_gb_per_s = out->h2d_gb_per_s = out->decode_images_per_s = out->read_mb_per_s = NAN;
+  char machine[256];
+  pb_calib_machine_key(machine, sizeof machine);
+  if (pb_calib_cache_path(out->source, sizeof out->source)) {
+    snprintf(out->why, sizeof out->why, "no cache directory (set PIPEBENCH_CACHE_DIR or HOME)");
+    return;
+  }
+  pb_calibration *c = calloc(1, sizeof *c);
+  pb_err err;
+  int rc = c ? pb_calib_load(out->source, machine, c, &err) : -ENOMEM;
+  if (rc == -ENOENT) snprintf(out->why, sizeof out->why, "no calibration of this machine (run pipebench calibrate)");
+  else if (rc) snprintf(out->why, sizeof out->why, "%.250s", rc == -ENOMEM ? "out of memory" : err.msg);
+  if (rc) return free(c);
+  out->have = true;
+  snprintf(out->measured_at, sizeof out->measured_at, "%s", c->measured_at);
+  out->cores = c->cores;
+  out->memcpy_gb_per_s = c->memcpy_gb_per_s;
+  if (gpu) out->h2d_gb_per_s = h2d_pinned(cfg) ? c->h2d_pinned_gb_per_s : c->h2d_pageable_gb_per_s;
+  const pb_calib_dataset *d = synthetic ? NULL : find_for_run(c, cfg);
+  if (d) {
+    pb_read_mode m = read_direct(cfg) ? PB_READ_DIRECT_RAND : PB_READ_BUFFERED_RAND;
+    out->dataset = true;
+    out->decode_images_per_s = d->decode_images_per_s;
+    out->read_mb_per_s = d->read_mb_per_s[m];
+    snprintf(out->read_mode, sizeof out->read_mode, "%s", pb_read_mode_name(m));
+  }
+  free(c);
+}
