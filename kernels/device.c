@@ -14,6 +14,13 @@ int pb_cuda_device_count(char *name, size_t name_len, char *why, size_t why_len)
   return 0;
 }
 
+int pb_cuda_h2d_gb_per_s(size_t bytes, bool pinned, int reps, double *gb_per_s, char *why, size_t why_len) {
+  (void)bytes, (void)pinned, (void)reps;
+  *gb_per_s = NAN;
+  snprintf(why, why_len, "this pipebench was built without CUDA");
+  return -ENODEV;
+}
+
 int pb_device_cuda_open(pb_device *d, const pb_config *cfg, int gpus_found, pb_err *err) {
   (void)d, (void)cfg, (void)gpus_found;
   return pb_err_set(err, "device.kind: gpu: this pipebench was built without CUDA"), -ENODEV;

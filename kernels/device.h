@@ -110,6 +110,9 @@ int pb_device_default_id(int local_rank, int count, int i, int gpus);
 /* CUDA presence (cuda_probe.c when built with CUDA).  Returns the number of usable GPUs (0 when none,
  * with `why` naming the CUDA error) and GPU 0's name. */
 int pb_cuda_device_count(char *name, size_t name_len, char *why, size_t why_len);
+/* `pipebench calibrate`: host-to-device bandwidth to GPU 0 in GB/s (10^9 bytes/s), the median of `reps`
+ * timed copies of `bytes` from pinned or pageable memory (cuda_h2d_bench.c).  0, or -errno with `why`. */
+int pb_cuda_h2d_gb_per_s(size_t bytes, bool pinned, int reps, double *gb_per_s, char *why, size_t why_len);
 /* The CUDA implementation (device_cuda.c; without CUDA it refuses). */
 int pb_device_cuda_open(pb_device *d, const pb_config *cfg, int gpus_found, pb_err *err);
 

@@ -187,6 +187,9 @@ static cJSON *stage_json(const pb_stage_report *s) {
       {"critical_path_self_ms", s->critical_path_self_ms, MS},
       {"cpu_fraction", s->cpu_fraction, FRAC},
       {"cpu_delay_fraction", s->cpu_delay_fraction, FRAC},
+      {"ceiling_per_thread_per_s", s->ceiling_per_thread_per_s, PER_S},
+      {"ceiling_per_s", s->ceiling_per_s, PER_S},
+      {"efficiency_pct", s->efficiency_pct, PCT},
   };
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
@@ -196,6 +199,7 @@ static cJSON *stage_json(const pb_stage_report *s) {
   put(o, "skipped", cJSON_CreateBool(s->skipped), &ok);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     put(o, f[i].key, s->skipped ? cJSON_CreateNull() : num(f[i].v, f[i].decimals), &ok);
+  put(o, "ceiling_source", s->skipped ? cJSON_CreateNull() : str(s->ceiling_source), &ok);
   put(o, "graph", graph_node_json(s), &ok);
   return finish(o, ok);
 }
@@ -338,6 +342,27 @@ static cJSON *memory_json(const pb_report *r) {
   return finish(o, ok);
 }
 
+/* How close to the machine's ceilings (METRICS.md "efficiency"); calibration null (and why) without one. */
+static cJSON *efficiency_json(const pb_report *r) {
+  const pb_efficiency *e = &r->efficiency;
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  if (e->have) {
+    cJSON *c = cJSON_CreateObject();
+    put(c, "file", cJSON_CreateString(e->source), &ok);
+    put(c, "measured_at", cJSON_CreateString(e->measured_at), &ok);
+    put(o, "calibration", c, &ok);
+  } else {
+    put(o, "calibration", cJSON_CreateNull(), &ok);
+  }
+  put(o, "why", e->have ? cJSON_CreateNull() : cJSON_CreateString(e->why), &ok);
+  put(o, "cores", cJSON_CreateNumber(e->cores), &ok);
+  put(o, "best_samples_per_s", num(e->best_samples_per_s, PER_S), &ok);
+  put(o, "limited_by", e->limited_by[0] ? cJSON_CreateString(e->limited_by) : cJSON_CreateNull(), &ok);
+  put(o, "pipeline_pct", num(e->pipeline_pct, PCT), &ok);
+  return finish(o, ok);
+}
+
 /* The run as a whole, before the per-stage table. */
 static void put_run(cJSON *root, const pb_report *r, bool *ok) {
   put(root, "pipebench_version", str(r->version), ok);
@@ -372,6 +397,7 @@ cJSON *pb_report_to_json(const pb_report *r) {
   put(root, "accounting", accounting_json(r), &ok);
   put(root, "engine", engine_json(r), &ok);
   put(root, "memory", memory_json(r), &ok);
+  put(root, "efficiency", efficiency_json(r), &ok);
   return finish(root, ok);
 }
 

@@ -216,6 +216,30 @@ static void print_stages(const pb_report *r, FILE *out) {
   for (int i = 0; i < r->nstages; i++) print_stage(&r->stages[i], out);
 }
 
+/* How close to the hardware: the pipeline against the machine's best, then each stage with a ceiling. */
+static void print_efficiency(const pb_report *r, FILE *out) {
+  const pb_efficiency *e = &r->efficiency;
+  numbuf a, b;
+  if (!e->have) {
+    line(out, "%-*sn/a: %s", LABEL, "efficiency", e->why);
+    return;
+  }
+  if (isfinite(e->pipeline_pct))
+    fprintf(out, "%-*s%s%% of the machine's best, %s samples/s (%s%s; calibrated %s)\n", LABEL, "efficiency",
+            fmtd(&a, "%.0f", e->pipeline_pct), fmtd(&b, "%.1f", e->best_samples_per_s), e->limited_by,
+            strcmp(e->limited_by, "device") ? " on every core" : "", e->measured_at);
+  else
+    line(out, "%-*sno stage with a calibrated ceiling (calibrated %s)", LABEL, "efficiency", e->measured_at);
+  for (int i = 0; i < r->nstages; i++) {
+    const pb_stage_report *s = &r->stages[i];
+    if (!isfinite(s->ceiling_per_s)) continue;
+    numbuf c, d;
+    fprintf(out, "%-*s%s: %s%% of %s samples/s (%s per thread x %d)\n", LABEL, "", s->name,
+            fmtd(&c, "%.0f", s->efficiency_pct), fmtd(&d, "%.1f", s->ceiling_per_s),
+            fmtd(&a, "%.1f", s->ceiling_per_thread_per_s), strcmp(s->type, "h2d") ? s->threads : 1);
+  }
+}
+
 static void print_accounting(const pb_report *r, FILE *out) {
   fprintf(out,
           "%-*sread %" PRIu64 " = consumed %" PRIu64 " + dropped %" PRIu64 " + errors %" PRIu64
@@ -255,6 +279,7 @@ void pb_report_print_text(const pb_report *r, FILE *out) {
   print_bottleneck(r, out);
   print_recommendations(r, out);
   print_stages(r, out);
+  print_efficiency(r, out);
   print_accounting(r, out);
   print_engine(r, out);
 }

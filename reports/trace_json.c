@@ -357,6 +357,20 @@ static cJSON *record_json(const pb_record *rec) {
   put(mem, "trace_bytes", j_u64(rec->trace_bytes), &ok);
   put(mem, "peak_rss_bytes", j_u64(rec->peak_rss_bytes), &ok);
   put(o, "memory", mem, &ok);
+  const pb_ceilings *cl = &rec->ceilings;
+  cJSON *ce = cJSON_CreateObject();
+  put(ce, "have", cJSON_CreateBool(cl->have), &ok);
+  put(ce, "why", cJSON_CreateString(cl->why), &ok);
+  put(ce, "source", cJSON_CreateString(cl->source), &ok);
+  put(ce, "measured_at", cJSON_CreateString(cl->measured_at), &ok);
+  put(ce, "cores", cJSON_CreateNumber(cl->cores), &ok);
+  put(ce, "memcpy_gb_per_s", j_dbl(cl->memcpy_gb_per_s), &ok);
+  put(ce, "h2d_gb_per_s", j_dbl(cl->h2d_gb_per_s), &ok);
+  put(ce, "dataset", cJSON_CreateBool(cl->dataset), &ok);
+  put(ce, "decode_images_per_s", j_dbl(cl->decode_images_per_s), &ok);
+  put(ce, "read_mb_per_s", j_dbl(cl->read_mb_per_s), &ok);
+  put(ce, "read_mode", cJSON_CreateString(cl->read_mode), &ok);
+  put(o, "ceilings", ce, &ok);
   if (ok && rec->timeline) put(o, "queue_fill", timeline_json(rec->timeline, rec->start_ns, &ok), &ok);
   return finish(o, ok);
 }
@@ -797,6 +811,27 @@ static int load_memory(loader *l, const cJSON *m) {
   return rc;
 }
 
+/* Optional: traces written before issue 10 have no "ceilings" (the report then has no efficiency). */
+static int load_ceilings(loader *l, const cJSON *m) {
+  pb_ceilings *c = &l->rec->ceilings;
+  memset(c, 0, sizeof *c);
+  c->memcpy_gb_per_s = c->h2d_gb_per_s = c->decode_images_per_s = c->read_mb_per_s = NAN;
+  if (!m) return snprintf(c->why, sizeof c->why, "a trace written before calibration existed"), 0;
+  if (!cJSON_IsObject(m)) return bad(l, "pipebench.ceilings: not an object (expected {have, why, ...})");
+  int rc = v_bool(l, member(m, "have"), "pipebench.ceilings.have", &c->have);
+  if (!rc) rc = v_str(l, member(m, "why"), "pipebench.ceilings.why", c->why, sizeof c->why);
+  if (!rc) rc = v_str(l, member(m, "source"), "pipebench.ceilings.source", c->source, sizeof c->source);
+  if (!rc) rc = v_str(l, member(m, "measured_at"), "pipebench.ceilings.measured_at", c->measured_at, sizeof c->measured_at);
+  if (!rc) rc = v_int(l, member(m, "cores"), "pipebench.ceilings.cores", 0, 1 << 20, &c->cores);
+  if (!rc) rc = v_dbl(l, member(m, "memcpy_gb_per_s"), "pipebench.ceilings.memcpy_gb_per_s", &c->memcpy_gb_per_s);
+  if (!rc) rc = v_dbl(l, member(m, "h2d_gb_per_s"), "pipebench.ceilings.h2d_gb_per_s", &c->h2d_gb_per_s);
+  if (!rc) rc = v_bool(l, member(m, "dataset"), "pipebench.ceilings.dataset", &c->dataset);
+  if (!rc) rc = v_dbl(l, member(m, "decode_images_per_s"), "pipebench.ceilings.decode_images_per_s", &c->decode_images_per_s);
+  if (!rc) rc = v_dbl(l, member(m, "read_mb_per_s"), "pipebench.ceilings.read_mb_per_s", &c->read_mb_per_s);
+  if (!rc) rc = v_str(l, member(m, "read_mode"), "pipebench.ceilings.read_mode", c->read_mode, sizeof c->read_mode);
+  return rc;
+}
+
 static int v_array(loader *l, const cJSON *v, const char *where, int max, int *n) {
   *n = 0;
   if (!v) return bad(l, "%s: missing (expected an array)", where);
@@ -1178,6 +1213,7 @@ static int load_header(loader *l, const cJSON *h) {
   if ((rc = v_int(l, member(h, "ncpu"), "pipebench.ncpu", 0, INT32_MAX, &rec->ncpu))) return rc;
   if ((rc = v_bool(l, member(h, "traced"), "pipebench.traced", &rec->traced))) return rc;
   if ((rc = load_memory(l, member(h, "memory")))) return rc;
+  if ((rc = load_ceilings(l, member(h, "ceilings")))) return rc;
   if ((rc = load_timeline(l, member(h, "queue_fill")))) return rc;
   /* the tid -> worker table for the events */
   l->by_tid = calloc((size_t)l->nworkers + 1, sizeof *l->by_tid);

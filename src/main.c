@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "analyze.h"
+#include "calibrate.h"
 #include "common.h"
 #include "config.h"
 #include "engine.h"
@@ -33,7 +34,10 @@ static const char *const k_usage =
     "  pipebench tune --config FILE [--budget-s N] [--write FILE] [--set PATH=V1,V2,..]\n"
     "                                              search thread counts and prefetch depth; --set lists\n"
     "                                              narrow the search to those values\n"
-    "  pipebench calibrate                         (planned; not in this version)\n"
+    "  pipebench calibrate [--config FILE] [--force] [--out DIR] [--json]\n"
+    "                                              measure this machine's ceilings (memcpy, cores, GPU copies;\n"
+    "                                              with a config, its dataset's decode and read rates), kept in\n"
+    "                                              the machine's calibration.json for every later run\n"
     "  pipebench --help | --version\n"
     "\n"
     "options:\n"
@@ -147,7 +151,8 @@ static int parse_flag(cli *c, const char *a) {
   else if (strcmp(a, "--quiet") == 0) c->run.quiet = true;
   else if (strcmp(a, "--no-progress") == 0) c->run.no_progress = true;
   else if (strcmp(a, "--no-trace") == 0) c->run.no_trace = true;
-  else if (strcmp(a, "--force") == 0 && strcmp(c->command, "gen") == 0) c->force = true;
+  else if (strcmp(a, "--force") == 0 && (strcmp(c->command, "gen") == 0 || strcmp(c->command, "calibrate") == 0))
+    c->force = true;
   else return usage_error("unknown option \"%s\" (expected an option that pipebench --help lists)", a);
   return 0;
 }
@@ -234,6 +239,12 @@ static int cmd_run(cli *c, pb_config *cfg) {
   return pb_run(cfg, &c->run);
 }
 
+static int cmd_calibrate(cli *c, const pb_config *cfg) {
+  pb_calibrate_opts o = {.cfg = cfg, .out_dir = c->run.out_dir, .force = c->force, .json_stdout = c->run.json_stdout,
+                         .quiet = c->run.quiet};
+  return pb_calibrate(&o);
+}
+
 static int cmd_analyze(cli *c) {
   if (!c->path) return usage_error("%s: no PATH (expected pipebench analyze TRACE.json|RUN_DIR)", c->command);
   if (!c->run.formats_given) c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML;
@@ -285,6 +296,7 @@ static int cmd_world(cli *c) {
 static int dispatch(cli *c) {
   if (pb_world_get()->size > 1) return cmd_world(c);
   if (strcmp(c->command, "analyze") == 0) return cmd_analyze(c);
+  if (strcmp(c->command, "calibrate") == 0 && !c->config) return cmd_calibrate(c, NULL);
   if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
   if (strcmp(c->command, "ab") == 0 || strcmp(c->command, "sweep") == 0 || strcmp(c->command, "tune") == 0)
     return cmd_multi(c);
@@ -297,6 +309,8 @@ static int dispatch(cli *c) {
     rc = PB_EXIT_USAGE;
   } else if (strcmp(c->command, "validate") == 0) {
     rc = cmd_validate(cfg);
+  } else if (strcmp(c->command, "calibrate") == 0) {
+    rc = cmd_calibrate(c, cfg);
   } else if (strcmp(c->command, "gen") == 0) {
     pb_gen_opts g = {.force = c->force, .quiet = c->run.quiet, .no_progress = c->run.no_progress};
     rc = pb_gen(cfg, &g);
@@ -331,10 +345,6 @@ int main(int argc, char **argv) {
   pb_signals_install(); /* every command, from here: gen, warm-up, measuring, report writing */
   cli c = {0};
   rc = parse_args(&c, argc, argv);
-  if (!rc && strcmp(c.command, "calibrate") == 0) {
-    fprintf(stderr, "pipebench: %s: not in this version (expected run, validate, gen, analyze, ab, sweep or tune)\n", c.command);
-    rc = PB_EXIT_USAGE;
-  }
   if (!rc) rc = dispatch(&c);
   if (pb_signalled() && rc != PB_EXIT_USAGE) rc = PB_EXIT_INTERRUPTED; /* any command, e.g. a long analyze */
   pb_world_finalize();

@@ -1,4 +1,6 @@
 #include "metrics.h"
+
+#include "efficiency.h"
 #include "analysis.h"
 
 #include <math.h>
@@ -181,6 +183,7 @@ static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s
   sr->p99_us = c->calls ? (double)pb_hist_percentile(&s->hist, 99) / 1e3 : NAN;
   sr->utilization = wall_s > 0 ? sr->self_ms / 1e3 / (s->threads * wall_s) : NAN;
   uint64_t samples = s->is_source ? c->samples_out : c->samples_in;
+  sr->samples = samples;
   sr->capacity_per_s = c->busy_ns ? s->threads * (double)samples / ((double)c->busy_ns / 1e9) : NAN;
   sr->bytes_in = c->bytes_in;
   sr->bytes_out = c->bytes_out;
@@ -259,4 +262,5 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->cpu_ns_per_sample = r->samples_read ? rec->cpu_s * 1e9 / (double)r->samples_read : NAN;
   r->ncpu = rec->ncpu;
   pb_analysis_run(r, rec);
+  pb_efficiency_compute(r, &rec->ceilings);
 }

@@ -47,7 +47,23 @@ typedef struct pb_stage_report {
   double graph_start_ms;        /* first event in the analysed window, ms after the window opened */
   double graph_total_ms, graph_self_ms; /* from the events: self + wait-in, and processing */
   uint64_t graph_calls;
+  uint64_t samples;             /* samples it took in (made, for a source) in the measured window */
+  /* against the machine's calibration (efficiency.c; NAN / NULL without one, or for stages without a
+   * ceiling) */
+  double ceiling_per_thread_per_s, ceiling_per_s, efficiency_pct;
+  const char *ceiling_source;   /* the calibrated figure it comes from */
 } pb_stage_report;
+
+typedef struct pb_efficiency {
+  bool have;                    /* a calibration of this machine was found */
+  char why[256];                /* when not */
+  char source[PB_PATH_LEN];     /* the calibration.json */
+  char measured_at[32];
+  int cores;                    /* cores available to the run */
+  double best_samples_per_s;    /* min over stages of ceiling x cores (x 1 for the GPU link), and the device */
+  char limited_by[PB_NAME_LEN]; /* the stage (or "device") that sets it */
+  double pipeline_pct;          /* throughput / best x 100 */
+} pb_efficiency;
 
 #define PB_MAX_RECOMMENDATIONS 8
 typedef struct pb_recommendation {
@@ -158,6 +174,8 @@ typedef struct pb_report {
   double cpu_ns_per_sample;     /* cpu_s / samples_read */
   /* memory (METRICS.md "memory"): the plan checked before the run, the trace rings, the process's peak */
   uint64_t memory_planned_bytes, memory_limit_bytes, memory_trace_bytes, memory_peak_rss_bytes;
+  /* efficiency against the machine's ceilings (METRICS.md "efficiency") */
+  pb_efficiency efficiency;
 } pb_report;
 
 /* reports/json.c: the report as a cJSON tree with every CONTRACT §3 key (null where not available). */

@@ -11,6 +11,11 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(release asan tsan valgrind fuzz)
+# Runs look up this machine's calibration (docs/CALIBRATE.md): the suite uses an empty cache of its own,
+# never the user's ~/.cache/pipebench (ctest sets one per build for the end-to-end tests too).
+PIPEBENCH_CACHE_DIR=$(mktemp -d)
+export PIPEBENCH_CACHE_DIR
+trap 'rm -rf "$PIPEBENCH_CACHE_DIR"' EXIT
 
 build() { # dir, cmake args...
   local dir=$1; shift

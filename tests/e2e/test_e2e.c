@@ -30,8 +30,8 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(c), 2, "--config");
   const char *d[] = {"--config", "/nonexistent/x.json", NULL};
   assert_one_error_line(run_pb(d), 2, "/nonexistent/x.json");
-  const char *e[] = {"calibrate", NULL}; /* issue 10: the one contract command not built yet */
-  assert_one_error_line(run_pb(e), 2, "not in this version");
+  const char *e[] = {"calibrate", "--no-trace-at-all", NULL};
+  assert_one_error_line(run_pb(e), 2, "unknown option");
   const char *g[] = {"ab", "--config", "/nonexistent/x.json", NULL};
   assert_one_error_line(run_pb(g), 2, "/nonexistent/x.json");
   const char *f[] = {"--config", write_config_text("small", k_small), "--data", "fake", NULL};

@@ -1,0 +1,492 @@
+/* `pipebench calibrate`: each ceiling is a plain loop doing only the one thing, so that a stage's
+ * throughput can be put against it (docs/METRICS.md "efficiency", docs/PERFORMANCE.md for the method).
+ * Every measurement runs for a fixed time (PB_CALIB_SECONDS, or PIPEBENCH_CALIBRATE_SECONDS) and takes
+ * the median of its repetitions where it repeats. */
+#define _GNU_SOURCE /* O_DIRECT */
+#include "calibrate.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "calibration.h"
+#include "device.h"
+#include "files.h"
+#include "gen.h"
+#include "jpeg.h"
+#include "pagecache.h"
+
+#define PB_CALIB_SECONDS 1.0
+#define MEMCPY_BYTES (64u << 20)
+#define DECODE_MAX_FILES 64
+#define DECODE_MAX_BYTES (64u << 20)
+#define DIRECT_ALIGN 4096
+
+static double budget_s(void) {
+  const char *v = getenv("PIPEBENCH_CALIBRATE_SECONDS");
+  double s = v ? strtod(v, NULL) : 0;
+  return s > 0 ? s : PB_CALIB_SECONDS;
+}
+
+static double seconds_since(uint64_t t0) { return (double)(pb_now_ns() - t0) / 1e9; }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* ---------- memcpy ---------- */
+
+/* One core: 64 MiB copies (past every cache) for the budget; the median copy's rate in GB/s. */
+static double memcpy_one_core(double seconds) {
+  char *src = malloc(MEMCPY_BYTES), *dst = malloc(MEMCPY_BYTES);
+  double rate[256], gb = NAN;
+  int n = 0;
+  if (src && dst) {
+    memset(src, 1, MEMCPY_BYTES);
+    memset(dst, 0, MEMCPY_BYTES); /* faulted in before timing */
+    uint64_t t0 = pb_now_ns();
+    while (n < 256 && (n < 3 || seconds_since(t0) < seconds) && !pb_signalled()) {
+      uint64_t t = pb_now_ns();
+      memcpy(dst, src, MEMCPY_BYTES);
+      __asm__ volatile("" : : "r"(dst) : "memory"); /* the copy is used */
+      rate[n++] = (double)MEMCPY_BYTES / (double)(pb_now_ns() - t);
+    }
+    qsort(rate, (size_t)n, sizeof *rate, cmp_double);
+    gb = rate[n / 2];
+  }
+  free(src);
+  free(dst);
+  return gb;
+}
+
+typedef struct copier {
+  uv_thread_t thread;
+  double seconds;
+  uint64_t bytes;
+  uv_barrier_t *start;
+} copier;
+
+static void copier_main(void *p) {
+  copier *c = p;
+  size_t bytes = MEMCPY_BYTES / 4;
+  char *src = malloc(bytes), *dst = malloc(bytes);
+  if (src && dst) {
+    memset(src, 1, bytes);
+    memset(dst, 0, bytes);
+  }
+  uv_barrier_wait(c->start);
+  uint64_t t0 = pb_now_ns();
+  while (src && dst && seconds_since(t0) < c->seconds && !pb_signalled()) {
+    memcpy(dst, src, bytes);
+    __asm__ volatile("" : : "r"(dst) : "memory");
+    c->bytes += bytes;
+  }
+  free(src);
+  free(dst);
+}
+
+/* Every core at once, each copying its own 16 MiB blocks: the sum of their rates, in GB/s. */
+static double memcpy_all_cores(int cores, double seconds) {
+  copier *c = calloc((size_t)cores, sizeof *c);
+  uv_barrier_t start;
+  if (!c || uv_barrier_init(&start, (unsigned)cores + 1)) return free(c), NAN;
+  int started = 0;
+  for (int i = 0; i < cores; i++) {
+    c[i] = (copier){.seconds = seconds, .start = &start};
+    if (uv_thread_create(&c[i].thread, copier_main, &c[i])) break;
+    started++;
+  }
+  if (started < cores) { /* cannot happen short of the thread limit; the barrier needs every party */
+    for (int i = started; i < cores; i++) uv_barrier_wait(&start);
+  }
+  uv_barrier_wait(&start);
+  uint64_t t0 = pb_now_ns();
+  uint64_t bytes = 0;
+  for (int i = 0; i < started; i++) {
+    uv_thread_join(&c[i].thread);
+    bytes += c[i].bytes;
+  }
+  double elapsed = (double)(pb_now_ns() - t0);
+  uv_barrier_destroy(&start);
+  free(c);
+  return started == cores && elapsed > 0 ? (double)bytes / elapsed : NAN;
+}
+
+/* ---------- decode ---------- */
+
+typedef struct loaded {
+  uint8_t *data[DECODE_MAX_FILES];
+  size_t bytes[DECODE_MAX_FILES];
+  int n;
+} loaded;
+
+static void loaded_free(loaded *l) {
+  for (int i = 0; i < l->n; i++) free(l->data[i]);
+  l->n = 0;
+}
+
+/* Up to 64 files (64 MiB), spread over the dataset, into memory: decode is measured without I/O. */
+static int load_sample(const pb_file_list *files, loaded *l, pb_err *err) {
+  size_t total = 0, stride = files->count > DECODE_MAX_FILES ? files->count / DECODE_MAX_FILES : 1;
+  for (size_t i = 0; i < files->count && l->n < DECODE_MAX_FILES && total < DECODE_MAX_BYTES; i += stride) {
+    FILE *f = fopen(files->files[i].path, "rb");
+    size_t bytes = (size_t)files->files[i].bytes;
+    uint8_t *data = bytes ? malloc(bytes) : NULL;
+    bool ok = f && data && fread(data, 1, bytes, f) == bytes;
+    if (f) fclose(f);
+    if (!ok) {
+      free(data);
+      return pb_err_set(err, "%s: cannot read it for the decode measurement", files->files[i].path), -EIO;
+    }
+    l->data[l->n] = data;
+    l->bytes[l->n++] = bytes;
+    total += bytes;
+  }
+  return 0;
+}
+
+/* The size the first crop or resize after decode asks for: what `scale: auto` may not go below. */
+static int next_crop_size(const pb_config *cfg) {
+  bool after_decode = false;
+  for (int i = 0; i < cfg->nstages; i++) {
+    const pb_stage_cfg *s = &cfg->stages[i];
+    if (s->type == PB_STAGE_DECODE) after_decode = true;
+    for (int j = 0; after_decode && s->type == PB_STAGE_MAP && j < s->nops; j++) {
+      pb_op_kind k = s->ops[j].kind;
+      if (k == PB_OP_RANDOM_RESIZED_CROP || k == PB_OP_RESIZE || k == PB_OP_CENTER_CROP) return (int)s->ops[j].size;
+    }
+  }
+  return 0;
+}
+
+static int scale_denom(const pb_stage_cfg *dec, int width, int height, int crop) {
+  switch (dec->scale) {
+    case PB_SCALE_1_2: return 2;
+    case PB_SCALE_1_4: return 4;
+    case PB_SCALE_1_8: return 8;
+    case PB_SCALE_AUTO: return crop ? pb_jpeg_auto_scale(width, height, crop) : 1;
+    default: return 1;
+  }
+}
+
+/* One core decoding the loaded files round and round, as the decode stage would (its scale, its pixel
+ * limit), for the budget: images/s and compressed MB/s. */
+static int measure_decode(const pb_config *cfg, const pb_stage_cfg *dec, const loaded *l, double seconds,
+                          pb_calib_dataset *d, pb_err *err) {
+  pb_jpeg_decoder *jd = NULL;
+  if (pb_jpeg_decoder_init(&jd, err)) return -ENOMEM;
+  int crop = next_crop_size(cfg), rc = 0;
+  size_t out_bytes = 0;
+  uint8_t *out = NULL;
+  uint64_t images = 0, in_bytes = 0, t0 = pb_now_ns();
+  for (int i = 0; !rc && (images < (uint64_t)l->n || seconds_since(t0) < seconds) && !pb_signalled(); i = (i + 1) % l->n) {
+    int w, h, ow, oh;
+    if (pb_jpeg_header(jd, l->data[i], l->bytes[i], &w, &h, err)) rc = -EINVAL;
+    int denom = rc ? 1 : scale_denom(dec, w, h, crop);
+    size_t need = rc ? 0 : pb_jpeg_decoded_bytes(w, h, denom);
+    if (!rc && need > out_bytes) {
+      free(out);
+      out = malloc(out_bytes = need);
+      if (!out) rc = -ENOMEM;
+    }
+    if (!rc && pb_jpeg_decode(jd, l->data[i], l->bytes[i], denom, dec->max_pixels, out, out_bytes, &ow, &oh, err))
+      rc = -EINVAL;
+    images++;
+    in_bytes += l->bytes[i];
+  }
+  double elapsed = seconds_since(t0);
+  free(out);
+  pb_jpeg_decoder_free(jd);
+  if (rc) return rc;
+  d->decode_files = l->n;
+  d->decode_images_per_s = (double)images / elapsed;
+  d->decode_mb_per_s = (double)in_bytes / elapsed / 1e6;
+  return 0;
+}
+
+/* ---------- read ---------- */
+
+static void shuffled_order(size_t *order, size_t n, uint64_t seed) {
+  pb_rng r;
+  pb_rng_seed(&r, seed);
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  for (size_t i = n; i > 1; i--) {
+    size_t j = (size_t)(pb_rng_next(&r) % i), t = order[i - 1];
+    order[i - 1] = order[j];
+    order[j] = t;
+  }
+}
+
+/* Reads one file whole in blocks of `block` bytes, in order or (random) at shuffled block offsets. */
+static int read_file_blocks(int fd, uint64_t bytes, uint8_t *buf, size_t block, bool random, pb_rng *r,
+                            uint64_t *got) {
+  uint64_t nblocks = (bytes + block - 1) / block;
+  for (uint64_t k = 0; k < nblocks; k++) {
+    uint64_t b = random && nblocks > 1 ? pb_rng_next(r) % nblocks : k; /* random: blocks with replacement */
+    ssize_t n = pread(fd, buf, block, (off_t)(b * block));
+    if (n < 0) return -errno;
+    *got += (uint64_t)n;
+  }
+  return 0;
+}
+
+/* One thread reading the dataset's files (one pass at most, for the budget) in one mode: MB/s, or NAN with
+ * `why`. */
+static double measure_read(const pb_file_list *files, pb_read_mode mode, size_t block, double seconds, char *why,
+                           size_t why_len) {
+  bool direct = mode == PB_READ_DIRECT_SEQ || mode == PB_READ_DIRECT_RAND;
+  bool random = mode == PB_READ_BUFFERED_RAND || mode == PB_READ_DIRECT_RAND;
+  if (direct) block = (block + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+  uint8_t *buf = aligned_alloc(DIRECT_ALIGN, block);
+  size_t *order = malloc((files->count ? files->count : 1) * sizeof *order);
+  double mb = NAN;
+  if (!buf || !order) goto out;
+  shuffled_order(order, files->count, 7);
+  pb_rng r;
+  pb_rng_seed(&r, 11);
+  uint64_t got = 0, t0 = pb_now_ns();
+  int rc = 0;
+  for (size_t i = 0; i < files->count && !rc && seconds_since(t0) < seconds && !pb_signalled(); i++) {
+    const pb_file *f = &files->files[random ? order[i] : i];
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+    if (fd < 0) {
+      rc = -errno;
+      break;
+    }
+    rc = read_file_blocks(fd, f->bytes, buf, block, random, &r, &got);
+    close(fd);
+  }
+  double elapsed = seconds_since(t0);
+  if (rc == -EINVAL && direct) snprintf(why, why_len, "O_DIRECT is not supported by this file system");
+  else if (rc) snprintf(why, why_len, "%s", strerror(-rc));
+  else if (got == 0) snprintf(why, why_len, "no bytes to read");
+  else mb = (double)got / elapsed / 1e6;
+out:
+  free(buf);
+  free(order);
+  return mb;
+}
+
+/* Buffered modes start from storage, not memory: the files' cached pages are dropped first (clean pages
+ * only; dirty ones stay, and the entry says the cache was not fully evicted). */
+static bool evict(const pb_file_list *files) {
+  bool all = true;
+  for (size_t i = 0; i < files->count; i++) {
+    bool synced = false;
+    pb_err err;
+    if (pb_pagecache_evict_file(files->files[i].path, &synced, &err)) all = false;
+  }
+  return all;
+}
+
+static void measure_reads(const pb_file_list *files, const pb_calib_dataset *key, double seconds, pb_calib_dataset *d) {
+  d->cache_evicted = true;
+  for (int m = 0; m < PB_READ_MODES && !pb_signalled(); m++) {
+    if (m == PB_READ_BUFFERED_SEQ || m == PB_READ_BUFFERED_RAND) d->cache_evicted &= evict(files);
+    d->read_mb_per_s[m] = measure_read(files, (pb_read_mode)m, (size_t)key->block_bytes, 2 * seconds, d->read_why[m],
+                                       sizeof d->read_why[m]);
+  }
+}
+
+/* ---------- the GPU ---------- */
+
+static void measure_gpu(pb_calibration *c, const pb_config *cfg) {
+  c->h2d_pinned_gb_per_s = c->h2d_pageable_gb_per_s = NAN;
+  c->step_kernel_target_ms = c->step_kernel_measured_ms = c->step_kernel_error_pct = NAN;
+  c->gpu_name[0] = c->gpu_why[0] = '\0';
+  int gpus = pb_cuda_device_count(c->gpu_name, sizeof c->gpu_name, c->gpu_why, sizeof c->gpu_why);
+  if (gpus <= 0) return;
+  size_t bytes = 64u << 20;
+  if (pb_cuda_h2d_gb_per_s(bytes, true, 20, &c->h2d_pinned_gb_per_s, c->gpu_why, sizeof c->gpu_why) ||
+      pb_cuda_h2d_gb_per_s(bytes, false, 20, &c->h2d_pageable_gb_per_s, c->gpu_why, sizeof c->gpu_why))
+    return;
+  /* The step kernel: opened as a run would open the device, which times it against CUDA events. */
+  pb_config *k = calloc(1, sizeof *k);
+  if (!k) return;
+  pb_err err;
+  static const char *minimal = "{\"name\":\"calibrate\",\"dataset\":{\"format\":\"synthetic\",\"shape\":[16],"
+                               "\"dtype\":\"uint8\"},\"stages\":[{\"type\":\"batch\",\"size\":1}],"
+                               "\"device\":{\"kind\":\"gpu\",\"step_ms\":20}}";
+  if (cfg) *k = *cfg;
+  else if (pb_config_parse(k, "calibrate", minimal, NULL, 0, &err)) return free(k);
+  if (!(k->device.step_ms > 0)) k->device.step_ms = 20;
+  pb_device d;
+  char notice[256];
+  if (pb_device_open(&d, k, PB_DEVICE_GPU, notice, sizeof notice, &err) == 0) {
+    if (d.step_kernel.measured) {
+      c->step_kernel_target_ms = d.step_kernel.target_ms;
+      c->step_kernel_measured_ms = d.step_kernel.measured_ms;
+      c->step_kernel_error_pct = d.step_kernel.error_pct;
+    }
+    pb_device_close(&d);
+  } else {
+    snprintf(c->gpu_why, sizeof c->gpu_why, "step kernel: %.200s", err.msg);
+  }
+  free(k);
+}
+
+/* ---------- the command ---------- */
+
+static void utc_now(char *out, size_t len) {
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void say(const pb_calibrate_opts *o, const char *fmt, const char *what) {
+  if (!o->quiet && !o->json_stdout) fprintf(stderr, fmt, what);
+}
+
+static void measure_machine(pb_calibration *c, const pb_calibrate_opts *o) {
+  double s = budget_s();
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  c->cores = n > 0 ? (int)n : 1;
+  say(o, "pipebench: calibrate: %s\n", "memcpy (one core, then every core)");
+  c->memcpy_gb_per_s = memcpy_one_core(s / 2);
+  c->memcpy_all_gb_per_s = memcpy_all_cores(c->cores, s / 2);
+  say(o, "pipebench: calibrate: %s\n", "GPU host-to-device copies and step kernel");
+  measure_gpu(c, o->cfg);
+}
+
+/* The dataset part: its files listed (generated first, as `run` would), decode and read measured. */
+static int measure_dataset(pb_calibration *c, const pb_calibrate_opts *o, bool *measured) {
+  const pb_config *cfg = o->cfg;
+  *measured = false;
+  if (cfg->dataset.format == PB_FMT_SYNTHETIC) return 0; /* nothing on storage to measure */
+  if (pb_gen_missing(cfg)) {
+    say(o, "pipebench: %s holds no complete dataset yet; generating it first\n", cfg->dataset.path);
+    pb_gen_opts g = {.quiet = o->quiet, .no_progress = o->quiet};
+    int rc = pb_gen(cfg, &g);
+    if (rc) return rc;
+  }
+  pb_file_list files;
+  pb_err err;
+  if (pb_files_list(cfg->dataset.path, &files, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  pb_calib_dataset key;
+  pb_calib_dataset_key(cfg, &key);
+  key.files = files.count;
+  key.bytes = files.total_bytes;
+  int rc = 0;
+  if (!o->force && pb_calib_find(c, &key)) {
+    say(o, "pipebench: calibrate: %s: measured before (the cache); --force measures again\n", cfg->dataset.path);
+  } else {
+    pb_calib_dataset d = key;
+    const pb_stage_cfg *dec = NULL;
+    for (int i = 0; i < cfg->nstages; i++)
+      if (cfg->stages[i].type == PB_STAGE_DECODE) dec = &cfg->stages[i];
+    if (dec && cfg->dataset.format == PB_FMT_JPEG) {
+      say(o, "pipebench: calibrate: %s\n", "decode (one core, the dataset's own files)");
+      loaded l = {0};
+      rc = load_sample(&files, &l, &err);
+      if (!rc && l.n) rc = measure_decode(cfg, dec, &l, budget_s(), &d, &err);
+      loaded_free(&l);
+      if (rc) fprintf(stderr, "pipebench: %s\n", err.msg);
+    }
+    if (!rc && key.block_bytes) {
+      say(o, "pipebench: calibrate: %s\n", "read (one thread; buffered and O_DIRECT, sequential and random)");
+      measure_reads(&files, &key, budget_s(), &d);
+    }
+    if (!rc) pb_calib_put(c, &d), *measured = true;
+    rc = rc ? PB_EXIT_RUNTIME : 0;
+  }
+  pb_file_list_free(&files);
+  return rc;
+}
+
+static void print_text(const pb_calibration *c, const pb_config *cfg) {
+  printf("calibration: %s (%s)\n", c->machine, c->measured_at);
+  printf("  cores            %d\n", c->cores);
+  printf("  memcpy           %.2f GB/s one core, %.2f GB/s all cores\n", c->memcpy_gb_per_s, c->memcpy_all_gb_per_s);
+  if (isfinite(c->h2d_pinned_gb_per_s))
+    printf("  h2d (%s)  %.2f GB/s pinned, %.2f GB/s pageable; step kernel %.3f ms for %.3f ms (%+.2f %%)\n",
+           c->gpu_name, c->h2d_pinned_gb_per_s, c->h2d_pageable_gb_per_s, c->step_kernel_measured_ms,
+           c->step_kernel_target_ms, c->step_kernel_error_pct);
+  else
+    printf("  h2d              not measured: %s\n", c->gpu_why);
+  if (!cfg) return;
+  pb_calib_dataset key;
+  pb_calib_dataset_key(cfg, &key);
+  for (int i = 0; i < c->ndatasets; i++) {
+    const pb_calib_dataset *d = &c->datasets[i];
+    if (strcmp(d->path, key.path) || d->block_bytes != key.block_bytes || strcmp(d->scale, key.scale)) continue;
+    printf("  dataset          %s (%llu files, %.1f MB)\n", d->path, (unsigned long long)d->files, (double)d->bytes / 1e6);
+    if (isfinite(d->decode_images_per_s))
+      printf("  decode           %.1f images/s per core (%.1f MB/s compressed; scale %s)\n", d->decode_images_per_s,
+             d->decode_mb_per_s, d->scale);
+    for (int m = 0; m < PB_READ_MODES && d->block_bytes; m++) {
+      if (isfinite(d->read_mb_per_s[m]))
+        printf("  read %-19s %.1f MB/s one thread (%d-byte blocks)\n", pb_read_mode_name((pb_read_mode)m),
+               d->read_mb_per_s[m], d->block_bytes);
+      else
+        printf("  read %-19s not measured: %s\n", pb_read_mode_name((pb_read_mode)m), d->read_why[m]);
+    }
+  }
+}
+
+static int write_copy(const pb_calibration *c, const char *out_dir) {
+  char path[PB_PATH_LEN + 32];
+  snprintf(path, sizeof path, "%s/calibration.json", out_dir);
+  pb_err err;
+  int rc = pb_calib_cache_mkdir(path);
+  if (rc || pb_calib_save(path, c, &err)) {
+    fprintf(stderr, "pipebench: %s\n", rc ? strerror(-rc) : err.msg);
+    return PB_EXIT_RUNTIME;
+  }
+  return 0;
+}
+
+int pb_calibrate(const pb_calibrate_opts *o) {
+  pb_calibration *c = calloc(1, sizeof *c);
+  if (!c) return PB_EXIT_RUNTIME;
+  char machine[256], cache[PB_PATH_LEN];
+  pb_calib_machine_key(machine, sizeof machine);
+  bool have_cache = pb_calib_cache_path(cache, sizeof cache) == 0;
+  pb_err err;
+  int rc = have_cache ? pb_calib_load(cache, machine, c, &err) : -ENOENT;
+  if (rc == -EINVAL) say(o, "pipebench: warning: %s; measuring again\n", err.msg);
+  bool fresh = rc != 0 || o->force;
+  if (rc) memset(c, 0, sizeof *c);
+  snprintf(c->machine, sizeof c->machine, "%s", machine);
+  rc = 0;
+  if (fresh) measure_machine(c, o);
+  else say(o, "pipebench: calibrate: the machine was measured before (%s); --force measures again\n", cache);
+  bool dataset_measured = false;
+  if (o->cfg && !pb_signalled()) rc = measure_dataset(c, o, &dataset_measured);
+  if (pb_signalled()) rc = PB_EXIT_INTERRUPTED;
+  if (!rc && (fresh || dataset_measured)) {
+    utc_now(c->measured_at, sizeof c->measured_at);
+    snprintf(c->version, sizeof c->version, "%s", PB_VERSION);
+  }
+  if (!rc && have_cache && (fresh || dataset_measured)) {
+    int mk = pb_calib_cache_mkdir(cache);
+    if (mk || pb_calib_save(cache, c, &err)) {
+      fprintf(stderr, "pipebench: %s\n", mk ? strerror(-mk) : err.msg);
+      rc = PB_EXIT_RUNTIME;
+    }
+  }
+  if (!rc && o->out_dir) rc = write_copy(c, o->out_dir);
+  if (!rc && o->json_stdout) {
+    cJSON *j = pb_calib_to_json(c);
+    char *text = j ? cJSON_Print(j) : NULL;
+    if (text) printf("%s\n", text);
+    free(text);
+    cJSON_Delete(j);
+  } else if (!rc && !o->quiet) {
+    print_text(c, o->cfg);
+    if (have_cache) printf("  saved in         %s\n", cache);
+  }
+  free(c);
+  return rc;
+}
