@@ -97,9 +97,9 @@ else:
 
 class Files(Dataset):
     def __len__(self):
-        return 1 << 30  # endless: index modulo the files, like pipebench's epochs
+        return len(files)
     def __getitem__(self, i):
-        path = files[i % len(files)]
+        path = files[i]
         if decoder == "pil":
             with open(path, "rb") as f:
                 img = Image.open(f).convert("RGB")
@@ -107,8 +107,14 @@ class Files(Dataset):
             img = io.decode_jpeg(io.read_file(path), mode=io.ImageReadMode.RGB)
         return tf(img), 0
 
+class Epochs(torch.utils.data.Sampler):
+    # endless: a new shuffle of the files every epoch, as pipebench's read stage does
+    def __iter__(self):
+        while True:
+            yield from torch.randperm(len(files)).tolist()
+
 cuda = torch.cuda.is_available()
-loader = DataLoader(Files(), batch_size=batch, shuffle=True, num_workers=w, pin_memory=cuda,
+loader = DataLoader(Files(), batch_size=batch, sampler=Epochs(), num_workers=w, pin_memory=cuda,
                     persistent_workers=True, prefetch_factor=4, drop_last=True)
 it = iter(loader)
 for _ in range(warmup):

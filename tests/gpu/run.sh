@@ -158,6 +158,12 @@ skip() { # skip NAME REASON
 
 cfg="$here/configs"
 
+# ---------------------------------------------------------------- pipebench calibrate (issue 10)
+# The machine's ceilings: runs/calibrate/stdout.txt is its calibration.json (H2D pinned and pageable from
+# a cudaMemcpyAsync loop, the step kernel's accuracy), beside the copy loop's figures below.
+mkdir -p "$runs/calibrate"
+record calibrate 60 env PIPEBENCH_CACHE_DIR="$runs/calibrate" pipebench calibrate --force --json
+
 # ---------------------------------------------------------------- the reference copy loop
 # The exact bytes of one batch of the H2D configs, so the loop copies what pipebench copies.
 batch_bytes=""
