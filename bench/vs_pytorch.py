@@ -12,6 +12,8 @@ Both do the ImageNet training input pipeline on the same dataset (pipebench's ge
   pipebench     read (1 thread) -> decode (W threads) -> map RandomResizedCrop 224, flip, normalize
                 float32, to_chw (W threads) -> batch B -> prefetch -> h2d (pinned), a device step of 0 ms
                 (--device gpu when a GPU is there, else emulated): pure input-pipeline throughput
+  pb-fused      the same with the decode stage's fused_crop: it decodes only the region the crop keeps
+                (as tf.data's decode_and_crop_jpeg and DALI do); the same pixels reach the batch
 
 "Per worker": images/s / W for both.  pipebench runs more threads than W (a reader, W decoders, W
 augmenters) but on the same W cores (taskset), as the DataLoader's W worker processes plus its main
@@ -44,7 +46,7 @@ def cpus(w):
     return ",".join(str(c) for c in allowed[:w])
 
 
-def pipebench_config(data, images, batch, w):
+def pipebench_config(data, images, batch, w, fused=False):
     return {
         "name": "vs-pytorch", "seed": 1,
         "dataset": {"path": data, "format": "jpeg",
@@ -52,7 +54,7 @@ def pipebench_config(data, images, batch, w):
                                  "image": {"width": 500, "height": 375, "quality": 90}}},
         "stages": [
             {"name": "read", "type": "read", "threads": 1},
-            {"name": "decode", "type": "decode", "threads": w},
+            {"name": "decode", "type": "decode", "threads": w, "fused_crop": fused},
             {"name": "augment", "type": "map", "threads": w,
              "ops": [{"op": "random_resized_crop", "size": 224}, {"op": "flip", "p": 0.5},
                      {"op": "normalize", "dtype": "float32"}, {"op": "to_chw"}]},
@@ -64,13 +66,13 @@ def pipebench_config(data, images, batch, w):
     }
 
 
-def run_pipebench(a, tmp, data, w):
-    cfg_path = os.path.join(tmp, f"pb-{w}.json")
+def run_pipebench(a, tmp, data, w, fused=False):
+    cfg_path = os.path.join(tmp, f"pb-{w}-{fused}.json")
     with open(cfg_path, "w") as f:
-        json.dump(pipebench_config(data, a.images, a.batch, w), f)
+        json.dump(pipebench_config(data, a.images, a.batch, w, fused), f)
     rates = []
     for i in range(a.repeats):
-        out = os.path.join(tmp, f"out-{w}-{i}")
+        out = os.path.join(tmp, f"out-{w}-{fused}-{i}")
         subprocess.run(["taskset", "-c", cpus(w), a.bin, "run", "--config", cfg_path, "--quiet", "--no-trace",
                         "--format", "json", "--out", out, "--set", f"run.duration_s={a.seconds}"], check=True)
         with open(os.path.join(out, "report.json")) as f:
@@ -179,7 +181,9 @@ def main():
     rows = []
     for w in workers:
         pb, pb_runs, device = run_pipebench(a, tmp, data, w)
-        row = {"workers": w, "pipebench": pb, "pipebench_runs": pb_runs, "device": device}
+        fu, fu_runs, _ = run_pipebench(a, tmp, data, w, fused=True)
+        row = {"workers": w, "pipebench": pb, "pipebench_runs": pb_runs, "pb_fused": fu, "pb_fused_runs": fu_runs,
+               "device": device}
         if versions:
             for d in a.decoders.split(","):
                 t, t_runs, info = run_torch(a, files, w, d)
@@ -194,15 +198,16 @@ def main():
         print(f"machine: {result['machine']}")
         print(f"torch/torchvision: {versions or 'not installed: pipebench rows only'}")
         print(f"{a.images} JPEGs 500x375 q90, batch {a.batch}, {a.seconds:g} s x {a.repeats} runs (median)")
-        print(f"{'workers':>7} {'pipebench/s':>12} {'per worker':>11} " +
-              "".join(f"{'torch-' + d + '/s':>13} {'per worker':>11} {'pb x':>6} " for d in a.decoders.split(",")
+        print(f"{'workers':>7} {'pipebench/s':>12} {'pb-fused/s':>11} " +
+              "".join(f"{'torch-' + d + '/s':>13} {'pb x':>6} {'fused x':>8} " for d in a.decoders.split(",")
                       if versions))
         for r in rows:
-            line = f"{r['workers']:>7} {r['pipebench']:>12.1f} {r['pipebench'] / r['workers']:>11.1f} "
+            line = f"{r['workers']:>7} {r['pipebench']:>12.1f} {r['pb_fused']:>11.1f} "
             for d in (a.decoders.split(",") if versions else []):
                 t = r[f"torch_{d}"]
-                line += f"{t:>13.1f} {t / r['workers']:>11.1f} {r['pipebench'] / t:>6.2f} "
+                line += f"{t:>13.1f} {r['pipebench'] / t:>6.2f} {r['pb_fused'] / t:>8.2f} "
             print(line)
+        print("per worker: divide by workers (the same for both sides)")
     if not a.keep:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -28,9 +28,21 @@ typedef struct pb_elem {
   uint8_t dtype;             /* pb_dtype of an image payload */
   uint8_t chw;               /* image layout: 0 HWC, 1 CHW */
   uint8_t device;            /* a batch copied by a GPU h2d: the device it was copied to */
+  uint16_t full_height, full_width; /* decoded with fused_crop: the whole image's size, of which this is the
+                              * crop the next random_resized_crop draws (0: not cropped) */
   uint64_t h2d_start_ns;     /* set by the h2d stage: when this batch's copy ran; 0 = not copied yet */
   uint64_t h2d_end_ns;
   uint64_t handoff_ns;       /* when the last stage handed this batch to the device (0 before) */
 } pb_elem;
+
+/* The seed of a sample's random augmentations in map stage `stage_index`: from its key (file, record,
+ * epoch; or its id in memory), so that draws do not depend on thread scheduling, and so that the decode
+ * stage's fused_crop draws exactly the crop the map stage would. */
+static inline uint64_t pb_elem_aug_seed(const pb_elem *e, uint64_t seed, int stage_index) {
+  uint64_t key = e->file_index == PB_NO_FILE
+                     ? e->id
+                     : ((uint64_t)e->epoch << 44) ^ ((uint64_t)e->file_index << 20) ^ e->record;
+  return seed ^ (key * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)stage_index;
+}
 
 #endif

@@ -2,7 +2,10 @@
  * libjpeg-turbo's DCT scaling (1/2, 1/4, 1/8 decode faster and smaller); `auto` picks the largest
  * reduction that keeps the shorter side at least the size of the first map op that resizes or crops.
  * `max_pixels` refuses huge images from the header, before any decoding.  A corrupt, truncated or
- * refused image is an error on that sample. */
+ * refused image is an error on that sample.  `fused_crop`: the stage draws the crop that the next map
+ * stage's random_resized_crop would (the same seed, pb_elem_aug_seed) and decodes only that region
+ * (jpeg_region.c), as tf.data's decode_and_crop_jpeg and DALI's fused decoder do; the map then only
+ * resizes, and the pixels are the same. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,13 +13,22 @@
 
 #include "engine.h"
 #include "jpeg.h"
+#include "ops.h"
 
 typedef struct decode_state {
   pb_pool pool;
   bool pool_ready;
   int fixed_denom;   /* 1, 2, 4, 8; 0 = auto */
   int auto_min_side; /* auto: the next crop/resize size (0 = none: full size) */
+  /* fused_crop: the random_resized_crop it draws for, and the map stage whose seed it uses */
+  const pb_op_cfg *crop;
+  int crop_stage_index;
 } decode_state;
+
+typedef struct decode_worker {
+  pb_jpeg_decoder *dec;
+  pb_jpeg_region *region; /* fused_crop only */
+} decode_worker;
 
 static int denom_of(pb_decode_scale s) {
   switch (s) {
@@ -42,6 +54,19 @@ static int next_size(const pb_stage *s) {
   return 0;
 }
 
+/* fused_crop: the first map stage after this one opens with the crop (config_pipeline.c checks it). */
+static void find_crop(const pb_stage *s, decode_state *st) {
+  for (int i = s->index + 1; s->cfg->fused_crop && i < s->engine->nstages; i++) {
+    const pb_stage_cfg *sc = s->engine->stages[i].cfg;
+    if (!sc || sc->type != PB_STAGE_MAP) continue;
+    if (sc->nops > 0 && sc->ops[0].kind == PB_OP_RANDOM_RESIZED_CROP) {
+      st->crop = &sc->ops[0];
+      st->crop_stage_index = i;
+    }
+    return;
+  }
+}
+
 static uint64_t decode_memory(const pb_stage *s) { return (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes; }
 
 static int decode_init(pb_stage *s, pb_err *err) {
@@ -53,11 +78,14 @@ static int decode_init(pb_stage *s, pb_err *err) {
   st->pool_ready = true;
   st->fixed_denom = denom_of(s->cfg->scale);
   st->auto_min_side = next_size(s);
+  find_crop(s, st);
   s->state = st;
   for (int k = 0; k < s->threads; k++) {
-    pb_jpeg_decoder *dec = NULL;
-    if (pb_jpeg_decoder_init(&dec, err)) return -ENOMEM;
-    s->workers[k].state = dec;
+    decode_worker *dw = calloc(1, sizeof *dw);
+    if (!dw) return pb_err_set(err, "out of memory for the decode stage's decoders"), -ENOMEM;
+    s->workers[k].state = dw;
+    if (pb_jpeg_decoder_init(&dw->dec, err)) return -ENOMEM;
+    if (st->crop && pb_jpeg_region_init(&dw->region, err)) return -ENOMEM;
   }
   return 0;
 }
@@ -68,9 +96,31 @@ static int decode_fail(pb_worker *w, pb_elem *in, pb_buf *out, const char *messa
   return 0;
 }
 
+/* fused_crop: the region of the (scaled) sw x sh image the map stage's crop will keep, decoded into out. */
+static int decode_crop(pb_worker *w, const pb_elem *in, int denom, int sw, int sh, pb_buf *out, pb_elem *e,
+                       pb_err *err) {
+  decode_state *st = w->stage->state;
+  decode_worker *dw = w->state;
+  pb_rng rng;
+  pb_rng_seed(&rng, pb_elem_aug_seed(in, w->stage->engine->cfg->seed, st->crop_stage_index));
+  int i, j, h, cw;
+  pb_rrc_params(&rng, sh, sw, st->crop->scale, st->crop->ratio, &i, &j, &h, &cw);
+  pb_jpeg_rect rect = {.x = j, .y = i, .w = cw, .h = h};
+  if (pb_buf_reserve(out, (size_t)cw * (size_t)h * 3u))
+    return pb_err_set(err, "out of memory for the decoded image"), -ENOMEM;
+  int rc = pb_jpeg_decode_region(dw->region, in->data, in->bytes, &rect, denom, w->stage->cfg->max_pixels, out->data,
+                                 out->capacity_bytes, err);
+  e->height = (uint16_t)h;
+  e->width = (uint16_t)cw;
+  e->full_height = (uint16_t)sh;
+  e->full_width = (uint16_t)sw;
+  return rc;
+}
+
 static int decode_process(pb_worker *w, pb_elem *in) {
   decode_state *st = w->stage->state;
-  pb_jpeg_decoder *dec = w->state;
+  decode_worker *dw = w->state;
+  pb_jpeg_decoder *dec = dw->dec;
   pb_err err;
   int width, height, out_w, out_h;
   if (pb_jpeg_header(dec, in->data, in->bytes, &width, &height, &err)) return decode_fail(w, in, NULL, err.msg);
@@ -88,18 +138,23 @@ static int decode_process(pb_worker *w, pb_elem *in) {
     pb_worker_abandon(w, in);
     return -ECANCELED;
   }
-  size_t bytes = pb_jpeg_decoded_bytes(width, height, denom);
-  if (pb_buf_reserve(out, bytes)) return decode_fail(w, in, out, "out of memory for the decoded image");
-  if (pb_jpeg_decode(dec, in->data, in->bytes, denom, w->stage->cfg->max_pixels, out->data, out->capacity_bytes,
-                     &out_w, &out_h, &err))
-    return decode_fail(w, in, out, err.msg);
   pb_elem e = *in;
+  if (st->crop) {
+    if (decode_crop(w, in, denom, pb_jpeg_scaled_dim(width, denom), pb_jpeg_scaled_dim(height, denom), out, &e, &err))
+      return decode_fail(w, in, out, err.msg);
+  } else {
+    size_t bytes = pb_jpeg_decoded_bytes(width, height, denom);
+    if (pb_buf_reserve(out, bytes)) return decode_fail(w, in, out, "out of memory for the decoded image");
+    if (pb_jpeg_decode(dec, in->data, in->bytes, denom, w->stage->cfg->max_pixels, out->data, out->capacity_bytes,
+                       &out_w, &out_h, &err))
+      return decode_fail(w, in, out, err.msg);
+    e.height = (uint16_t)out_h;
+    e.width = (uint16_t)out_w;
+  }
   pb_buf_release(in->buf);
   e.buf = out;
   e.data = out->data;
-  e.bytes = (size_t)out_w * (size_t)out_h * 3;
-  e.height = (uint16_t)out_h;
-  e.width = (uint16_t)out_w;
+  e.bytes = (size_t)e.width * (size_t)e.height * 3;
   e.channels = 3;
   e.dtype = PB_DTYPE_UINT8;
   e.chw = 0;
@@ -114,7 +169,14 @@ static void decode_cancel(pb_stage *s) {
 static void decode_close(pb_stage *s) {
   decode_state *st = s->state;
   if (!st) return;
-  for (int k = 0; s->workers && k < s->threads; k++) pb_jpeg_decoder_free(s->workers[k].state);
+  for (int k = 0; s->workers && k < s->threads; k++) {
+    decode_worker *dw = s->workers[k].state;
+    if (!dw) continue;
+    pb_jpeg_decoder_free(dw->dec);
+    pb_jpeg_region_free(dw->region);
+    free(dw);
+    s->workers[k].state = NULL;
+  }
   pb_pool_close(&st->pool);
   free(st);
   s->state = NULL;

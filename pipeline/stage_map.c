@@ -144,6 +144,15 @@ static void *destination(map_ctx *c, int k, size_t bytes) {
   return grow(&mw->scratch[i], &mw->scratch_bytes[i], bytes);
 }
 
+/* The decode stage (fused_crop) already cut the crop this op draws: the same draw keeps the random
+ * sequence of the ops after it, and only the resize is left. */
+static int resize_precropped(map_ctx *c, const pb_op_cfg *op, pb_image *out, void *scratch) {
+  int i, j, h, w;
+  pb_rrc_params(&c->w->rng, c->in->full_height, c->in->full_width, op->scale, op->ratio, &i, &j, &h, &w);
+  if (h != c->cur.height || w != c->cur.width) return -EINVAL; /* a decode that drew another crop: a bug */
+  return pb_resize(&c->cur, out, PB_RESAMPLE_BILINEAR, scratch);
+}
+
 static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
   map_worker *mw = c->w->state;
   pb_image out = out_dims(op, &c->cur);
@@ -155,7 +164,9 @@ static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
   int rc = 0;
   switch (op->kind) {
     case PB_OP_RANDOM_RESIZED_CROP:
-      rc = pb_random_resized_crop(&c->cur, &c->w->rng, op->scale, op->ratio, &out, PB_RESAMPLE_BILINEAR, rs, NULL);
+      rc = k == 0 && c->in->full_width ? resize_precropped(c, op, &out, rs)
+                                       : pb_random_resized_crop(&c->cur, &c->w->rng, op->scale, op->ratio, &out,
+                                                                PB_RESAMPLE_BILINEAR, rs, NULL);
       break;
     case PB_OP_RESIZE: rc = pb_resize(&c->cur, &out, PB_RESAMPLE_BILINEAR, rs); break;
     case PB_OP_CENTER_CROP: rc = pb_center_crop(&c->cur, &out); break;
@@ -222,6 +233,7 @@ static int hand_on(map_ctx *c) {
   out.channels = (uint8_t)c->cur.channels;
   out.dtype = (uint8_t)c->cur.dtype;
   out.chw = c->cur.chw;
+  out.full_height = out.full_width = 0; /* any fused crop is done */
   return pb_emit(c->w, &out);
 }
 
@@ -240,10 +252,7 @@ static int map_fail(pb_worker *w, pb_elem *in, map_ctx *c, const char *what) {
 /* Each sample's random draws come from its own key (file, record, epoch; or its id in memory), so
  * augmentations are the same for the same seed however the threads are scheduled. */
 static void seed_for_sample(pb_worker *w, const pb_elem *in) {
-  uint64_t key = in->file_index == PB_NO_FILE
-                     ? in->id
-                     : ((uint64_t)in->epoch << 44) ^ ((uint64_t)in->file_index << 20) ^ in->record;
-  pb_rng_seed(&w->rng, w->stage->engine->cfg->seed ^ (key * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)w->stage->index);
+  pb_rng_seed(&w->rng, pb_elem_aug_seed(in, w->stage->engine->cfg->seed, w->stage->index));
 }
 
 static int map_process(pb_worker *w, pb_elem *in) {

@@ -85,6 +85,7 @@ typedef struct pb_stage_cfg {
   /* decode */
   pb_decode_scale scale;        /* default auto */
   int64_t max_pixels;           /* default 100,000,000 */
+  bool fused_crop;              /* decode only the next random_resized_crop's region (default false) */
   /* map */
   int nops;
   pb_op_cfg ops[PB_MAX_OPS];

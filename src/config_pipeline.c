@@ -84,6 +84,26 @@ static int check_position(pb_cfg_ctx *c, int i, int *batch, int *h2d) {
   return 0;
 }
 
+/* decode's fused_crop draws the crop of the first map stage after it, which must therefore open with
+ * random_resized_crop, with no cache in between (a cached crop would be replayed under another epoch's
+ * draw). */
+static int check_fused_crop(pb_cfg_ctx *c, int decode) {
+  if (decode < 0 || !c->cfg->stages[decode].fused_crop) return 0;
+  char p[PB_CFG_PATH_MAX];
+  snprintf(p, sizeof p, "stages[%d].fused_crop", decode);
+  for (int i = decode + 1; i < c->cfg->nstages; i++) {
+    const pb_stage_cfg *s = &c->cfg->stages[i];
+    if (s->type == PB_STAGE_CACHE)
+      return pb_cfg_fail(c, p, "true with a cache stage before the crop (expected no cache between decode and the "
+                               "map stage that crops)");
+    if (s->type != PB_STAGE_MAP) continue;
+    if (s->nops > 0 && s->ops[0].kind == PB_OP_RANDOM_RESIZED_CROP) return 0;
+    break;
+  }
+  return pb_cfg_fail(c, p, "true without a crop to fuse (expected the first map stage after decode to begin with "
+                           "a random_resized_crop op)");
+}
+
 int pb_cfg_check_pipeline(pb_cfg_ctx *c) {
   int batch = -1, h2d = -1, decode = -1;
   int rc = check_source(c);
@@ -92,5 +112,6 @@ int pb_cfg_check_pipeline(pb_cfg_ctx *c) {
     if (!rc) rc = check_source_stage(c, i, &decode);
   }
   if (!rc && batch < 0) rc = pb_cfg_fail(c, "stages", "no batch stage (expected exactly one stage of type batch)");
+  if (!rc) rc = check_fused_crop(c, decode);
   return rc;
 }

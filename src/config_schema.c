@@ -174,6 +174,8 @@ static const pb_key decode_keys[] = {
         .help = "JPEG DCT scaling; auto decodes at full size."),
     ROW(pb_stage_cfg, max_pixels, "max_pixels", PB_KT_INT, .min = 1, .max = 1e12, .def = "100000000",
         .help = "Bigger images are refused as sample errors."),
+    ROW(pb_stage_cfg, fused_crop, "fused_crop", PB_KT_BOOL, .def = "false",
+        .help = "Decode only the region the next random_resized_crop keeps (the same pixels, less work)."),
 };
 static const pb_key map_keys[] = {
     STAGE_COMMON,

@@ -52,6 +52,22 @@ int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int 
  * even the full image is smaller than min_side, or when min_side <= 0 (nothing to size for: no scaling). */
 int pb_jpeg_auto_scale(int width, int height, int min_side);
 
+/* ---- decoding a region (jpeg_region.c) ---- */
+
+typedef struct pb_jpeg_region pb_jpeg_region;
+typedef struct pb_jpeg_rect {
+  int x, y, w, h;               /* in the (scaled) output image's pixels */
+} pb_jpeg_rect;
+
+int pb_jpeg_region_init(pb_jpeg_region **r, pb_err *err);
+void pb_jpeg_region_free(pb_jpeg_region *r); /* NULL is fine */
+/* Decodes only `rect` of the image scaled by 1/scale_denom into `out` (packed RGB, rect->w x rect->h):
+ * exactly those pixels of pb_jpeg_decode's whole image, at a fraction of the work for a small region.
+ * 0, or a negative errno with err set (a bad JPEG, a region outside the image, over max_pixels). */
+int pb_jpeg_decode_region(pb_jpeg_region *r, const uint8_t *data, size_t bytes, const pb_jpeg_rect *rect,
+                          int scale_denom, int64_t max_pixels, uint8_t *out, size_t out_capacity_bytes,
+                          pb_err *err);
+
 /* ---- encoding ---- */
 
 int pb_jpeg_encoder_init(pb_jpeg_encoder **enc, pb_err *err);

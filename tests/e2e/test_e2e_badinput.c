@@ -139,7 +139,7 @@ static const char *maximal_config(void) {
       "              'record_bytes':100,'record_bytes_stdev':10}},"
       "'stages':[{'name':'read','type':'read','threads':2,'block_bytes':65536,'direct':false,'latency_us':10,"
       "           'bandwidth_mb_per_s':1000},"
-      "  {'name':'decode','type':'decode','threads':2,'scale':'auto','max_pixels':1000000},"
+      "  {'name':'decode','type':'decode','threads':2,'scale':'auto','max_pixels':1000000,'fused_crop':false},"
       "  {'name':'aug','type':'map','threads':2,'ops':["
       "     {'op':'random_resized_crop','size':32,'scale':[0.08,1],'ratio':[0.75,1.3333]},{'op':'resize','size':32},"
       "     {'op':'center_crop','size':24},{'op':'flip','p':0.5},{'op':'spin','us':1},{'op':'sleep','us':1},"

@@ -134,6 +134,44 @@ static void test_jpeg_two_epochs(void **state) {
   assert_accounting_balances(rep);
 }
 
+/* decode's fused_crop: the decode draws the crop the augment stage would and decodes only that region;
+ * the augment's own draw must find exactly that crop (a mismatch is a sample error), over 40 images at
+ * 200x150 and 3 epochs, 2 decode and 2 augment threads.  Pixel equality is tests/unit/test_jpeg.c's. */
+static void test_fused_crop(void **state) {
+  const char *data = tmp_path("fused-data");
+  const char *cfg = write_config(
+      "fused",
+      "{'name':'fused','seed':7,"
+      "'dataset':{'path':'%s','format':'jpeg',"
+      "  'generate':{'num_files':40,'samples_per_file':1,'image':{'width':200,'height':150,'quality':90}}},"
+      "'stages':[{'type':'read'},{'type':'decode','threads':2,'fused_crop':true},{'type':'shuffle','buffer':8},"
+      "  {'name':'augment','type':'map','threads':2,'ops':[{'op':'random_resized_crop','size':32},"
+      "    {'op':'flip','p':0.5},{'op':'normalize','dtype':'float32'},{'op':'to_chw'}]},"
+      "  {'type':'batch','size':4,'drop_remainder':true},{'type':'h2d'}],"
+      "'device':{'kind':'emulated','step_ms':0.2},'run':{'epochs':3,'warmup_steps':0}}",
+      data);
+  gen_ok(cfg);
+  cJSON *rep = run_report(cfg, "fused", NULL);
+  expect_count(rep, "samples_decoded", 120);
+  expect_count(rep, "samples_consumed", 120);
+  expect_count(rep, "errors", 0);
+  assert_int_equal(batch_sample_bytes(rep), 32 * 32 * 3 * 4);
+  assert_accounting_balances(rep);
+  /* the decoded crops are smaller than the whole images (random_resized_crop keeps 8-100 % of the area) */
+  assert_true(num(stage(rep, "decode"), "bytes_out") < 120.0 * 200 * 150 * 3);
+  /* refused without a crop right after, or with a cache in between */
+  result *r = run_pb(ARGS("validate", "--config", cfg, "--set", "stages.augment.ops[0].op=center_crop"));
+  assert_one_error_line(r, 2, "fused_crop");
+  const char *cached = write_config(
+      "fused-cache",
+      "{'name':'fused','dataset':{'path':'%s','format':'jpeg'},"
+      "'stages':[{'type':'read'},{'type':'decode','fused_crop':true},{'type':'cache'},"
+      "  {'type':'map','ops':[{'op':'random_resized_crop','size':32}]},{'type':'batch','size':4}]}",
+      data);
+  r = run_pb(ARGS("validate", "--config", cached));
+  assert_one_error_line(r, 2, "cache");
+}
+
 /* ---------- 2. gen: idempotent, refuses to overwrite, --force ---------- */
 
 static void test_gen_idempotent_and_refuses_other_data(void **state) {
@@ -729,6 +767,7 @@ static int make_tmp(void **state) { return e2e_make_tmp("pipebench-e2e-data"); }
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_jpeg_two_epochs, free_reports),
+      cmocka_unit_test_teardown(test_fused_crop, free_reports),
       cmocka_unit_test_teardown(test_gen_idempotent_and_refuses_other_data, free_reports),
       cmocka_unit_test_teardown(test_gen_force_rewrites, free_reports),
       cmocka_unit_test_teardown(test_gen_force_fewer_files_leaves_no_stale_files, free_reports),

@@ -9,7 +9,7 @@
  *
  * Checked besides ASan/UBSan/leaks: every failure is an error code the stage expects, with a one-line message; a
  * decoded image has exactly the scaled size; an image over max_pixels is refused from its header; a
- * buffer one byte short is refused. */
+ * buffer one byte short is refused; the region decoder (fused_crop) fails only with those codes too. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +22,7 @@
 #define AUTO_MIN_SIDE 224  /* the resnet preset's random_resized_crop size */
 
 static pb_jpeg_decoder *dec;
+static pb_jpeg_region *region; /* fused_crop's decoder (jpeg_region.c), also one for the process */
 
 static void fail(const char *what, const char *detail) {
   fprintf(stderr, "fuzz_jpeg: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
@@ -59,10 +60,25 @@ static void decode(const uint8_t *data, size_t size, int width, int height, int 
   free(out);
 }
 
+/* fused_crop's path: a region (the centre half, from the selector's scale) into a buffer of exactly its
+ * size; an error is one the stage expects, with one line. */
+static void decode_region(const uint8_t *data, size_t size, int width, int height, int denom) {
+  int sw = pb_jpeg_scaled_dim(width, denom), sh = pb_jpeg_scaled_dim(height, denom);
+  pb_jpeg_rect r = {sw / 4, sh / 4, sw / 2 > 0 ? sw / 2 : 1, sh / 2 > 0 ? sh / 2 : 1};
+  size_t bytes = (size_t)r.w * (size_t)r.h * 3u;
+  uint8_t *out = malloc(bytes);
+  if (!out) return;
+  pb_err err = {{0}};
+  int rc = pb_jpeg_decode_region(region, data, size, &r, denom, MAX_PIXELS, out, bytes, &err);
+  if (rc) check_error(rc, &err, -EINVAL);
+  free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!dec) {
     pb_err err;
     if (pb_jpeg_decoder_init(&dec, &err)) fail("pb_jpeg_decoder_init", err.msg);
+    if (pb_jpeg_region_init(&region, &err)) fail("pb_jpeg_region_init", err.msg);
   }
   if (size < 1) return 0;
   int selector = data[0] & 3;
@@ -89,6 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     decode(file, size, width, height, 1);
     int denom = selector ? 1 << selector : pb_jpeg_auto_scale(width, height, AUTO_MIN_SIDE);
     if (denom != 1) decode(file, size, width, height, denom);
+    decode_region(file, size, width, height, denom);
   }
   free(file);
   return 0;

@@ -311,7 +311,7 @@ static void test_error_examples(void **state) {
   expect_error(EXAMPLE, "stages[1].threads=100000",
                "cfg.json: stages[1].threads: 100000 is out of range (expected an integer from 1 to 1024)");
   expect_error(EXAMPLE, "stages[1].thread=2",
-               "cfg.json: stages[1].thread: unknown key (expected one of name, type, threads, scale, max_pixels; "
+               "cfg.json: stages[1].thread: unknown key (expected one of name, type, threads, scale, max_pixels, fused_crop; "
                "did you mean \"threads\"?)");
   expect_error(EXAMPLE, "device.step_ms=fast",
                "cfg.json: device.step_ms: \"fast\" is a string (expected a number >= 0 or {\"dist\": \"normal\", "
@@ -632,7 +632,7 @@ static void test_set_errors(void **state) {
   expect_error_has(EXAMPLE, "a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q=1", "more than 16 parts");
   /* an unknown key added by --set is rejected by validation, with a suggestion */
   expect_error(EXAMPLE, "stages.decode.thread=4",
-               "cfg.json: stages[1].thread: unknown key (expected one of name, type, threads, scale, max_pixels; "
+               "cfg.json: stages[1].thread: unknown key (expected one of name, type, threads, scale, max_pixels, fused_crop; "
                "did you mean \"threads\"?)");
   expect_error_has(EXAMPLE, "run.steps=[1,2", "run.steps: \"[1,2\" is a string");
   expect_error(EXAMPLE, "a\nb", "--set a?b: no \"=\" (expected PATH=VALUE)"); /* still one line */

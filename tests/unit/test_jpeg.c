@@ -370,6 +370,57 @@ static void test_bad_arguments_are_refused(void **state) {
   free(good.data);
 }
 
+/* Region decoding (fused_crop): exactly the whole decode's pixels in the region, at every scale, for
+ * regions on and off the iMCU grid, at the edges, one pixel, and the whole image; a region outside the
+ * image and a truncated file are errors, and the decoder works again after them. */
+static void test_region_equals_whole_decode_cropped(void **state) {
+  (void)state;
+  pb_jpeg_decoder *dec = decoder();
+  pb_jpeg_region *r = NULL;
+  pb_err err = {{0}};
+  assert_int_equal(pb_jpeg_region_init(&r, &err), 0);
+  blob b = synth_jpeg(500, 375, 90, 3);
+  uint8_t *whole = malloc(500 * 375 * 3), *part = malloc(500 * 375 * 3);
+  const int denoms[] = {1, 2, 4, 8};
+  for (size_t d = 0; d < 4; d++) {
+    int ow, oh;
+    assert_int_equal(pb_jpeg_decode(dec, b.data, b.bytes, denoms[d], 0, whole, 500 * 375 * 3, &ow, &oh, &err), 0);
+    const pb_jpeg_rect rects[] = {{0, 0, ow, oh}, {0, 0, 1, 1}, {ow - 1, oh - 1, 1, 1}, {16, 16, ow - 16 < 32 ? ow - 16 : 32, oh - 16 < 32 ? oh - 16 : 32},
+                                  {7, 5, ow / 2, oh / 3}, {ow / 3, oh / 2 - 1, ow - ow / 3, oh - oh / 2 + 1},
+                                  {3, 0, ow - 5, oh}};
+    pb_jpeg_rect random_rects[64];
+    uint64_t x = 0x9E3779B97F4A7C15ULL * (d + 1);
+    for (int k = 0; k < 64; k++) { /* and random ones, as the crop would draw them (xorshift) */
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      int w = 1 + (int)(x % (uint64_t)ow), h = 1 + (int)((x >> 20) % (uint64_t)oh);
+      random_rects[k] = (pb_jpeg_rect){(int)((x >> 40) % (uint64_t)(ow - w + 1)), (int)((x >> 50) % (uint64_t)(oh - h + 1)), w, h};
+    }
+    for (size_t k = 0; k < sizeof rects / sizeof rects[0] + 64; k++) {
+      const pb_jpeg_rect *q = k < sizeof rects / sizeof rects[0] ? &rects[k] : &random_rects[k - sizeof rects / sizeof rects[0]];
+      if (q->w <= 0 || q->h <= 0) continue;
+      memset(part, 0xAB, (size_t)q->w * q->h * 3);
+      if (pb_jpeg_decode_region(r, b.data, b.bytes, q, denoms[d], 0, part, 500 * 375 * 3, &err))
+        fail_msg("1/%d, %dx%d at (%d, %d): %s", denoms[d], q->w, q->h, q->x, q->y, err.msg);
+      for (int y = 0; y < q->h; y++)
+        if (memcmp(part + (size_t)y * q->w * 3, whole + ((size_t)(q->y + y) * ow + q->x) * 3, (size_t)q->w * 3))
+          fail_msg("1/%d, %dx%d at (%d, %d): row %d differs from the whole decode", denoms[d], q->w, q->h, q->x,
+                   q->y, y);
+    }
+  }
+  pb_jpeg_rect outside = {400, 300, 200, 100};
+  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &outside, 1, 0, part, 500 * 375 * 3, &err), -EINVAL);
+  pb_jpeg_rect all = {0, 0, 500, 375};
+  assert_true(pb_jpeg_decode_region(r, b.data, b.bytes / 2, &all, 1, 0, part, 500 * 375 * 3, &err) < 0);
+  assert_non_null(strstr(err.msg, "JPEG"));
+  assert_true(pb_jpeg_decode_region(r, b.data, b.bytes, &all, 1, 1000, part, 500 * 375 * 3, &err) < 0); /* max_pixels */
+  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &all, 1, 0, part, 500 * 375 * 3, &err), 0);
+  free(whole);
+  free(part);
+  free(b.data);
+  pb_jpeg_region_free(r);
+  pb_jpeg_decoder_free(dec);
+}
+
 static void test_encoder_refuses_bad_input(void **state) {
   pb_jpeg_encoder *enc = NULL;
   pb_err err = {{0}};
@@ -399,6 +450,7 @@ int main(void) {
       cmocka_unit_test(test_max_pixels_is_checked_before_decoding),
       cmocka_unit_test(test_bad_arguments_are_refused),
       cmocka_unit_test(test_encoder_refuses_bad_input),
+      cmocka_unit_test(test_region_equals_whole_decode_cropped),
   };
   return cmocka_run_group_tests(tests, make_tmp_dir, remove_tmp_dir);
 }

@@ -1,0 +1,135 @@
+/* Decoding only a region of a JPEG (the decode stage's `fused_crop`): libjpeg's own API, since TurboJPEG
+ * 2.1 has no cropping.  jpeg_crop_scanline narrows the IDCT and colour conversion to the iMCU columns that
+ * hold the region, jpeg_skip_scanlines passes over the rows above it, and decoding stops after its last
+ * row, so the rows below are not even entropy-decoded.  The pixels are those of the whole image decoded
+ * by pb_jpeg_decode (same accurate integer IDCT and fancy upsampling), cropped: tests/unit/test_jpeg.c
+ * checks it. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* jpeglib.h needs stdio.h and size_t first */
+#include <jpeglib.h>
+
+#include "jpeg.h"
+
+typedef struct region_err {
+  struct jpeg_error_mgr pub;
+  jmp_buf jump;
+  char msg[JMSG_LENGTH_MAX];
+} region_err;
+
+struct pb_jpeg_region {
+  struct jpeg_decompress_struct cinfo;
+  region_err err;
+  uint8_t *row;                 /* one scanline of the cropped iMCU columns */
+  size_t row_bytes;
+};
+
+static void on_error(j_common_ptr c) {
+  region_err *e = (region_err *)c->err;
+  c->err->format_message(c, e->msg);
+  longjmp(e->jump, 1);
+}
+
+/* A corrupt-data warning is an error, as TJFLAG_STOPONWARNING makes it for the whole-image path. */
+static void on_message(j_common_ptr c, int level) {
+  if (level < 0) on_error(c);
+}
+
+int pb_jpeg_region_init(pb_jpeg_region **r, pb_err *err) {
+  *r = calloc(1, sizeof **r);
+  if (!*r) return pb_err_set(err, "jpeg region decoder: out of memory"), -ENOMEM;
+  (*r)->cinfo.err = jpeg_std_error(&(*r)->err.pub);
+  (*r)->err.pub.error_exit = on_error;
+  (*r)->err.pub.emit_message = on_message;
+  if (setjmp((*r)->err.jump)) {
+    pb_err_set(err, "jpeg region decoder: %s", (*r)->err.msg);
+    free(*r);
+    *r = NULL;
+    return -ENOMEM;
+  }
+  jpeg_create_decompress(&(*r)->cinfo);
+  return 0;
+}
+
+void pb_jpeg_region_free(pb_jpeg_region *r) {
+  if (!r) return;
+  jpeg_destroy_decompress(&r->cinfo);
+  free(r->row);
+  free(r);
+}
+
+static int grow_row(pb_jpeg_region *r, size_t bytes) {
+  if (r->row_bytes >= bytes) return 0;
+  uint8_t *row = realloc(r->row, bytes);
+  if (!row) return -ENOMEM;
+  r->row = row;
+  r->row_bytes = bytes;
+  return 0;
+}
+
+/* The body, under setjmp: libjpeg errors jump back to pb_jpeg_decode_region. */
+static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, const pb_jpeg_rect *rect,
+                       int scale_denom, int64_t max_pixels, uint8_t *out, pb_err *err) {
+  struct jpeg_decompress_struct *c = &r->cinfo;
+  jpeg_mem_src(c, data, (unsigned long)bytes);
+  jpeg_read_header(c, TRUE);
+  if (max_pixels > 0 && (int64_t)c->image_width * c->image_height > max_pixels)
+    return pb_err_set(err, "image is %ux%u = %lld pixels, over max_pixels %lld (expected at most %lld pixels)",
+                      c->image_width, c->image_height, (long long)c->image_width * c->image_height,
+                      (long long)max_pixels, (long long)max_pixels),
+           -EFBIG;
+  c->out_color_space = JCS_RGB;
+  c->scale_num = 1;
+  c->scale_denom = (unsigned)scale_denom;
+  c->dct_method = JDCT_ISLOW;
+  c->do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(c);
+  if (rect->x < 0 || rect->y < 0 || rect->w <= 0 || rect->h <= 0 || (JDIMENSION)(rect->x + rect->w) > c->output_width ||
+      (JDIMENSION)(rect->y + rect->h) > c->output_height)
+    return pb_err_set(err, "region %dx%d at (%d, %d) outside the %ux%u image (expected inside it)", rect->w, rect->h,
+                      rect->x, rect->y, c->output_width, c->output_height),
+           -EINVAL;
+  /* One more pixel on each side than asked for: fancy upsampling reads the chroma sample beyond a column,
+   * and at the edge of a crop libjpeg replicates the edge instead, so the region's own edge columns
+   * would differ from the whole decode's.  jpeg_crop_scanline then widens to whole iMCU columns. */
+  int left = rect->x > 0 ? rect->x - 1 : 0;
+  int right = PB_MIN(rect->x + rect->w + 1, (int)c->output_width);
+  JDIMENSION x0 = (JDIMENSION)left, cw = (JDIMENSION)(right - left);
+  jpeg_crop_scanline(c, &x0, &cw); /* x0 <= left, x0 + cw >= right */
+  if (grow_row(r, (size_t)c->output_width * 3u)) return pb_err_set(err, "out of memory for a scanline"), -ENOMEM;
+  if (rect->y > 0 && jpeg_skip_scanlines(c, (JDIMENSION)rect->y) != (JDIMENSION)rect->y)
+    return pb_err_set(err, "truncated image (expected rows down to %d)", rect->y + rect->h), -EBADMSG;
+  size_t offset = (size_t)(rect->x - (int)x0) * 3u, row_out = (size_t)rect->w * 3u;
+  for (int y = 0; y < rect->h; y++) {
+    JSAMPROW row = r->row;
+    if (jpeg_read_scanlines(c, &row, 1) != 1)
+      return pb_err_set(err, "truncated image (expected rows down to %d)", rect->y + rect->h), -EBADMSG;
+    memcpy(out + (size_t)y * row_out, r->row + offset, row_out);
+  }
+  return 0;
+}
+
+int pb_jpeg_decode_region(pb_jpeg_region *r, const uint8_t *data, size_t bytes, const pb_jpeg_rect *rect,
+                          int scale_denom, int64_t max_pixels, uint8_t *out, size_t out_capacity_bytes,
+                          pb_err *err) {
+  if (!data || bytes < 2 || data[0] != 0xFF || data[1] != 0xD8)
+    return pb_err_set(err, "not a JPEG: no SOI marker at byte 0 (expected a file starting FF D8)"), -EBADMSG;
+  if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8)
+    return pb_err_set(err, "scale 1/%d (expected 1, 1/2, 1/4 or 1/8)", scale_denom), -EINVAL;
+  size_t need = (size_t)(rect->w > 0 ? rect->w : 0) * (size_t)(rect->h > 0 ? rect->h : 0) * 3u;
+  if (!out || out_capacity_bytes < need)
+    return pb_err_set(err, "output buffer of %zu bytes for a %dx%d region (expected at least %zu bytes)",
+                      out_capacity_bytes, rect->w, rect->h, need),
+           -ENOBUFS;
+  if (setjmp(r->err.jump)) { /* libjpeg gave up: the message, and the decompressor made ready again */
+    pb_err_set(err, "decoding: bad JPEG: %s (expected a complete, valid JPEG image)", r->err.msg);
+    jpeg_abort_decompress(&r->cinfo);
+    return -EBADMSG;
+  }
+  int rc = decode_rows(r, data, bytes, rect, scale_denom, max_pixels, out, err);
+  jpeg_abort_decompress(&r->cinfo); /* the rows below the region are never decoded */
+  return rc;
+}
