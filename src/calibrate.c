@@ -361,7 +361,11 @@ static void measure_machine(pb_calibration *c, const pb_calibrate_opts *o) {
 static int measure_dataset(pb_calibration *c, const pb_calibrate_opts *o, bool *measured) {
   const pb_config *cfg = o->cfg;
   *measured = false;
-  if (cfg->dataset.format == PB_FMT_SYNTHETIC) return 0; /* nothing on storage to measure */
+  if (cfg->dataset.format == PB_FMT_SYNTHETIC) { /* nothing on storage to measure */
+    say(o, "pipebench: calibrate: %s: a synthetic dataset has no files to read or decode; the machine only\n",
+        cfg->file);
+    return 0;
+  }
   if (pb_gen_missing(cfg)) {
     say(o, "pipebench: %s holds no complete dataset yet; generating it first\n", cfg->dataset.path);
     pb_gen_opts g = {.quiet = o->quiet, .no_progress = o->quiet};
