@@ -38,7 +38,8 @@ static const char *const k_stage_cols[] = {
     "name", "type", "threads", "skipped", "calls", "total_ms", "self_ms", "mean_us", "p50_us", "p99_us",
     "wait_in_ms", "blocked_out_ms", "utilization", "capacity_per_s", "bytes_in", "bytes_out",
     "queue_mean_fill", "queue_capacity", "critical_path_ms", "critical_path_pct", "critical_path_self_ms",
-    "cpu_fraction", "cpu_delay_fraction",
+    "cpu_fraction", "cpu_delay_fraction", "ceiling_per_thread_per_s", "ceiling_per_s", "efficiency_pct",
+    "ceiling_source",
 };
 
 static int stages_body(FILE *f, const void *arg) {

@@ -84,7 +84,7 @@ static void test_dataset_part_and_reuse(void **state) {
 static void test_run_reports_efficiency(void **state) {
   const char *cfg = jpeg_config();
   calibrate_ok(ARGS("calibrate", "--config", cfg, "--quiet"), "calibrate --config");
-  cJSON *rep = run_report(cfg, "eff", ARGS("--format", "json,text,trace"));
+  cJSON *rep = run_report(cfg, "eff", ARGS("--format", "json,text,trace,csv"));
   assert_true(cJSON_IsObject(at(rep, "efficiency.calibration")));
   assert_true(cJSON_IsNull(at(rep, "efficiency.why")));
   assert_true(num(rep, "efficiency.pipeline_pct") > 0);
@@ -116,6 +116,13 @@ static void test_run_reports_efficiency(void **state) {
   cJSON *re = load_report(again);
   assert_float_equal(num(re, "efficiency.pipeline_pct"), num(rep, "efficiency.pipeline_pct"), 0);
   assert_float_equal(num(stage(re, "decode"), "efficiency_pct"), num(dec, "efficiency_pct"), 0);
+  /* stages.csv has the same columns */
+  static char csv[1 << 16];
+  char path[600];
+  snprintf(path, sizeof path, "%s/stages.csv", out_dir("eff"));
+  read_text(path, csv, sizeof csv);
+  assert_non_null(strstr(csv, ",ceiling_per_thread_per_s,ceiling_per_s,efficiency_pct,ceiling_source,parent\n"));
+  assert_non_null(strstr(csv, ",decode_images_per_s_per_core,"));
   r = run_pb(ARGS("analyze", out_dir("eff"), "--out", out_dir("eff-text"), "--format", "text"));
   assert_int_equal(r->status, 0);
   assert_non_null(strstr(r->out, "of the machine's best"));
