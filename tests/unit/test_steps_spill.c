@@ -77,6 +77,26 @@ static void test_spills_and_maps_back(void **state) {
   rmdir(dir);
 }
 
+/* A spill that fails half-way (a full disk): the records already in the file are read back in front of
+ * the ones held in memory since, and the record is whole and in order. */
+static void test_failed_spill_reads_back(void **state) {
+  (void)state;
+  char dir[] = "/tmp/pb-spill-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  pb_steps s;
+  store_init(&s, 8, dir);
+  for (uint64_t i = 0; i < 40; i++) append(&s, i);
+  assert_true(s.spilled >= 32);
+  s.spill_off = true; /* what give_up_spilling leaves after a failed write */
+  for (uint64_t i = 40; i < 100; i++) append(&s, i);
+  assert_int_equal(pb_steps_finish(&s), 0);
+  assert_int_equal(s.map_bytes, 0); /* in memory, not mapped */
+  assert_int_equal(s.spill_fd, -1);
+  assert_in_order(&s, 100);
+  pb_steps_free_record(&s);
+  rmdir(dir);
+}
+
 static void test_short_record_never_spills(void **state) {
   (void)state;
   char dir[] = "/tmp/pb-spill-XXXXXX";
@@ -119,6 +139,7 @@ static void test_no_dir_means_memory(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_spills_and_maps_back),
+      cmocka_unit_test(test_failed_spill_reads_back),
       cmocka_unit_test(test_short_record_never_spills),
       cmocka_unit_test(test_unwritable_dir_keeps_it_in_memory),
       cmocka_unit_test(test_no_dir_means_memory),
