@@ -10,11 +10,7 @@
 #include <string.h>
 
 #include "device.h"
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "stats.h"
 
 #define H2D_CK(call)                                                                                     \
   do {                                                                                                   \
@@ -53,8 +49,7 @@ int pb_cuda_h2d_gb_per_s(size_t bytes, bool pinned, int reps, double *gb_per_s, 
     H2D_CK(cudaEventElapsedTime(&ms, start, end));
     rate[i] = ms > 0 ? (double)bytes / (ms * 1e6) : NAN;
   }
-  qsort(rate, (size_t)reps, sizeof *rate, cmp_double);
-  *gb_per_s = rate[reps / 2];
+  *gb_per_s = pb_percentile(rate, (size_t)reps, 50);
 out:
   if (start) cudaEventDestroy(start);
   if (end) cudaEventDestroy(end);

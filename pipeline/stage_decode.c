@@ -14,11 +14,11 @@
 #include "engine.h"
 #include "jpeg.h"
 #include "ops.h"
+#include "stage_decode.h"
 
 typedef struct decode_state {
   pb_pool pool;
   bool pool_ready;
-  int fixed_denom;   /* 1, 2, 4, 8; 0 = auto */
   int auto_min_side; /* auto: the next crop/resize size (0 = none: full size) */
   /* fused_crop: the random_resized_crop it draws for, and the map stage whose seed it uses */
   const pb_op_cfg *crop;
@@ -30,28 +30,25 @@ typedef struct decode_worker {
   pb_jpeg_region *region; /* fused_crop only */
 } decode_worker;
 
-static int denom_of(pb_decode_scale s) {
-  switch (s) {
-    case PB_SCALE_1_2: return 2;
-    case PB_SCALE_1_4: return 4;
-    case PB_SCALE_1_8: return 8;
-    case PB_SCALE_AUTO: return 0;
-    default: return 1;
-  }
-}
-
-/* The size the image is cropped or resized to next, which the auto scale must not go below. */
-static int next_size(const pb_stage *s) {
-  const pb_config *cfg = s->engine->cfg;
-  for (int i = s->index + 1; i < s->engine->nstages; i++) {
-    const pb_stage_cfg *sc = s->engine->stages[i].cfg;
-    for (int j = 0; sc && sc->type == PB_STAGE_MAP && j < sc->nops; j++) {
+int pb_decode_min_side(const pb_config *cfg, const pb_stage_cfg *decode) {
+  for (int i = (int)(decode - cfg->stages) + 1; i < cfg->nstages; i++) {
+    const pb_stage_cfg *sc = &cfg->stages[i];
+    for (int j = 0; sc->type == PB_STAGE_MAP && j < sc->nops; j++) {
       pb_op_kind k = sc->ops[j].kind;
       if (k == PB_OP_RANDOM_RESIZED_CROP || k == PB_OP_RESIZE || k == PB_OP_CENTER_CROP) return (int)sc->ops[j].size;
     }
   }
-  (void)cfg;
   return 0;
+}
+
+int pb_decode_denom(const pb_stage_cfg *decode, int min_side, int width, int height) {
+  switch (decode->scale) {
+    case PB_SCALE_1_2: return 2;
+    case PB_SCALE_1_4: return 4;
+    case PB_SCALE_1_8: return 8;
+    case PB_SCALE_AUTO: return min_side ? pb_jpeg_auto_scale(width, height, min_side) : 1;
+    default: return 1;
+  }
 }
 
 /* fused_crop: the first map stage after this one opens with the crop (config_pipeline.c checks it). */
@@ -76,8 +73,7 @@ static int decode_init(pb_stage *s, pb_err *err) {
     return pb_err_set(err, "out of memory for the decode stage's buffers"), -ENOMEM;
   }
   st->pool_ready = true;
-  st->fixed_denom = denom_of(s->cfg->scale);
-  st->auto_min_side = next_size(s);
+  st->auto_min_side = pb_decode_min_side(s->engine->cfg, s->cfg);
   find_crop(s, st);
   s->state = st;
   for (int k = 0; k < s->threads; k++) {
@@ -131,8 +127,7 @@ static int decode_process(pb_worker *w, pb_elem *in) {
              width, height, (long long)width * height, (long long)max_pixels);
     return decode_fail(w, in, NULL, msg);
   }
-  int denom = st->fixed_denom ? st->fixed_denom
-                              : (st->auto_min_side ? pb_jpeg_auto_scale(width, height, st->auto_min_side) : 1);
+  int denom = pb_decode_denom(w->stage->cfg, st->auto_min_side, width, height);
   pb_buf *out = pb_worker_get_buf(w, &st->pool);
   if (!out) {
     pb_worker_abandon(w, in);

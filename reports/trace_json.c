@@ -814,9 +814,8 @@ static int load_memory(loader *l, const cJSON *m) {
 /* Optional: traces written before issue 10 have no "ceilings" (the report then has no efficiency). */
 static int load_ceilings(loader *l, const cJSON *m) {
   pb_ceilings *c = &l->rec->ceilings;
-  memset(c, 0, sizeof *c);
-  c->memcpy_gb_per_s = c->h2d_gb_per_s = c->decode_images_per_s = c->read_mb_per_s = NAN;
-  if (!m) return snprintf(c->why, sizeof c->why, "a trace written before calibration existed"), 0;
+  pb_ceilings_none(c, "a trace written before calibration existed");
+  if (!m) return 0;
   if (!cJSON_IsObject(m)) return bad(l, "pipebench.ceilings: not an object (expected {have, why, ...})");
   int rc = v_bool(l, member(m, "have"), "pipebench.ceilings.have", &c->have);
   if (!rc) rc = v_str(l, member(m, "why"), "pipebench.ceilings.why", c->why, sizeof c->why);

@@ -24,6 +24,8 @@
 #include "gen.h"
 #include "jpeg.h"
 #include "pagecache.h"
+#include "stage_decode.h"
+#include "stats.h"
 
 #define PB_CALIB_SECONDS 1.0
 #define MEMCPY_BYTES (64u << 20)
@@ -38,11 +40,6 @@ static double budget_s(void) {
 }
 
 static double seconds_since(uint64_t t0) { return (double)(pb_now_ns() - t0) / 1e9; }
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* ---------- memcpy ---------- */
 
@@ -61,8 +58,7 @@ static double memcpy_one_core(double seconds) {
       __asm__ volatile("" : : "r"(dst) : "memory"); /* the copy is used */
       rate[n++] = (double)MEMCPY_BYTES / (double)(pb_now_ns() - t);
     }
-    qsort(rate, (size_t)n, sizeof *rate, cmp_double);
-    gb = rate[n / 2];
+    gb = pb_percentile(rate, (size_t)n, 50);
   }
   free(src);
   free(dst);
@@ -153,44 +149,20 @@ static int load_sample(const pb_file_list *files, loaded *l, pb_err *err) {
   return 0;
 }
 
-/* The size the first crop or resize after decode asks for: what `scale: auto` may not go below. */
-static int next_crop_size(const pb_config *cfg) {
-  bool after_decode = false;
-  for (int i = 0; i < cfg->nstages; i++) {
-    const pb_stage_cfg *s = &cfg->stages[i];
-    if (s->type == PB_STAGE_DECODE) after_decode = true;
-    for (int j = 0; after_decode && s->type == PB_STAGE_MAP && j < s->nops; j++) {
-      pb_op_kind k = s->ops[j].kind;
-      if (k == PB_OP_RANDOM_RESIZED_CROP || k == PB_OP_RESIZE || k == PB_OP_CENTER_CROP) return (int)s->ops[j].size;
-    }
-  }
-  return 0;
-}
-
-static int scale_denom(const pb_stage_cfg *dec, int width, int height, int crop) {
-  switch (dec->scale) {
-    case PB_SCALE_1_2: return 2;
-    case PB_SCALE_1_4: return 4;
-    case PB_SCALE_1_8: return 8;
-    case PB_SCALE_AUTO: return crop ? pb_jpeg_auto_scale(width, height, crop) : 1;
-    default: return 1;
-  }
-}
-
 /* One core decoding the loaded files round and round, as the decode stage would (its scale, its pixel
  * limit), for the budget: images/s and compressed MB/s. */
 static int measure_decode(const pb_config *cfg, const pb_stage_cfg *dec, const loaded *l, double seconds,
                           pb_calib_dataset *d, pb_err *err) {
   pb_jpeg_decoder *jd = NULL;
   if (pb_jpeg_decoder_init(&jd, err)) return -ENOMEM;
-  int crop = next_crop_size(cfg), rc = 0;
+  int min_side = pb_decode_min_side(cfg, dec), rc = 0;
   size_t out_bytes = 0;
   uint8_t *out = NULL;
   uint64_t images = 0, in_bytes = 0, t0 = pb_now_ns();
   for (int i = 0; !rc && (images < (uint64_t)l->n || seconds_since(t0) < seconds) && !pb_signalled(); i = (i + 1) % l->n) {
     int w, h, ow, oh;
     if (pb_jpeg_header(jd, l->data[i], l->bytes[i], &w, &h, err)) rc = -EINVAL;
-    int denom = rc ? 1 : scale_denom(dec, w, h, crop);
+    int denom = rc ? 1 : pb_decode_denom(dec, min_side, w, h);
     size_t need = rc ? 0 : pb_jpeg_decoded_bytes(w, h, denom);
     if (!rc && need > out_bytes) {
       free(out);
@@ -443,7 +415,7 @@ static int write_copy(const pb_calibration *c, const char *out_dir) {
   char path[PB_PATH_LEN + 32];
   snprintf(path, sizeof path, "%s/calibration.json", out_dir);
   pb_err err;
-  int rc = pb_calib_cache_mkdir(path);
+  int rc = pb_mkdir_p(out_dir);
   if (rc || pb_calib_save(path, c, &err)) {
     fprintf(stderr, "pipebench: %s\n", rc ? strerror(-rc) : err.msg);
     return PB_EXIT_RUNTIME;

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *k_mode_names[PB_READ_MODES] = {"buffered_sequential", "buffered_random", "direct_sequential",
@@ -55,15 +54,9 @@ int pb_calib_cache_mkdir(const char *file) {
   char dir[PB_PATH_LEN];
   snprintf(dir, sizeof dir, "%s", file);
   char *slash = strrchr(dir, '/');
-  if (!slash) return 0;
+  if (!slash || slash == dir) return 0;
   *slash = '\0';
-  for (char *p = dir + 1; *p; p++) { /* mkdir -p */
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(dir, 0755) && errno != EEXIST) return -errno;
-    *p = '/';
-  }
-  return mkdir(dir, 0755) && errno != EEXIST ? -errno : 0;
+  return pb_mkdir_p(dir);
 }
 
 /* ---------- JSON ---------- */
@@ -179,32 +172,12 @@ static void from_json(const cJSON *o, pb_calibration *c) {
   }
 }
 
-static char *read_file(const char *file, int *rc) {
-  FILE *f = fopen(file, "r");
-  if (!f) return *rc = -errno, NULL;
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 + 1 > cap) {
-      char *t = realloc(text, cap = cap ? cap * 2 : 65536);
-      if (!t) break;
-      text = t;
-    }
-    size_t n = fread(text + len, 1, cap - len - 1, f);
-    len += n;
-    if (n == 0) break;
-  }
-  fclose(f);
-  if (text) text[len] = '\0';
-  *rc = text ? 0 : -ENOMEM;
-  return text;
-}
-
 int pb_calib_load(const char *file, const char *machine, pb_calibration *c, pb_err *err) {
-  int rc;
-  char *text = read_file(file, &rc);
+  char *text = NULL;
+  size_t len;
+  int rc = pb_read_file(file, 16u << 20, &text, &len);
   if (rc == -ENOENT) return rc;
-  if (!text) return pb_err_set(err, "%s: cannot read: %s", file, strerror(-rc)), -EINVAL;
+  if (rc) return pb_err_set(err, "%s: cannot read: %s", file, strerror(-rc)), -EINVAL;
   cJSON *j = cJSON_Parse(text);
   free(text);
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "machine");
@@ -223,41 +196,22 @@ int pb_calib_load(const char *file, const char *machine, pb_calibration *c, pb_e
   return 0;
 }
 
+static int write_text(FILE *f, const void *text) {
+  return fputs(text, f) < 0 || fputc('\n', f) == EOF ? -(errno ? errno : EIO) : 0;
+}
+
 int pb_calib_save(const char *file, const pb_calibration *c, pb_err *err) {
   cJSON *j = pb_calib_to_json(c);
   char *text = j ? cJSON_Print(j) : NULL;
   cJSON_Delete(j);
   if (!text) return pb_err_set(err, "%s: out of memory", file), -ENOMEM;
-  char tmp[PB_PATH_LEN + 16];
-  snprintf(tmp, sizeof tmp, "%s.tmp", file);
-  FILE *f = fopen(tmp, "w");
-  int rc = f ? 0 : -errno;
-  if (f) {
-    fputs(text, f);
-    fputc('\n', f);
-    if (fflush(f) || ferror(f)) rc = -(errno ? errno : EIO);
-    if (fclose(f) && !rc) rc = -(errno ? errno : EIO);
-  }
+  int rc = pb_write_atomic(file, write_text, text); /* a reader never sees half a file */
   free(text);
-  if (!rc && rename(tmp, file)) rc = -errno;
-  if (rc) {
-    unlink(tmp);
-    return pb_err_set(err, "%s: cannot write: %s", file, strerror(-rc)), rc;
-  }
+  if (rc) return pb_err_set(err, "%s: cannot write: %s", file, strerror(-rc)), rc;
   return 0;
 }
 
 /* ---------- the dataset entries ---------- */
-
-static const char *scale_name(pb_decode_scale s) {
-  switch (s) {
-    case PB_SCALE_1: return "1";
-    case PB_SCALE_1_2: return "1/2";
-    case PB_SCALE_1_4: return "1/4";
-    case PB_SCALE_1_8: return "1/8";
-    default: return "auto";
-  }
-}
 
 void pb_calib_dataset_key(const pb_config *cfg, pb_calib_dataset *d) {
   memset(d, 0, sizeof *d);
@@ -267,7 +221,7 @@ void pb_calib_dataset_key(const pb_config *cfg, pb_calib_dataset *d) {
     const pb_stage_cfg *s = &cfg->stages[i];
     if (s->type == PB_STAGE_READ && !d->block_bytes) d->block_bytes = (int)s->block_bytes;
     if (s->type == PB_STAGE_DECODE && !d->scale[0] && cfg->dataset.format == PB_FMT_JPEG)
-      snprintf(d->scale, sizeof d->scale, "%s", scale_name(s->scale));
+      snprintf(d->scale, sizeof d->scale, "%s", pb_decode_scale_name(s->scale));
   }
   d->decode_images_per_s = d->decode_mb_per_s = NAN;
   for (int m = 0; m < PB_READ_MODES; m++) d->read_mb_per_s[m] = NAN;
@@ -325,9 +279,14 @@ static const pb_calib_dataset *find_for_run(const pb_calibration *c, const pb_co
   return NULL;
 }
 
+void pb_ceilings_none(pb_ceilings *c, const char *why) {
+  memset(c, 0, sizeof *c);
+  c->memcpy_gb_per_s = c->h2d_gb_per_s = c->decode_images_per_s = c->read_mb_per_s = NAN;
+  snprintf(c->why, sizeof c->why, "%s", why);
+}
+
 void pb_ceilings_lookup(const pb_config *cfg, bool synthetic, bool gpu, pb_ceilings *out) {
-  memset(out, 0, sizeof *out);
-  out->memcpy_gb_per_s = out->h2d_gb_per_s = out->decode_images_per_s = out->read_mb_per_s = NAN;
+  pb_ceilings_none(out, "");
   char machine[256];
   pb_calib_machine_key(machine, sizeof machine);
   if (pb_calib_cache_path(out->source, sizeof out->source)) {

@@ -95,6 +95,8 @@ typedef struct pb_ceilings {
   char read_mode[24];            /* buffered_random or direct_random (the read stage shuffles files) */
 } pb_ceilings;
 
+/* No ceilings (every rate NAN), and why. */
+void pb_ceilings_none(pb_ceilings *c, const char *why);
 /* Fills *out for a run of `cfg` (gpu: the run's device is a GPU; pinned: its h2d copies from pinned
  * memory).  Never fails: out->have says whether a calibration was found, out->why why not. */
 void pb_ceilings_lookup(const pb_config *cfg, bool synthetic, bool gpu, pb_ceilings *out);

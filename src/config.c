@@ -22,6 +22,7 @@ const char *pb_stage_type_name(pb_stage_type t) { return name_of(pb_cfg_stage_ty
 const char *pb_op_name(pb_op_kind k) { return name_of(pb_cfg_op_names, PB_OP__COUNT, (int)k); }
 const char *pb_dtype_name(pb_dtype d) { return name_of(pb_cfg_dtype_names, PB_DTYPE_FLOAT32 + 1, (int)d); }
 const char *pb_format_name(pb_format f) { return name_of(pb_cfg_format_names, PB_FMT_SYNTHETIC + 1, (int)f); }
+const char *pb_decode_scale_name(pb_decode_scale s) { return name_of(pb_cfg_decode_scale_names, PB_SCALE_1_8 + 1, (int)s); }
 
 const char *pb_allreduce_mode_name(pb_allreduce_mode m) {
   return name_of(pb_cfg_allreduce_names, PB_ALLREDUCE_MPI + 1, (int)m);

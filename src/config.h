@@ -194,6 +194,7 @@ const char *pb_op_name(pb_op_kind k);
 const char *pb_dtype_name(pb_dtype d);
 size_t pb_dtype_size(pb_dtype d);
 const char *pb_format_name(pb_format f);
+const char *pb_decode_scale_name(pb_decode_scale s); /* "auto", "1", "1/2", "1/4", "1/8" */
 const char *pb_allreduce_mode_name(pb_allreduce_mode m);
 /* Gradient bytes exchanged per step: allreduce.bytes, else params x 4 (0 when neither is given). */
 uint64_t pb_allreduce_bytes(const pb_allreduce_cfg *a);

@@ -101,7 +101,8 @@ extern const pb_key_table pb_cfg_top_table, pb_cfg_dataset_table;
 extern const pb_key_table pb_cfg_step_dist_table;
 extern const pb_key pb_cfg_stage_type_key, pb_cfg_op_kind_key;
 extern const char *const pb_cfg_stage_type_names[], *const pb_cfg_op_names[], *const pb_cfg_dtype_names[],
-    *const pb_cfg_format_names[], *const pb_cfg_payload_names[], *const pb_cfg_allreduce_names[];
+    *const pb_cfg_format_names[], *const pb_cfg_payload_names[], *const pb_cfg_allreduce_names[],
+    *const pb_cfg_decode_scale_names[];
 const pb_key_table *pb_cfg_stage_table(pb_stage_type t);
 const pb_key_table *pb_cfg_op_table(pb_op_kind k);
 

@@ -27,7 +27,7 @@ const char *const pb_cfg_dtype_names[] = {"uint8", "float16", "float32", NULL};
 const char *const pb_cfg_format_names[] = {"jpeg", "tfrecord", "npy", "npz", "raw", "synthetic", NULL};
 const char *const pb_cfg_payload_names[] = {"jpeg", "raw", NULL};
 static const char *const device_kind_names[] = {"auto", "gpu", "emulated", NULL};
-static const char *const decode_scale_names[] = {"auto", "1", "1/2", "1/4", "1/8", NULL};
+const char *const pb_cfg_decode_scale_names[] = {"auto", "1", "1/2", "1/4", "1/8", NULL};
 const char *const pb_cfg_allreduce_names[] = {"none", "barrier", "model", "mpi", NULL};
 static const char *const on_error_names[] = {"skip", "fail", NULL}; /* into bool on_error_fail */
 static const char *const dist_names[] = {"normal", NULL};
@@ -170,7 +170,7 @@ static const pb_key read_keys[] = {
 static const pb_key decode_keys[] = {
     STAGE_COMMON,
     THREADS_ANY,
-    ROW(pb_stage_cfg, scale, "scale", PB_KT_ENUM, .choices = decode_scale_names, .def = "\"auto\"",
+    ROW(pb_stage_cfg, scale, "scale", PB_KT_ENUM, .choices = pb_cfg_decode_scale_names, .def = "\"auto\"",
         .help = "JPEG DCT scaling; auto decodes at full size."),
     ROW(pb_stage_cfg, max_pixels, "max_pixels", PB_KT_INT, .min = 1, .max = 1e12, .def = "100000000",
         .help = "Bigger images are refused as sample errors."),

@@ -1,7 +1,6 @@
 #include "record.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +102,7 @@ int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e,
   rec->nfirst_errors = e->nfirst_errors;
   memcpy(rec->first_errors, e->first_errors, sizeof rec->first_errors);
   take_steps(rec, s);
-  rec->ceilings.memcpy_gb_per_s = rec->ceilings.h2d_gb_per_s = NAN; /* run.c looks the calibration up */
-  rec->ceilings.decode_images_per_s = rec->ceilings.read_mb_per_s = NAN;
-  snprintf(rec->ceilings.why, sizeof rec->ceilings.why, "not looked up");
+  pb_ceilings_none(&rec->ceilings, "not looked up"); /* run.c looks the calibration up */
   uint64_t window_ns = s->window_end_ns > s->window_start_ns ? s->window_end_ns - s->window_start_ns : 0;
   int next = 0;
   if (!e->stages[0].cfg) { /* the in-memory source: a row of its own */
