@@ -3,7 +3,8 @@
  * Image ops (ops/ops.h) run on the decoded image: random_resized_crop, resize, center_crop, flip,
  * normalize, to_chw.  Ops that make a new image write into one of two per-worker scratch buffers, the
  * last of them straight into a buffer from this stage's pool (so the result is not copied again);
- * flip works in place.  `spin` burns CPU for `us` microseconds and `sleep` waits without CPU: the
+ * flip works in place.  A map that ends in flip, normalize (to float, on the host) and to_chw runs those
+ * as one pass (pb_flip_normalize_chw; the same values).  `spin` burns CPU for `us` microseconds and `sleep` waits without CPU: the
  * emulation ops.  A map of emulation ops only (or none) hands the sample's own buffer on. */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@ typedef struct map_state {
   pb_pool pool;
   bool pool_ready;
   int last_new_image; /* index of the last op that makes a new image, -1 when none */
+  int tail;           /* first op of a flip/normalize/to_chw tail run as one pass (fused_tail), -1: none */
 } map_state;
 
 typedef struct map_worker {
@@ -47,6 +49,23 @@ static int last_new_image(const pb_stage_cfg *sc) {
   return last;
 }
 
+/* The ops from `tail` to the end are flips, one normalize to float on the host and at most one to_chw:
+ * those commute (each output value is the table value of one mirrored input pixel), so
+ * pb_flip_normalize_chw does them in one pass over the image instead of one pass each.  -1 when the ops
+ * do not end that way. */
+static int fusable_tail(const pb_stage_cfg *sc) {
+  int tail = sc->nops, norms = 0, chws = 0;
+  for (; tail > 0; tail--) {
+    const pb_op_cfg *op = &sc->ops[tail - 1];
+    int norm = op->kind == PB_OP_NORMALIZE && !op->on_device && op->dtype != PB_DTYPE_UINT8;
+    int chw = op->kind == PB_OP_TO_CHW;
+    if (!(norm || chw || op->kind == PB_OP_FLIP) || norms + norm > 1 || chws + chw > 1) break;
+    norms += norm;
+    chws += chw;
+  }
+  return norms == 1 ? tail : -1;
+}
+
 /* A pool is needed when the map makes new images, or flips (a shared payload, e.g. a cache replay, is
  * flipped into a pooled copy, never in place). */
 static bool needs_pool(const pb_stage_cfg *sc) {
@@ -68,6 +87,7 @@ static int map_init(pb_stage *s, pb_err *err) {
     return pb_err_set(err, "out of memory for stage %s", s->name), -ENOMEM;
   }
   st->last_new_image = last_new_image(s->cfg);
+  st->tail = fusable_tail(s->cfg);
   if (needs_pool(s->cfg)) {
     if (pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
       free(st);
@@ -146,11 +166,16 @@ static void *destination(map_ctx *c, int k, size_t bytes) {
 
 /* The decode stage (fused_crop) already cut the crop this op draws: the same draw keeps the random
  * sequence of the ops after it, and only the resize is left. */
+/* random_resized_crop and resize: plain 2x2-tap bilinear, or Pillow's antialiased filter. */
+static pb_resample resample_of(const pb_op_cfg *op) {
+  return op->antialias ? PB_RESAMPLE_BILINEAR_AA : PB_RESAMPLE_BILINEAR;
+}
+
 static int resize_precropped(map_ctx *c, const pb_op_cfg *op, pb_image *out, void *scratch) {
   int i, j, h, w;
   pb_rrc_params(&c->w->rng, c->in->full_height, c->in->full_width, op->scale, op->ratio, &i, &j, &h, &w);
   if (h != c->cur.height || w != c->cur.width) return -EINVAL; /* a decode that drew another crop: a bug */
-  return pb_resize(&c->cur, out, PB_RESAMPLE_BILINEAR, scratch);
+  return pb_resize(&c->cur, out, resample_of(op), scratch);
 }
 
 static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
@@ -158,7 +183,7 @@ static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
   pb_image out = out_dims(op, &c->cur);
   if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : -ENOMEM;
   size_t need = pb_crop_resize_scratch_bytes(&c->cur, c->cur.height, c->cur.width, out.height, out.width,
-                                             PB_RESAMPLE_BILINEAR);
+                                             resample_of(op));
   void *rs = grow(&mw->resample, &mw->resample_bytes, need ? need : 1);
   if (!rs) return -ENOMEM;
   int rc = 0;
@@ -166,9 +191,9 @@ static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
     case PB_OP_RANDOM_RESIZED_CROP:
       rc = k == 0 && c->in->full_width ? resize_precropped(c, op, &out, rs)
                                        : pb_random_resized_crop(&c->cur, &c->w->rng, op->scale, op->ratio, &out,
-                                                                PB_RESAMPLE_BILINEAR, rs, NULL);
+                                                                resample_of(op), rs, NULL);
       break;
-    case PB_OP_RESIZE: rc = pb_resize(&c->cur, &out, PB_RESAMPLE_BILINEAR, rs); break;
+    case PB_OP_RESIZE: rc = pb_resize(&c->cur, &out, resample_of(op), rs); break;
     case PB_OP_CENTER_CROP: rc = pb_center_crop(&c->cur, &out); break;
     case PB_OP_NORMALIZE:
       rc = pb_normalize(&c->cur, &out, op->mean, op->nmean, op->std, op->nstd, op->dtype);
@@ -200,6 +225,29 @@ static int run_flip(map_ctx *c, const pb_op_cfg *op, int k) {
   pb_hflip(&c->cur, &out);
   c->cur = out;
   return 0;
+}
+
+/* The fusable tail (ops k..end) as one pass, when the image reaching it is uint8 HWC; 1 when it was
+ * not (the caller then runs the ops one by one).  The flips draw in their order, as run_flip would. */
+static int run_fused_tail(map_ctx *c, int k) {
+  const pb_stage_cfg *sc = c->w->stage->cfg;
+  if (c->cur.dtype != PB_DTYPE_UINT8 || c->cur.chw || c->cur.channels > PB_MAX_CHANNELS) return 1;
+  const pb_op_cfg *norm = NULL;
+  bool flip = false, chw = false;
+  for (int i = k; i < sc->nops; i++) {
+    const pb_op_cfg *op = &sc->ops[i];
+    if (op->kind == PB_OP_FLIP) flip ^= pb_flip_draw(&c->w->rng, op->p);
+    if (op->kind == PB_OP_NORMALIZE) norm = op;
+    if (op->kind == PB_OP_TO_CHW) chw = true;
+  }
+  pb_image out = c->cur;
+  out.dtype = norm->dtype;
+  out.chw = chw;
+  if (!(out.data = pooled(c, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : -ENOMEM;
+  int rc = pb_flip_normalize_chw(&c->cur, &out, flip, norm->mean, norm->nmean, norm->std, norm->nstd, norm->dtype,
+                                 chw);
+  c->cur = out;
+  return rc < 0 ? rc : 0;
 }
 
 static int run_op(map_ctx *c, const pb_op_cfg *op, int k) {
@@ -261,8 +309,11 @@ static int map_process(pb_worker *w, pb_elem *in) {
   map_ctx c = {.w = w, .in = in, .cur = view_of(in)};
   if (needs_image(sc) && in->height == 0)
     return map_fail(w, in, &c, "image ops need a decoded image (expected a decode stage before this map)");
+  map_state *st = w->stage->state;
   for (int k = 0; k < sc->nops; k++) {
-    int rc = run_op(&c, &sc->ops[k], k);
+    int rc = k == st->tail ? run_fused_tail(&c, k) : 1;
+    if (rc == 0) break; /* the tail was the rest of the ops */
+    if (rc == 1) rc = run_op(&c, &sc->ops[k], k);
     if (rc == -ECANCELED) {
       w->cancelled = true;
       return map_fail(w, in, &c, "cancelled");

@@ -63,6 +63,7 @@ typedef struct pb_op_cfg {
   int64_t size;                 /* random_resized_crop, resize, center_crop: output side in pixels */
   double scale[2];              /* random_resized_crop: area fraction range, default [0.08, 1] */
   double ratio[2];              /* random_resized_crop: aspect range, default [3/4, 4/3] */
+  bool antialias;               /* random_resized_crop, resize: Pillow's widened filter when shrinking */
   double p;                     /* flip: probability, default 0.5 */
   int nmean, nstd;              /* normalize: per-channel mean/std in pixel units (0..255) */
   double mean[PB_MAX_CHANNELS], std[PB_MAX_CHANNELS];

@@ -97,6 +97,12 @@ const pb_key pb_cfg_op_kind_key = OP_KEY; /* parsed first: it picks the op's tab
   ROW(pb_op_cfg, size, "size", PB_KT_INT, .min = 1, .max = 65536, .flags = PB_KF_REQUIRED,               \
       .help = "Output side in pixels: " what)
 
+#define ANTIALIAS_KEY                                                                                     \
+  ROW(pb_op_cfg, antialias, "antialias", PB_KT_BOOL, .def = "false",                                      \
+      .help = "Shrink with Pillow's bilinear filter, widened by the shrink factor (torchvision on PIL "      \
+              "images, and on tensors with antialias=True); false: 2x2-tap bilinear (torch's "             \
+              "interpolate, tf.image.resize).")
+
 static const pb_key rrc_keys[] = {
     OP_KEY,
     SIZE_KEY("a random crop resized to size x size."),
@@ -104,8 +110,10 @@ static const pb_key rrc_keys[] = {
         .nmax = 2, .cap = 2, .def = "[0.08, 1]", .help = "Range of the crop's area as a fraction of the image."),
     ROW(pb_op_cfg, ratio, "ratio", PB_KT_RANGE, .min = 0, .max = 100, .flags = PB_KF_MIN_EXCL, .nmin = 2,
         .nmax = 2, .cap = 2, .def = "[0.75, 1.3333333333333333]", .help = "Range of the crop's aspect ratio."),
+    ANTIALIAS_KEY,
 };
-static const pb_key resize_keys[] = {OP_KEY, SIZE_KEY("the image resized so that its shorter side is size (torchvision Resize(int)).")};
+static const pb_key resize_keys[] = {
+    OP_KEY, SIZE_KEY("the image resized so that its shorter side is size (torchvision Resize(int))."), ANTIALIAS_KEY};
 static const pb_key center_crop_keys[] = {OP_KEY, SIZE_KEY("the central size x size square.")};
 static const pb_key flip_keys[] = {
     OP_KEY,

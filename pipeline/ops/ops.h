@@ -114,8 +114,20 @@ int pb_normalize(const pb_image *in, pb_image *out, const double *mean, int nmea
 /* ---- to_chw ----  HWC -> CHW, any dtype; out must not overlap in.  A CHW input is copied. */
 int pb_to_chw(const pb_image *in, pb_image *out);
 
+/* ---- flip, normalize and to_chw in one pass ----
+ * What pb_hflip (when `flip`), pb_normalize to float32/float16 and (when `chw`) pb_to_chw give in sequence,
+ * value for value, reading a uint8 HWC image of at most 4 channels once and writing out once (the map
+ * stage's last ops are usually these three: one pass instead of three).  out must not overlap in.
+ * -EINVAL for any other input or dtype (the caller then runs the ops one by one). */
+int pb_flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
+                          const double *std, int nstd, pb_dtype out_dtype, bool chw);
+
 /* ---- IEEE half ---- */
 uint16_t pb_float_to_half(float f);
 float pb_half_to_float(uint16_t h);
+
+/* Tests: false makes the resamplers use only their portable C loops, true (the default) lets them use
+ * the CPU's vector units where they have kernels for it; both give the same pixels. */
+void pb_ops_allow_simd(bool on);
 
 #endif

@@ -47,4 +47,12 @@ pb_plane pb_ops_window_plane(const pb_image *im, int p, int top, int left, int h
 int pb_ops_check_window(const pb_image *in, int top, int left, int h, int w, const pb_image *out);
 void pb_ops_inherit(const pb_image *in, pb_image *out);
 
+/* AVX2 kernels of the antialiased uint8 resampler (ops_resample_aa_simd.c), exact to the C loops.
+ * pb_aa_simd: the CPU has AVX2 and tests have not turned them off.  Each returns how much of the row it
+ * did (output pixels, elements); the caller's C loop does the rest. */
+bool pb_aa_simd(void);
+int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst, const int32_t *start, const int32_t *count,
+                       const int32_t *weights, int ksize, int out_w, int nch);
+size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n, uint8_t *dst);
+
 #endif

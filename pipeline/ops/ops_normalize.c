@@ -124,3 +124,60 @@ int pb_normalize(const pb_image *in, pb_image *out, const double *mean, int nmea
     norm_generic(in, out->data, out_dtype, &np);
   return 0;
 }
+
+/* ---- flip + normalize + to_chw ---- */
+
+/* One output row from source row `src` (HWC, C channels): mirrored when flip, each value looked up in
+ * its channel's table; CHW writes channel c at plane c, HWC interleaves.  T is float or uint16_t (half).
+ * Always inlined, so the common case (3 channels to CHW, below) is compiled with those as constants. */
+#define FUSED_ROW(T)                                                                                      \
+  static inline __attribute__((always_inline)) void fused_row_##T(const uint8_t *src, int W, int C,       \
+                                                                  bool flip, const T (*lut)[256], T *dst, \
+                                                                  size_t plane, bool chw) {               \
+    for (int x = 0; x < W; x++) {                                                                         \
+      const uint8_t *p = src + (size_t)(flip ? W - 1 - x : x) * (size_t)C;                                \
+      for (int c = 0; c < C; c++) {                                                                       \
+        size_t at = chw ? (size_t)c * plane + (size_t)x : (size_t)x * (size_t)C + (size_t)c;              \
+        dst[at] = lut[c][p[c]];                                                                           \
+      }                                                                                                   \
+    }                                                                                                     \
+  }                                                                                                       \
+  static void fused_rows_##T(const pb_image *in, bool flip, const T (*lut)[256], T *out, bool chw) {      \
+    int C = in->channels, W = in->width;                                                                  \
+    size_t plane = (size_t)in->height * (size_t)W, row = (size_t)W * (size_t)C;                           \
+    for (int y = 0; y < in->height; y++) {                                                                \
+      const uint8_t *src = (const uint8_t *)in->data + (size_t)y * row;                                   \
+      T *dst = out + (chw ? (size_t)y * (size_t)W : (size_t)y * row);                                     \
+      if (C == 3 && chw)                                                                                  \
+        fused_row_##T(src, W, 3, flip, lut, dst, plane, true);                                            \
+      else                                                                                                \
+        fused_row_##T(src, W, C, flip, lut, dst, plane, chw);                                             \
+    }                                                                                                     \
+  }
+typedef uint16_t half_t;
+FUSED_ROW(float)
+FUSED_ROW(half_t)
+
+int pb_flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
+                          const double *std, int nstd, pb_dtype out_dtype, bool chw) {
+  norm_params np;
+  if (!pb_ops_image_ok(in) || !out || !out->data || out->data == in->data || in->dtype != PB_DTYPE_UINT8 ||
+      in->chw || in->channels > LUT_CHANNELS || (out_dtype != PB_DTYPE_FLOAT32 && out_dtype != PB_DTYPE_FLOAT16))
+    return -EINVAL;
+  int rc = norm_params_init(&np, in, mean, nmean, std, nstd);
+  if (rc) return rc;
+  *out = (pb_image){out->data, in->height, in->width, in->channels, out_dtype, chw};
+  /* the same tables as norm_u8_f32 / norm_u8_f16, so the same values */
+  float lut[LUT_CHANNELS][256];
+  uint16_t lut16[LUT_CHANNELS][256];
+  for (int c = 0; c < in->channels; c++)
+    for (int v = 0; v < 256; v++) {
+      lut[c][v] = norm_value(&np, c, (float)v);
+      if (out_dtype == PB_DTYPE_FLOAT16) lut16[c][v] = pb_float_to_half(lut[c][v]);
+    }
+  if (out_dtype == PB_DTYPE_FLOAT32)
+    fused_rows_float(in, flip, (const float(*)[256])lut, out->data, chw);
+  else
+    fused_rows_half_t(in, flip, (const half_t(*)[256])lut16, out->data, chw);
+  return 0;
+}

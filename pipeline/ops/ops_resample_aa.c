@@ -101,9 +101,9 @@ static void aa_hpix_u8_any(const uint8_t *s, const int32_t *k, int n, uint8_t *d
 }
 
 static inline __attribute__((always_inline)) void aa_hrow_u8_n(const uint8_t *src, uint8_t *dst, const aa_axis *ax,
-                                                               int out_w, int nch) {
+                                                               int x, int out_w, int nch) {
   const int32_t *wq = ax->weights;
-  for (int x = 0; x < out_w; x++, dst += nch) {
+  for (dst += (size_t)x * (size_t)nch; x < out_w; x++, dst += nch) {
     const uint8_t *s = src + (size_t)ax->start[x] * (size_t)nch;
     const int32_t *k = wq + (size_t)x * (size_t)ax->ksize;
     if (nch <= 4)
@@ -113,13 +113,17 @@ static inline __attribute__((always_inline)) void aa_hrow_u8_n(const uint8_t *sr
   }
 }
 
-/* Horizontal pass, one source row, uint8; inlined per channel count so the channel loops unroll. */
-static void aa_hrow_u8(const uint8_t *src, uint8_t *dst, const aa_axis *ax, int out_w, int nch) {
+/* Horizontal pass, one source row of `width` pixels, uint8; inlined per channel count so the channel
+ * loops unroll.  With AVX2, 3 and 4 channels go through the vector kernel first. */
+static void aa_hrow_u8(const uint8_t *src, int width, uint8_t *dst, const aa_axis *ax, int out_w, int nch) {
+  int x = 0;
+  if ((nch == 3 || nch == 4) && pb_aa_simd())
+    x = pb_aa_hrow_u8_avx2(src, width, dst, ax->start, ax->count, ax->weights, ax->ksize, out_w, nch);
   switch (nch) {
-    case 1: aa_hrow_u8_n(src, dst, ax, out_w, 1); break;
-    case 3: aa_hrow_u8_n(src, dst, ax, out_w, 3); break;
-    case 4: aa_hrow_u8_n(src, dst, ax, out_w, 4); break;
-    default: aa_hrow_u8_n(src, dst, ax, out_w, nch); break;
+    case 1: aa_hrow_u8_n(src, dst, ax, x, out_w, 1); break;
+    case 3: aa_hrow_u8_n(src, dst, ax, x, out_w, 3); break;
+    case 4: aa_hrow_u8_n(src, dst, ax, x, out_w, 4); break;
+    default: aa_hrow_u8_n(src, dst, ax, x, out_w, nch); break;
   }
 }
 
@@ -139,7 +143,7 @@ static void aa_hrow_f(const void *src, size_t s0, float *dst, const aa_axis *ax,
 
 /* Vertical pass, one output row: `rows` points at the first source row used, rows are `len` apart. */
 static void aa_vrow_u8(const uint8_t *rows, size_t len, const int32_t *k, int n, uint8_t *dst) {
-  for (size_t i = 0; i < len; i++) {
+  for (size_t i = pb_aa_simd() ? pb_aa_vrow_u8_avx2(rows, len, k, n, dst) : 0; i < len; i++) {
     int32_t acc = AA_ROUND;
     for (int t = 0; t < n; t++) acc += rows[(size_t)t * len + i] * k[t];
     dst[i] = clip8(acc);
@@ -161,7 +165,7 @@ static void aa_hpass(const pb_plane *src, const aa_axis *ax, int out_w, int y_fi
   for (int y = y_first; y < y_end; y++) {
     size_t row = (size_t)y * (size_t)src->row_stride, at = (size_t)(y - y_first) * len;
     if (t == PB_DTYPE_UINT8)
-      aa_hrow_u8((const uint8_t *)src->base + row, (uint8_t *)tmp + at, ax, out_w, src->nch);
+      aa_hrow_u8((const uint8_t *)src->base + row, src->width, (uint8_t *)tmp + at, ax, out_w, src->nch);
     else
       aa_hrow_f(src->base, row, (float *)tmp + at, ax, out_w, src->nch, t);
   }

@@ -159,6 +159,13 @@ static void test_fused_crop(void **state) {
   assert_accounting_balances(rep);
   /* the decoded crops are smaller than the whole images (random_resized_crop keeps 8-100 % of the area) */
   assert_true(num(stage(rep, "decode"), "bytes_out") < 120.0 * 200 * 150 * 3);
+  /* Pillow's antialiased filter on the pre-cut crops: the same accounting */
+  const char *aa[] = {"--set", "stages.augment.ops[0].antialias=true", NULL};
+  cJSON *rep_aa = run_report(cfg, "fused-aa", aa);
+  expect_count(rep_aa, "samples_consumed", 120);
+  expect_count(rep_aa, "errors", 0);
+  assert_int_equal(batch_sample_bytes(rep_aa), 32 * 32 * 3 * 4);
+  assert_accounting_balances(rep_aa);
   /* refused without a crop right after, or with a cache in between */
   result *r = run_pb(ARGS("validate", "--config", cfg, "--set", "stages.augment.ops[0].op=center_crop"));
   assert_one_error_line(r, 2, "fused_crop");

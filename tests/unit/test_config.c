@@ -444,7 +444,7 @@ static void test_error_unknowns(void **state) {
   expect_error(EXAMPLE, "colour=1",
                "cfg.json: colour: unknown key (expected one of name, seed, dataset, stages, device, run, limits)");
   expect_error_has(EXAMPLE, "stages.augment.ops[0].p=1", "stages[2].ops[0].p: unknown key (expected one of op, size, "
-                                                         "scale, ratio; did you mean \"op\"?)");
+                                                         "scale, ratio, antialias; did you mean \"op\"?)");
   expect_error_has("{\"stages\": [{\"threads\": 1}]}", NULL,
                    "stages[0].type: missing (expected one of read, decode, map");
   expect_error_has(EXAMPLE, "stages[0]=7", "stages[0]: 7 is a number (expected a stage object");

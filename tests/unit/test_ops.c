@@ -279,6 +279,35 @@ static void test_antialias_matches_pillow(void **state) {
   free(in.data), free(down.data), free(up.data), free(gray.data), free(small.data);
 }
 
+/* The antialiased uint8 resampler's vector kernels (AVX2, where the CPU has it) give the same bytes as
+ * its C loops: random content, windows touching every image edge, shrinking and growing, 1 to 4
+ * channels, widths that leave vector tails.  Exactly malloc'ed images, so the sanitizers catch a kernel
+ * reading past the last pixel. */
+static void test_antialias_simd_matches_c(void **state) {
+  (void)state;
+  static uint8_t scratch[1 << 22];
+  pb_rng rng;
+  pb_rng_seed(&rng, 23);
+  for (int it = 0; it < 400; it++) {
+    int H = 1 + (int)(pb_rng_uniform(&rng) * 300), W = 1 + (int)(pb_rng_uniform(&rng) * 300), C = 1 + it % 4;
+    int h = 1 + (int)(pb_rng_uniform(&rng) * H), w = 1 + (int)(pb_rng_uniform(&rng) * W);
+    int top = it % 3 == 0 ? H - h : (int)(pb_rng_uniform(&rng) * (H - h + 1));
+    int left = it % 3 == 0 ? W - w : (int)(pb_rng_uniform(&rng) * (W - w + 1));
+    int oh = 1 + (int)(pb_rng_uniform(&rng) * 240), ow = 1 + (int)(pb_rng_uniform(&rng) * 240);
+    pb_image in = make_out(H, W, C, PB_DTYPE_UINT8);
+    for (size_t k = 0; k < pb_image_bytes(&in); k++) ((uint8_t *)in.data)[k] = (uint8_t)(pb_rng_next(&rng) >> 56);
+    pb_image vec = make_out(oh, ow, C, PB_DTYPE_UINT8), ref = make_out(oh, ow, C, PB_DTYPE_UINT8);
+    assert_true(pb_crop_resize_scratch_bytes(&in, h, w, oh, ow, PB_RESAMPLE_BILINEAR_AA) <= sizeof scratch);
+    pb_ops_allow_simd(true);
+    assert_int_equal(pb_crop_resize(&in, top, left, h, w, &vec, PB_RESAMPLE_BILINEAR_AA, scratch), 0);
+    pb_ops_allow_simd(false);
+    assert_int_equal(pb_crop_resize(&in, top, left, h, w, &ref, PB_RESAMPLE_BILINEAR_AA, scratch), 0);
+    pb_ops_allow_simd(true);
+    assert_memory_equal(vec.data, ref.data, pb_image_bytes(&ref));
+    free(in.data), free(vec.data), free(ref.data);
+  }
+}
+
 /* torch's upsample_bilinear2d (align_corners=false) in double, for one output element. */
 static double ref_bilinear(const pb_image *in, int top, int left, int h, int w, int oh, int ow, int y, int x,
                            int c) {
@@ -590,6 +619,46 @@ static void test_to_chw(void **state) {
   assert_int_equal(pb_to_chw(&in, &in), -EINVAL);
 }
 
+/* flip + normalize + to_chw in one pass equals the three ops in sequence, value for value: every channel
+ * count the tables take, both float dtypes, with and without the flip and the layout change, odd sizes,
+ * one mean/std or one per channel.  Anything but a uint8 HWC input is refused (the map stage then runs
+ * the ops one by one). */
+static void test_flip_normalize_chw_fused(void **state) {
+  (void)state;
+  pb_rng rng;
+  pb_rng_seed(&rng, 31);
+  const double mean[4] = {123.675, 116.28, 103.53, 7.5}, std[4] = {58.395, 57.12, 57.375, 0.25};
+  for (int it = 0; it < 96; it++) {
+    int C = 1 + it % 4, H = 1 + (int)(pb_rng_uniform(&rng) * 37), W = 1 + (int)(pb_rng_uniform(&rng) * 41);
+    bool flip = (it / 4) % 2, chw = (it / 8) % 2;
+    pb_dtype t = (it / 16) % 2 ? PB_DTYPE_FLOAT16 : PB_DTYPE_FLOAT32;
+    int nm = (it / 32) % 2 ? 1 : C;
+    pb_image in = make_out(H, W, C, PB_DTYPE_UINT8);
+    for (size_t k = 0; k < pb_image_bytes(&in); k++) ((uint8_t *)in.data)[k] = (uint8_t)(pb_rng_next(&rng) >> 56);
+    pb_image flipped = make_out(H, W, C, PB_DTYPE_UINT8), norm = make_out(H, W, C, t), want = make_out(H, W, C, t);
+    pb_image got = make_out(H, W, C, t);
+    if (flip) assert_int_equal(pb_hflip(&in, &flipped), 0);
+    else memcpy(flipped.data, in.data, pb_image_bytes(&in));
+    assert_int_equal(pb_normalize(&flipped, &norm, mean, nm, std, nm, t), 0);
+    if (chw) assert_int_equal(pb_to_chw(&norm, &want), 0);
+    else want = norm;
+    assert_int_equal(pb_flip_normalize_chw(&in, &got, flip, mean, nm, std, nm, t, chw), 0);
+    assert_int_equal(got.dtype, t), assert_int_equal(got.chw, chw), assert_int_equal(got.channels, C);
+    assert_int_equal(got.height, H), assert_int_equal(got.width, W);
+    assert_memory_equal(got.data, want.data, pb_image_bytes(&want));
+    free(in.data), free(flipped.data), free(norm.data), free(got.data);
+    if (chw) free(want.data);
+  }
+  uint8_t px[12] = {0};
+  float out[12];
+  pb_image u8 = {px, 2, 2, 3, PB_DTYPE_UINT8, false}, o = {out, 2, 2, 3, PB_DTYPE_FLOAT32, false};
+  pb_image chw_in = {px, 2, 2, 3, PB_DTYPE_UINT8, true};
+  assert_int_equal(pb_flip_normalize_chw(&chw_in, &o, false, mean, 3, std, 3, PB_DTYPE_FLOAT32, true), -EINVAL);
+  assert_int_equal(pb_flip_normalize_chw(&u8, &o, false, mean, 3, std, 3, PB_DTYPE_UINT8, true), -EINVAL);
+  assert_int_equal(pb_flip_normalize_chw(&u8, &u8, false, mean, 3, std, 3, PB_DTYPE_FLOAT32, true), -EINVAL);
+  assert_int_equal(pb_flip_normalize_chw(&u8, &o, false, mean, 2, std, 2, PB_DTYPE_FLOAT32, true), -EINVAL);
+}
+
 /* ---- speed (PB_OPS_BENCH=1) ---- */
 
 /* Best of 7 rounds: the machine is shared, and the minimum is the least disturbed estimate. */
@@ -680,6 +749,8 @@ int main(void) {
       cmocka_unit_test(test_normalize_float16_and_uint8),
       cmocka_unit_test(test_half_conversion),
       cmocka_unit_test(test_to_chw),
+      cmocka_unit_test(test_antialias_simd_matches_c),
+      cmocka_unit_test(test_flip_normalize_chw_fused),
       cmocka_unit_test(test_bench),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,98 @@
+/* AVX2 kernels of the antialiased uint8 resampler (ops_resample_aa.c), bit for bit the same as its C
+ * loops and so as Pillow: the same Q22 weights, 32-bit products and sums (vpmulld), the same shift and
+ * the same clip to 0..255 (the saturating packs do it).  Pillow-SIMD is faster still because it drops to
+ * 16-bit weights, which changes pixels; these keep them.  Chosen at run time, once, when the CPU has
+ * AVX2; tests turn them off to compare against the C loops (pb_ops_allow_simd). */
+#include <stdatomic.h>
+
+#include "ops_internal.h"
+
+static atomic_int simd_allowed = 1;
+
+void pb_ops_allow_simd(bool on) { atomic_store(&simd_allowed, on ? 1 : 0); }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AA_BITS 22
+#define AA_ROUND (1 << (AA_BITS - 1))
+
+bool pb_aa_simd(void) {
+  static int have = -1; /* benign race: every thread computes the same value */
+  if (have < 0) have = __builtin_cpu_supports("avx2") ? 1 : 0;
+  return have && atomic_load_explicit(&simd_allowed, memory_order_relaxed);
+}
+
+/* Four bytes from p as int32 lanes; the fourth is the next pixel's first byte when nch is 3. */
+__attribute__((target("avx2"))) static inline __m128i load4_u8(const uint8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
+}
+
+/* One output pixel of 3 or 4 channels: the taps' pixels times their weights, summed in int32 lanes. */
+__attribute__((target("avx2"))) static inline __m128i hpix(const uint8_t *s, const int32_t *k, int n, int nch) {
+  __m128i acc = _mm_set1_epi32(AA_ROUND);
+  for (int t = 0; t < n; t++)
+    acc = _mm_add_epi32(acc, _mm_mullo_epi32(load4_u8(s + (size_t)t * (size_t)nch), _mm_set1_epi32(k[t])));
+  return _mm_srai_epi32(acc, AA_BITS);
+}
+
+/* The horizontal pass over one source row of `width` pixels, nch 3 or 4.  An output pixel whose taps
+ * reach the row's last pixel is left to the caller when nch is 3 (its fourth byte would lie past the
+ * row, possibly past the image): returns how many leading output pixels were done. */
+__attribute__((target("avx2"))) int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst,
+                                                      const int32_t *start, const int32_t *count,
+                                                      const int32_t *weights, int ksize, int out_w, int nch) {
+  int x = 0;
+  for (; x < out_w; x++, dst += nch) {
+    if (nch == 3 && start[x] + count[x] >= width) break;
+    __m128i v = hpix(src + (size_t)start[x] * (size_t)nch, weights + (size_t)x * (size_t)ksize, count[x], nch);
+    __m128i b = _mm_packus_epi16(_mm_packs_epi32(v, v), v); /* clip to 0..255, as clip8 does */
+    uint32_t px = (uint32_t)_mm_cvtsi128_si32(b);
+    if (nch == 4) {
+      memcpy(dst, &px, 4);
+    } else { /* byte by byte: a memcpy of a runtime size is a call per pixel */
+      dst[0] = (uint8_t)px;
+      dst[1] = (uint8_t)(px >> 8);
+      dst[2] = (uint8_t)(px >> 16);
+    }
+  }
+  return x;
+}
+
+/* The vertical pass, one output row of len elements: n source rows `len` apart, 8 elements at a time.
+ * Returns how many leading elements were done (the caller finishes the tail). */
+__attribute__((target("avx2"))) size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n,
+                                                         uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 16 <= len; i += 16) {
+    __m256i a0 = _mm256_set1_epi32(AA_ROUND), a1 = a0;
+    for (int t = 0; t < n; t++) {
+      __m128i px = _mm_loadu_si128((const __m128i *)(rows + (size_t)t * len + i));
+      __m256i w = _mm256_set1_epi32(k[t]);
+      a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(px), w));
+      a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(px, 8)), w));
+    }
+    a0 = _mm256_srai_epi32(a0, AA_BITS);
+    a1 = _mm256_srai_epi32(a1, AA_BITS);
+    /* packs work within 128-bit lanes: put the halves back in order before storing */
+    __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(a0, a1), 0xD8);
+    __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+    _mm_storeu_si128((__m128i *)(dst + i), b);
+  }
+  return i;
+}
+
+#else
+
+bool pb_aa_simd(void) { return false; }
+
+int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst, const int32_t *start, const int32_t *count,
+                       const int32_t *weights, int ksize, int out_w, int nch) {
+  return 0;
+}
+
+size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n, uint8_t *dst) { return 0; }
+
+#endif
