@@ -8,12 +8,19 @@ Both do the ImageNet training input pipeline on the same dataset (pipebench's ge
                 Dataset that opens each file with PIL, .convert("RGB"), then torchvision's
                 RandomResizedCrop(224), RandomHorizontalFlip(), ToTensor(), Normalize(ImageNet mean/std)
   torch-tv      the same, decoding with torchvision.io.decode_jpeg (libjpeg-turbo) and the tensor
-                transforms (RandomResizedCrop(224, antialias=True), flip, to float, Normalize)
-  pipebench     read (1 thread) -> decode (W threads) -> map RandomResizedCrop 224, flip, normalize
-                float32, to_chw (W threads) -> batch B -> prefetch -> h2d (pinned), a device step of 0 ms
-                (--device gpu when a GPU is there, else emulated): pure input-pipeline throughput
+                transforms (RandomResizedCrop(224, antialias=A), flip, to float, Normalize)
+  pipebench     read (1 thread) -> decode (W threads) -> map RandomResizedCrop 224 (antialias A), flip,
+                normalize float32, to_chw (W threads) -> batch B -> prefetch -> h2d (pinned), a device
+                step of 0 ms (a GPU when there is one, else emulated): pure input-pipeline throughput
   pb-fused      the same with the decode stage's fused_crop: it decodes only the region the crop keeps
                 (as tf.data's decode_and_crop_jpeg and DALI do); the same pixels reach the batch
+
+Both sides resample with the same filter, in two groups (--filters):
+  aa            antialiased (Pillow's bilinear, widened when shrinking): what PIL always does and
+                torchvision's default; pipebench's `antialias: true`.  Rows: pipebench, pb-fused,
+                torch-pil, torch-tv.
+  plain         2x2-tap bilinear (torch's interpolate): torchvision with antialias=False, pipebench's
+                default.  PIL has no such resize, so: pipebench, pb-fused, torch-tv.
 
 "Per worker": images/s / W for both.  pipebench runs more threads than W (a reader, W decoders, W
 augmenters) but on the same W cores (taskset), as the DataLoader's W worker processes plus its main
@@ -21,7 +28,7 @@ process do.  Each figure is the median of --repeats runs of --seconds each after
 DataLoader's warm-up is its first --warmup-batches batches (worker start-up excluded).
 
     bench/vs_pytorch.py [--bin build-release/pipebench] [--images 1024] [--workers 1,2] [--batch 64]
-                        [--seconds 20] [--repeats 3] [--decoders pil,tv] [--keep DIR] [--json]
+                        [--seconds 20] [--repeats 3] [--filters aa,plain] [--keep DIR] [--json]
 
 PyTorch and torchvision are only needed here, never by pipebench.  Without them the script says so and
 exits 0 after the pipebench rows.
@@ -46,7 +53,7 @@ def cpus(w):
     return ",".join(str(c) for c in allowed[:w])
 
 
-def pipebench_config(data, images, batch, w, fused=False):
+def pipebench_config(data, images, batch, w, fused=False, antialias=False):
     return {
         "name": "vs-pytorch", "seed": 1,
         "dataset": {"path": data, "format": "jpeg",
@@ -56,7 +63,7 @@ def pipebench_config(data, images, batch, w, fused=False):
             {"name": "read", "type": "read", "threads": 1},
             {"name": "decode", "type": "decode", "threads": w, "fused_crop": fused},
             {"name": "augment", "type": "map", "threads": w,
-             "ops": [{"op": "random_resized_crop", "size": 224}, {"op": "flip", "p": 0.5},
+             "ops": [{"op": "random_resized_crop", "size": 224, "antialias": antialias}, {"op": "flip", "p": 0.5},
                      {"op": "normalize", "dtype": "float32"}, {"op": "to_chw"}]},
             {"name": "batch", "type": "batch", "size": batch, "drop_remainder": True},
             {"name": "prefetch", "type": "prefetch", "depth": 4},
@@ -66,13 +73,14 @@ def pipebench_config(data, images, batch, w, fused=False):
     }
 
 
-def run_pipebench(a, tmp, data, w, fused=False):
-    cfg_path = os.path.join(tmp, f"pb-{w}-{fused}.json")
+def run_pipebench(a, tmp, data, w, fused=False, antialias=False):
+    tag = f"{w}-{fused}-{antialias}"
+    cfg_path = os.path.join(tmp, f"pb-{tag}.json")
     with open(cfg_path, "w") as f:
-        json.dump(pipebench_config(data, a.images, a.batch, w, fused), f)
+        json.dump(pipebench_config(data, a.images, a.batch, w, fused, antialias), f)
     rates = []
     for i in range(a.repeats):
-        out = os.path.join(tmp, f"out-{w}-{fused}-{i}")
+        out = os.path.join(tmp, f"out-{tag}-{i}")
         subprocess.run(["taskset", "-c", cpus(w), a.bin, "run", "--config", cfg_path, "--quiet", "--no-trace",
                         "--format", "json", "--out", out, "--set", f"run.duration_s={a.seconds}"], check=True)
         with open(os.path.join(out, "report.json")) as f:
@@ -88,13 +96,13 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 import torchvision.transforms as T
 from PIL import Image
-files, w, batch, seconds, warmup, decoder = json.loads(sys.argv[1])
+files, w, batch, seconds, warmup, decoder, antialias = json.loads(sys.argv[1])
 mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 if decoder == "pil":
     tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(mean, std)])
 else:
     import torchvision.io as io
-    tf = T.Compose([T.RandomResizedCrop(224, antialias=True), T.RandomHorizontalFlip(),
+    tf = T.Compose([T.RandomResizedCrop(224, antialias=antialias), T.RandomHorizontalFlip(),
                     T.ConvertImageDtype(torch.float32), T.Normalize(mean, std)])
 
 class Files(Dataset):
@@ -134,8 +142,8 @@ os._exit(0)  # the endless sampler's workers need not be joined
 '''
 
 
-def run_torch(a, files, w, decoder):
-    arg = json.dumps([files, w, a.batch, a.seconds, a.warmup_batches, decoder])
+def run_torch(a, files, w, decoder, antialias=True):
+    arg = json.dumps([files, w, a.batch, a.seconds, a.warmup_batches, decoder, antialias])
     rates, info = [], {}
     for _ in range(a.repeats):
         p = subprocess.run(["taskset", "-c", cpus(w), a.python, "-c", TORCH_WORKER, arg], capture_output=True,
@@ -163,7 +171,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--warmup-batches", type=int, default=8)
-    ap.add_argument("--decoders", default="pil,tv")
+    ap.add_argument("--filters", default="aa,plain", help="aa, plain or both (see above)")
     ap.add_argument("--keep")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
@@ -178,17 +186,18 @@ def main():
     subprocess.run([a.bin, "gen", "--config", gen_cfg, "--quiet"], check=True)
     files = sorted(os.path.join(data, n) for n in os.listdir(data) if n.endswith(".jpg"))
     versions = torch_available(a.python)
+    filters = a.filters.split(",")
     rows = []
     for w in workers:
-        pb, pb_runs, device = run_pipebench(a, tmp, data, w)
-        fu, fu_runs, _ = run_pipebench(a, tmp, data, w, fused=True)
-        row = {"workers": w, "pipebench": pb, "pipebench_runs": pb_runs, "pb_fused": fu, "pb_fused_runs": fu_runs,
-               "device": device}
-        if versions:
-            for d in a.decoders.split(","):
-                t, t_runs, info = run_torch(a, files, w, d)
-                row[f"torch_{d}"], row[f"torch_{d}_runs"], row["torch_cuda"] = t, t_runs, info["cuda"]
-        rows.append(row)
+        for flt in filters:
+            aa = flt == "aa"
+            row = {"workers": w, "filter": flt}
+            row["pipebench"], row["pipebench_runs"], row["device"] = run_pipebench(a, tmp, data, w, False, aa)
+            row["pb_fused"], row["pb_fused_runs"], _ = run_pipebench(a, tmp, data, w, True, aa)
+            for d in (["pil", "tv"] if aa else ["tv"]) if versions else []:
+                row[f"torch_{d}"], row[f"torch_{d}_runs"], info = run_torch(a, files, w, d, aa)
+                row["torch_cuda"] = info["cuda"]
+            rows.append(row)
     result = {"machine": f"{platform.node()} ({os.cpu_count()} CPUs), {platform.platform()}",
               "torch": versions, "images": a.images, "batch": a.batch, "seconds": a.seconds,
               "repeats": a.repeats, "rows": rows}
@@ -197,16 +206,19 @@ def main():
     else:
         print(f"machine: {result['machine']}")
         print(f"torch/torchvision: {versions or 'not installed: pipebench rows only'}")
-        print(f"{a.images} JPEGs 500x375 q90, batch {a.batch}, {a.seconds:g} s x {a.repeats} runs (median)")
-        print(f"{'workers':>7} {'pipebench/s':>12} {'pb-fused/s':>11} " +
-              "".join(f"{'torch-' + d + '/s':>13} {'pb x':>6} {'fused x':>8} " for d in a.decoders.split(",")
-                      if versions))
+        print(f"{a.images} JPEGs 500x375 q90, batch {a.batch}, {a.seconds:g} s x {a.repeats} runs (median), images/s")
+        print(f"{'workers':>7} {'filter':>6} {'pipebench':>10} {'pb-fused':>9} {'torch-pil':>10} {'torch-tv':>9}"
+              f"  ratios pipebench / pb-fused over each torch row")
         for r in rows:
-            line = f"{r['workers']:>7} {r['pipebench']:>12.1f} {r['pb_fused']:>11.1f} "
-            for d in (a.decoders.split(",") if versions else []):
-                t = r[f"torch_{d}"]
-                line += f"{t:>13.1f} {r['pipebench'] / t:>6.2f} {r['pb_fused'] / t:>8.2f} "
+            torch_cols = [r.get("torch_pil"), r.get("torch_tv")]
+            line = f"{r['workers']:>7} {r['filter']:>6} {r['pipebench']:>10.1f} {r['pb_fused']:>9.1f} " + \
+                   " ".join(f"{t:>9.1f}" if t else f"{'-':>9}" for t in torch_cols) + "  "
+            line += "  ".join(f"{r['pipebench'] / t:.2f}x/{r['pb_fused'] / t:.2f}x" for t in torch_cols if t)
             print(line)
+        print("runs behind each median:")
+        for r in rows:
+            runs = [f"{k[:-5]} {' '.join(f'{v:.1f}' for v in r[k])}" for k in r if k.endswith("_runs")]
+            print(f"  W={r['workers']} {r['filter']}: " + "; ".join(runs))
         print("per worker: divide by workers (the same for both sides)")
     if not a.keep:
         shutil.rmtree(tmp, ignore_errors=True)
