@@ -681,7 +681,15 @@ static void bench_rrc(const pb_image *in, pb_resample mode, void *scratch, const
   free(o.data);
 }
 
-typedef enum { BENCH_FLIP, BENCH_NORM_F32, BENCH_NORM_F16, BENCH_CHW_U8, BENCH_CHW_F32, BENCH__COUNT } bench_op;
+typedef enum {
+  BENCH_FLIP,
+  BENCH_NORM_F32,
+  BENCH_NORM_F16,
+  BENCH_CHW_U8,
+  BENCH_CHW_F32,
+  BENCH_FUSED_F32,
+  BENCH__COUNT
+} bench_op;
 
 static void bench_one(bench_op op, pb_image *crop, pb_image *f, pb_image *h, pb_image *c) {
   const double mean[3] = {123.675, 116.28, 103.53}, std[3] = {58.395, 57.12, 57.375};
@@ -690,13 +698,14 @@ static void bench_one(bench_op op, pb_image *crop, pb_image *f, pb_image *h, pb_
     case BENCH_NORM_F32: pb_normalize(crop, f, mean, 3, std, 3, PB_DTYPE_FLOAT32); break;
     case BENCH_NORM_F16: pb_normalize(crop, h, mean, 3, std, 3, PB_DTYPE_FLOAT16); break;
     case BENCH_CHW_U8: pb_to_chw(crop, c); break;
-    default: pb_to_chw(f, c); break;
+    case BENCH_CHW_F32: pb_to_chw(f, c); break;
+    default: pb_flip_normalize_chw(crop, c, true, mean, 3, std, 3, PB_DTYPE_FLOAT32, true); break;
   }
 }
 
 static void bench_pixel_ops(pb_image *crop) {
   static const char *names[BENCH__COUNT] = {"flip (in place)", "normalize->f32", "normalize->f16", "to_chw u8",
-                                            "to_chw f32"};
+                                            "to_chw f32", "flip+norm+chw"};
   pb_image f = make_out(224, 224, 3, PB_DTYPE_FLOAT32), h = make_out(224, 224, 3, PB_DTYPE_FLOAT16);
   pb_image c = make_out(224, 224, 3, PB_DTYPE_FLOAT32);
   pb_normalize(crop, &f, (double[]){0}, 1, (double[]){1}, 1, PB_DTYPE_FLOAT32);
@@ -721,6 +730,9 @@ static void test_bench(void **state) {
   assert_non_null(scratch);
   bench_rrc(&in, PB_RESAMPLE_BILINEAR, NULL, "bilinear");
   bench_rrc(&in, PB_RESAMPLE_BILINEAR_AA, scratch, "antialiased");
+  pb_ops_allow_simd(false);
+  bench_rrc(&in, PB_RESAMPLE_BILINEAR_AA, scratch, "aa, C loops");
+  pb_ops_allow_simd(true);
   bench_pixel_ops(&crop);
   free(scratch), free(in.data), free(crop.data);
 }
