@@ -18,9 +18,10 @@ void pb_ops_allow_simd(bool on) { atomic_store(&simd_allowed, on ? 1 : 0); }
 #define AA_ROUND (1 << (AA_BITS - 1))
 
 bool pb_aa_simd(void) {
-  static int have = -1; /* benign race: every thread computes the same value */
-  if (have < 0) have = __builtin_cpu_supports("avx2") ? 1 : 0;
-  return have && atomic_load_explicit(&simd_allowed, memory_order_relaxed);
+  static atomic_int have = -1; /* every thread that finds it unset computes the same value */
+  int h = atomic_load_explicit(&have, memory_order_relaxed);
+  if (h < 0) atomic_store_explicit(&have, h = __builtin_cpu_supports("avx2") ? 1 : 0, memory_order_relaxed);
+  return h && atomic_load_explicit(&simd_allowed, memory_order_relaxed);
 }
 
 /* Four bytes from p as int32 lanes; the fourth is the next pixel's first byte when nch is 3. */
