@@ -53,6 +53,9 @@ void pb_ops_inherit(const pb_image *in, pb_image *out);
 bool pb_aa_simd(void);
 int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst, const int32_t *start, const int32_t *count,
                        const int32_t *weights, int ksize, int out_w, int nch);
+int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,
+                        const int32_t *start, const int32_t *count, const int32_t *weights, int ksize, int out_w,
+                        int nch);
 size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n, uint8_t *dst);
 
 #endif

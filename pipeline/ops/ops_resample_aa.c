@@ -115,16 +115,31 @@ static inline __attribute__((always_inline)) void aa_hrow_u8_n(const uint8_t *sr
 
 /* Horizontal pass, one source row of `width` pixels, uint8; inlined per channel count so the channel
  * loops unroll.  With AVX2, 3 and 4 channels go through the vector kernel first. */
-static void aa_hrow_u8(const uint8_t *src, int width, uint8_t *dst, const aa_axis *ax, int out_w, int nch) {
-  int x = 0;
-  if ((nch == 3 || nch == 4) && pb_aa_simd())
-    x = pb_aa_hrow_u8_avx2(src, width, dst, ax->start, ax->count, ax->weights, ax->ksize, out_w, nch);
+static void aa_hrow_u8_from(const uint8_t *src, uint8_t *dst, const aa_axis *ax, int x, int out_w, int nch) {
   switch (nch) {
     case 1: aa_hrow_u8_n(src, dst, ax, x, out_w, 1); break;
     case 3: aa_hrow_u8_n(src, dst, ax, x, out_w, 3); break;
     case 4: aa_hrow_u8_n(src, dst, ax, x, out_w, 4); break;
     default: aa_hrow_u8_n(src, dst, ax, x, out_w, nch); break;
   }
+}
+
+static bool aa_vector_rows(int nch) { return (nch == 3 || nch == 4) && pb_aa_simd(); }
+
+static void aa_hrow_u8(const uint8_t *src, int width, uint8_t *dst, const aa_axis *ax, int out_w, int nch) {
+  int x = 0;
+  if (aa_vector_rows(nch))
+    x = pb_aa_hrow_u8_avx2(src, width, dst, ax->start, ax->count, ax->weights, ax->ksize, out_w, nch);
+  aa_hrow_u8_from(src, dst, ax, x, out_w, nch);
+}
+
+/* Two source rows `stride` apart into two tmp rows `len` apart: the vector kernel takes both at once. */
+static void aa_hrow2_u8(const uint8_t *src, ptrdiff_t stride, int width, uint8_t *dst, size_t len, const aa_axis *ax,
+                        int out_w, int nch) {
+  int x = pb_aa_hrow2_u8_avx2(src, src + stride, width, dst, dst + len, ax->start, ax->count, ax->weights, ax->ksize,
+                              out_w, nch);
+  aa_hrow_u8_from(src, dst, ax, x, out_w, nch);
+  aa_hrow_u8_from(src + stride, dst + len, ax, x, out_w, nch);
 }
 
 /* Horizontal pass, one source row of float16/float32 (element index `s0`) into float. */
@@ -164,7 +179,11 @@ static void aa_hpass(const pb_plane *src, const aa_axis *ax, int out_w, int y_fi
   size_t len = (size_t)out_w * (size_t)src->nch;
   for (int y = y_first; y < y_end; y++) {
     size_t row = (size_t)y * (size_t)src->row_stride, at = (size_t)(y - y_first) * len;
-    if (t == PB_DTYPE_UINT8)
+    if (t == PB_DTYPE_UINT8 && y + 1 < y_end && aa_vector_rows(src->nch)) {
+      aa_hrow2_u8((const uint8_t *)src->base + row, src->row_stride, src->width, (uint8_t *)tmp + at, len, ax, out_w,
+                  src->nch);
+      y++;
+    } else if (t == PB_DTYPE_UINT8)
       aa_hrow_u8((const uint8_t *)src->base + row, src->width, (uint8_t *)tmp + at, ax, out_w, src->nch);
     else
       aa_hrow_f(src->base, row, (float *)tmp + at, ax, out_w, src->nch, t);

@@ -62,6 +62,41 @@ __attribute__((target("avx2"))) int pb_aa_hrow_u8_avx2(const uint8_t *src, int w
   return x;
 }
 
+/* The same over two source rows at once: they share the taps, so each weight is broadcast once for both
+ * (lanes 0-3 the first row's pixel, 4-7 the second's). */
+__attribute__((target("avx2"))) int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width,
+                                                       uint8_t *dst0, uint8_t *dst1, const int32_t *start,
+                                                       const int32_t *count, const int32_t *weights, int ksize,
+                                                       int out_w, int nch) {
+  int x = 0;
+  for (; x < out_w; x++, dst0 += nch, dst1 += nch) {
+    if (nch == 3 && start[x] + count[x] >= width) break;
+    const uint8_t *a = src0 + (size_t)start[x] * (size_t)nch, *b = src1 + (size_t)start[x] * (size_t)nch;
+    const int32_t *k = weights + (size_t)x * (size_t)ksize;
+    __m256i acc = _mm256_set1_epi32(AA_ROUND);
+    for (int t = 0; t < count[x]; t++) {
+      int32_t va, vb;
+      memcpy(&va, a + (size_t)t * (size_t)nch, 4);
+      memcpy(&vb, b + (size_t)t * (size_t)nch, 4);
+      __m256i px = _mm256_cvtepu8_epi32(_mm_insert_epi32(_mm_cvtsi32_si128(va), vb, 1));
+      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(px, _mm256_set1_epi32(k[t])));
+    }
+    acc = _mm256_srai_epi32(acc, AA_BITS);
+    __m256i w16 = _mm256_packs_epi32(acc, acc); /* within each 128-bit lane: one row's pixel */
+    __m256i b8 = _mm256_packus_epi16(w16, w16);  /* clip to 0..255, as clip8 does */
+    uint32_t p0 = (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(b8));
+    uint32_t p1 = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(b8, 1));
+    if (nch == 4) {
+      memcpy(dst0, &p0, 4);
+      memcpy(dst1, &p1, 4);
+    } else {
+      dst0[0] = (uint8_t)p0, dst0[1] = (uint8_t)(p0 >> 8), dst0[2] = (uint8_t)(p0 >> 16);
+      dst1[0] = (uint8_t)p1, dst1[1] = (uint8_t)(p1 >> 8), dst1[2] = (uint8_t)(p1 >> 16);
+    }
+  }
+  return x;
+}
+
 /* The vertical pass, one output row of len elements: n source rows `len` apart, 8 elements at a time.
  * Returns how many leading elements were done (the caller finishes the tail). */
 __attribute__((target("avx2"))) size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n,
@@ -91,6 +126,12 @@ bool pb_aa_simd(void) { return false; }
 
 int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst, const int32_t *start, const int32_t *count,
                        const int32_t *weights, int ksize, int out_w, int nch) {
+  return 0;
+}
+
+int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,
+                        const int32_t *start, const int32_t *count, const int32_t *weights, int ksize, int out_w,
+                        int nch) {
   return 0;
 }
 
