@@ -51,6 +51,8 @@ void pb_ops_inherit(const pb_image *in, pb_image *out);
  * pb_aa_simd: the CPU has AVX2 and tests have not turned them off.  Each returns how much of the row it
  * did (output pixels, elements); the caller's C loop does the rest. */
 bool pb_aa_simd(void);
+/* Tests have not turned vector kernels off (pb_ops_allow_simd); for SSE2 paths, which every x86-64 has. */
+bool pb_ops_simd_allowed(void);
 int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst, const int32_t *start, const int32_t *count,
                        const int32_t *weights, int ksize, int out_w, int nch);
 int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,

@@ -156,6 +156,7 @@ static void bl_plane_u8_hfirst(const pb_plane *src, const pb_plane *dst) {
 }
 
 #define BL_SPAN_ELEMS 4096 /* source elements one blended row may span (>= 2 * PB_OPS_MAX_CHANNELS) */
+#define BL_SPAN_PAD 4      /* room past the span for bl_hmid_sse2_n's 4-element loads */
 
 /* mid[i] = round((a[i] * (1 - fy) + b[i] * fy) * 128), the vertical pass when it goes first. */
 static void bl_vblend_u8(const uint8_t *a, const uint8_t *b, uint32_t fy, uint16_t *mid, size_t len) {
@@ -190,8 +191,40 @@ static inline __attribute__((always_inline)) void bl_hmid_n(const uint16_t *mid,
   }
 }
 
+#ifdef __SSE2__
+/* 3 or 4 channels, SSE2: the pixel's two taps interleaved element by element and multiplied-added with
+ * (1 - fx, fx) in one pmaddwd (the values fit int16: mid <= 32640, weights <= 2048), then the scalar
+ * loop's rounding and shift.  The same integers, so the same bytes.  Reads one element past a
+ * 3-channel pixel: `mid` has room for it (BL_SPAN_PAD), and that lane is never stored. */
+static inline __attribute__((always_inline)) void bl_hmid_sse2_n(const uint16_t *mid, uint8_t *dst,
+                                                                 const bl_cols *c, int n, int nch) {
+  const __m128i round = _mm_set1_epi32(1 << (BL_OUT_SHIFT - 1));
+  for (int x = 0; x < n; x++, dst += nch) {
+    const uint16_t *a = mid + c->off[x];
+    __m128i t0 = _mm_loadl_epi64((const __m128i *)a), t1 = _mm_loadl_epi64((const __m128i *)(a + c->next[x]));
+    uint32_t fx = c->wq[x], gx = BL_ONE - fx;
+    __m128i w = _mm_set1_epi32((int)(gx | (fx << 16)));
+    __m128i v = _mm_srli_epi32(_mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi16(t0, t1), w), round), BL_OUT_SHIFT);
+    v = _mm_packs_epi32(v, v);
+    uint32_t px = (uint32_t)_mm_cvtsi128_si32(_mm_packus_epi16(v, v));
+    if (nch == 4) {
+      memcpy(dst, &px, 4);
+    } else {
+      dst[0] = (uint8_t)px, dst[1] = (uint8_t)(px >> 8), dst[2] = (uint8_t)(px >> 16);
+    }
+  }
+}
+#endif
+
 /* Inlined per channel count so the channel loop unrolls. */
 static void bl_hmid(const uint16_t *mid, uint8_t *dst, const bl_cols *c, int n, int nch) {
+#ifdef __SSE2__
+  if ((nch == 3 || nch == 4) && pb_ops_simd_allowed()) {
+    if (nch == 3) bl_hmid_sse2_n(mid, dst, c, n, 3);
+    else bl_hmid_sse2_n(mid, dst, c, n, 4);
+    return;
+  }
+#endif
   switch (nch) {
     case 1: bl_hmid_n(mid, dst, c, n, 1); break;
     case 3: bl_hmid_n(mid, dst, c, n, 3); break;
@@ -213,7 +246,7 @@ static int bl_fill_span(bl_cols *c, int x0, int n, const pb_plane *src, int out_
 
 static void bl_plane_u8_vfirst(const pb_plane *src, const pb_plane *dst) {
   bl_cols cols;
-  uint16_t mid[BL_SPAN_ELEMS];
+  uint16_t mid[BL_SPAN_ELEMS + BL_SPAN_PAD] = {0}; /* zeroed: the vector loads read one element past a row */
   for (int x0 = 0, n, lo, len; x0 < dst->width; x0 += n) {
     n = bl_fill_span(&cols, x0, PB_MIN(BL_STRIP, dst->width - x0), src, dst->width, &lo, &len);
     for (int y = 0; y < dst->height; y++) {

@@ -11,6 +11,8 @@ static atomic_int simd_allowed = 1;
 
 void pb_ops_allow_simd(bool on) { atomic_store(&simd_allowed, on ? 1 : 0); }
 
+bool pb_ops_simd_allowed(void) { return atomic_load_explicit(&simd_allowed, memory_order_relaxed) != 0; }
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
