@@ -4,8 +4,8 @@
  * normalize, to_chw.  Ops that make a new image write into one of two per-worker scratch buffers, the
  * last of them straight into a buffer from this stage's pool (so the result is not copied again);
  * flip works in place.  A map that ends in flip, normalize (to float, on the host) and to_chw runs those
- * as one pass (pb_flip_normalize_chw; the same values).  `spin` burns CPU for `us` microseconds and `sleep` waits without CPU: the
- * emulation ops.  A map of emulation ops only (or none) hands the sample's own buffer on. */
+ * as one pass (pb_flip_normalize_chw; the same values).  `spin` burns CPU for `us` microseconds and
+ * `sleep` waits without CPU: the emulation ops.  A map of emulation ops only (or none) hands the sample's own buffer on. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ typedef struct map_state {
   pb_pool pool;
   bool pool_ready;
   int last_new_image; /* index of the last op that makes a new image, -1 when none */
-  int tail;           /* first op of a flip/normalize/to_chw tail run as one pass (fused_tail), -1: none */
+  int tail;           /* first op of a flip/normalize/to_chw tail run as one pass (run_fused_tail), -1: none */
 } map_state;
 
 typedef struct map_worker {
@@ -164,13 +164,13 @@ static void *destination(map_ctx *c, int k, size_t bytes) {
   return grow(&mw->scratch[i], &mw->scratch_bytes[i], bytes);
 }
 
-/* The decode stage (fused_crop) already cut the crop this op draws: the same draw keeps the random
- * sequence of the ops after it, and only the resize is left. */
 /* random_resized_crop and resize: plain 2x2-tap bilinear, or Pillow's antialiased filter. */
 static pb_resample resample_of(const pb_op_cfg *op) {
   return op->antialias ? PB_RESAMPLE_BILINEAR_AA : PB_RESAMPLE_BILINEAR;
 }
 
+/* The decode stage (fused_crop) already cut the crop this op draws: the same draw keeps the random
+ * sequence of the ops after it, and only the resize is left. */
 static int resize_precropped(map_ctx *c, const pb_op_cfg *op, pb_image *out, void *scratch) {
   int i, j, h, w;
   pb_rrc_params(&c->w->rng, c->in->full_height, c->in->full_width, op->scale, op->ratio, &i, &j, &h, &w);

@@ -113,8 +113,8 @@ static inline __attribute__((always_inline)) void aa_hrow_u8_n(const uint8_t *sr
   }
 }
 
-/* Horizontal pass, one source row of `width` pixels, uint8; inlined per channel count so the channel
- * loops unroll.  With AVX2, 3 and 4 channels go through the vector kernel first. */
+/* Horizontal pass of one uint8 source row from output pixel x on: the C loop, inlined per channel count
+ * so the channel loops unroll. */
 static void aa_hrow_u8_from(const uint8_t *src, uint8_t *dst, const aa_axis *ax, int x, int out_w, int nch) {
   switch (nch) {
     case 1: aa_hrow_u8_n(src, dst, ax, x, out_w, 1); break;
@@ -126,6 +126,7 @@ static void aa_hrow_u8_from(const uint8_t *src, uint8_t *dst, const aa_axis *ax,
 
 static bool aa_vector_rows(int nch) { return (nch == 3 || nch == 4) && pb_aa_simd(); }
 
+/* One source row of `width` pixels: the AVX2 kernel first (3 or 4 channels), the C loop for the rest. */
 static void aa_hrow_u8(const uint8_t *src, int width, uint8_t *dst, const aa_axis *ax, int out_w, int nch) {
   int x = 0;
   if (aa_vector_rows(nch))
