@@ -47,14 +47,24 @@ pb_plane pb_ops_window_plane(const pb_image *im, int p, int top, int left, int h
 int pb_ops_check_window(const pb_image *in, int top, int left, int h, int w, const pb_image *out);
 void pb_ops_inherit(const pb_image *in, pb_image *out);
 
+/* A vector kernel's result pixel (channel bytes from the low end of px) stored at dst, nch 3 or 4: byte by
+ * byte for 3, since a memcpy of a runtime size is a call per pixel. */
+static inline void pb_ops_put_pixel(uint8_t *dst, uint32_t px, int nch) {
+  if (nch == 4) {
+    memcpy(dst, &px, 4);
+    return;
+  }
+  dst[0] = (uint8_t)px;
+  dst[1] = (uint8_t)(px >> 8);
+  dst[2] = (uint8_t)(px >> 16);
+}
+
 /* AVX2 kernels of the antialiased uint8 resampler (ops_resample_aa_simd.c), exact to the C loops.
- * pb_aa_simd: the CPU has AVX2 and tests have not turned them off.  Each returns how much of the row it
- * did (output pixels, elements); the caller's C loop does the rest. */
+ * pb_aa_simd: the CPU has AVX2 and tests have not turned them off.  Each returns how much of the row(s)
+ * it did (output pixels, elements); the caller's C loop does the rest. */
 bool pb_aa_simd(void);
 /* Tests have not turned vector kernels off (pb_ops_allow_simd); for SSE2 paths, which every x86-64 has. */
 bool pb_ops_simd_allowed(void);
-int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst, const int32_t *start, const int32_t *count,
-                       const int32_t *weights, int ksize, int out_w, int nch);
 int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,
                         const int32_t *start, const int32_t *count, const int32_t *weights, int ksize, int out_w,
                         int nch);

@@ -32,11 +32,20 @@ static int channel_of(size_t i, const pb_image *im, size_t hw) {
   return (int)(im->chw ? i / hw : i % (size_t)im->channels);
 }
 
+/* The per-channel tables of a uint8 input: every value's float32 result, and (lut16 not NULL) that
+ * result rounded once to float16, as .half() does. */
+static void norm_luts(const norm_params *np, float (*lut)[256], uint16_t (*lut16)[256]) {
+  for (int c = 0; c < np->nch; c++)
+    for (int v = 0; v < 256; v++) {
+      lut[c][v] = norm_value(np, c, (float)v);
+      if (lut16) lut16[c][v] = pb_float_to_half(lut[c][v]);
+    }
+}
+
 /* uint8 in: per-channel tables, then a lookup per element. */
 static void norm_u8_f32(const uint8_t *src, float *dst, const pb_image *in, const norm_params *np) {
   float lut[LUT_CHANNELS][256];
-  for (int c = 0; c < np->nch; c++)
-    for (int v = 0; v < 256; v++) lut[c][v] = norm_value(np, c, (float)v);
+  norm_luts(np, lut, NULL);
   size_t hw = (size_t)in->height * (size_t)in->width, n = hw * (size_t)np->nch;
   if (np->nch == 3 && !in->chw) {
     for (size_t i = 0; i < n; i += 3) {
@@ -50,9 +59,9 @@ static void norm_u8_f32(const uint8_t *src, float *dst, const pb_image *in, cons
 }
 
 static void norm_u8_f16(const uint8_t *src, uint16_t *dst, const pb_image *in, const norm_params *np) {
+  float lut32[LUT_CHANNELS][256];
   uint16_t lut[LUT_CHANNELS][256];
-  for (int c = 0; c < np->nch; c++)
-    for (int v = 0; v < 256; v++) lut[c][v] = pb_float_to_half(norm_value(np, c, (float)v));
+  norm_luts(np, lut32, lut);
   size_t hw = (size_t)in->height * (size_t)in->width, n = hw * (size_t)np->nch;
   if (np->nch == 3 && !in->chw) {
     for (size_t i = 0; i < n; i += 3) {
@@ -167,14 +176,9 @@ int pb_flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const do
   int rc = norm_params_init(&np, in, mean, nmean, std, nstd);
   if (rc) return rc;
   *out = (pb_image){out->data, in->height, in->width, in->channels, out_dtype, chw};
-  /* the same tables as norm_u8_f32 / norm_u8_f16, so the same values */
-  float lut[LUT_CHANNELS][256];
+  float lut[LUT_CHANNELS][256]; /* the same tables as norm_u8_f32 / norm_u8_f16, so the same values */
   uint16_t lut16[LUT_CHANNELS][256];
-  for (int c = 0; c < in->channels; c++)
-    for (int v = 0; v < 256; v++) {
-      lut[c][v] = norm_value(&np, c, (float)v);
-      if (out_dtype == PB_DTYPE_FLOAT16) lut16[c][v] = pb_float_to_half(lut[c][v]);
-    }
+  norm_luts(&np, lut, out_dtype == PB_DTYPE_FLOAT16 ? lut16 : NULL);
   if (out_dtype == PB_DTYPE_FLOAT32)
     fused_rows_float(in, flip, (const float(*)[256])lut, out->data, chw);
   else

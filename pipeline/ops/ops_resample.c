@@ -206,12 +206,7 @@ static inline __attribute__((always_inline)) void bl_hmid_sse2_n(const uint16_t 
     __m128i w = _mm_set1_epi32((int)(gx | (fx << 16)));
     __m128i v = _mm_srli_epi32(_mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi16(t0, t1), w), round), BL_OUT_SHIFT);
     v = _mm_packs_epi32(v, v);
-    uint32_t px = (uint32_t)_mm_cvtsi128_si32(_mm_packus_epi16(v, v));
-    if (nch == 4) {
-      memcpy(dst, &px, 4);
-    } else {
-      dst[0] = (uint8_t)px, dst[1] = (uint8_t)(px >> 8), dst[2] = (uint8_t)(px >> 16);
-    }
+    pb_ops_put_pixel(dst, (uint32_t)_mm_cvtsi128_si32(_mm_packus_epi16(v, v)), nch);
   }
 }
 #endif

@@ -126,21 +126,16 @@ static void aa_hrow_u8_from(const uint8_t *src, uint8_t *dst, const aa_axis *ax,
 
 static bool aa_vector_rows(int nch) { return (nch == 3 || nch == 4) && pb_aa_simd(); }
 
-/* One source row of `width` pixels: the AVX2 kernel first (3 or 4 channels), the C loop for the rest. */
-static void aa_hrow_u8(const uint8_t *src, int width, uint8_t *dst, const aa_axis *ax, int out_w, int nch) {
+/* Source rows `stride` apart (two, or one when stride is 0) into tmp rows `len` apart: the AVX2 kernel
+ * takes both at once (3 or 4 channels), the C loop does the rest. */
+static void aa_hrows_u8(const uint8_t *src, ptrdiff_t stride, int width, uint8_t *dst, size_t len, const aa_axis *ax,
+                        int out_w, int nch) {
   int x = 0;
   if (aa_vector_rows(nch))
-    x = pb_aa_hrow_u8_avx2(src, width, dst, ax->start, ax->count, ax->weights, ax->ksize, out_w, nch);
+    x = pb_aa_hrow2_u8_avx2(src, src + stride, width, dst, dst + (stride ? len : 0), ax->start, ax->count,
+                            ax->weights, ax->ksize, out_w, nch);
   aa_hrow_u8_from(src, dst, ax, x, out_w, nch);
-}
-
-/* Two source rows `stride` apart into two tmp rows `len` apart: the vector kernel takes both at once. */
-static void aa_hrow2_u8(const uint8_t *src, ptrdiff_t stride, int width, uint8_t *dst, size_t len, const aa_axis *ax,
-                        int out_w, int nch) {
-  int x = pb_aa_hrow2_u8_avx2(src, src + stride, width, dst, dst + len, ax->start, ax->count, ax->weights, ax->ksize,
-                              out_w, nch);
-  aa_hrow_u8_from(src, dst, ax, x, out_w, nch);
-  aa_hrow_u8_from(src + stride, dst + len, ax, x, out_w, nch);
+  if (stride) aa_hrow_u8_from(src + stride, dst + len, ax, x, out_w, nch);
 }
 
 /* Horizontal pass, one source row of float16/float32 (element index `s0`) into float. */
@@ -180,13 +175,11 @@ static void aa_hpass(const pb_plane *src, const aa_axis *ax, int out_w, int y_fi
   size_t len = (size_t)out_w * (size_t)src->nch;
   for (int y = y_first; y < y_end; y++) {
     size_t row = (size_t)y * (size_t)src->row_stride, at = (size_t)(y - y_first) * len;
-    if (t == PB_DTYPE_UINT8 && y + 1 < y_end && aa_vector_rows(src->nch)) {
-      aa_hrow2_u8((const uint8_t *)src->base + row, src->row_stride, src->width, (uint8_t *)tmp + at, len, ax, out_w,
-                  src->nch);
-      y++;
-    } else if (t == PB_DTYPE_UINT8)
-      aa_hrow_u8((const uint8_t *)src->base + row, src->width, (uint8_t *)tmp + at, ax, out_w, src->nch);
-    else
+    if (t == PB_DTYPE_UINT8) {
+      ptrdiff_t stride = y + 1 < y_end ? src->row_stride : 0; /* two rows a step, the last alone */
+      aa_hrows_u8((const uint8_t *)src->base + row, stride, src->width, (uint8_t *)tmp + at, len, ax, out_w, src->nch);
+      y += stride != 0;
+    } else
       aa_hrow_f(src->base, row, (float *)tmp + at, ax, out_w, src->nch, t);
   }
 }

@@ -26,46 +26,11 @@ bool pb_aa_simd(void) {
   return h && atomic_load_explicit(&simd_allowed, memory_order_relaxed);
 }
 
-/* Four bytes from p as int32 lanes; the fourth is the next pixel's first byte when nch is 3. */
-__attribute__((target("avx2"))) static inline __m128i load4_u8(const uint8_t *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
-}
-
-/* One output pixel of 3 or 4 channels: the taps' pixels times their weights, summed in int32 lanes. */
-__attribute__((target("avx2"))) static inline __m128i hpix(const uint8_t *s, const int32_t *k, int n, int nch) {
-  __m128i acc = _mm_set1_epi32(AA_ROUND);
-  for (int t = 0; t < n; t++)
-    acc = _mm_add_epi32(acc, _mm_mullo_epi32(load4_u8(s + (size_t)t * (size_t)nch), _mm_set1_epi32(k[t])));
-  return _mm_srai_epi32(acc, AA_BITS);
-}
-
-/* The horizontal pass over one source row of `width` pixels, nch 3 or 4.  An output pixel whose taps
- * reach the row's last pixel is left to the caller when nch is 3 (its fourth byte would lie past the
- * row, possibly past the image): returns how many leading output pixels were done. */
-__attribute__((target("avx2"))) int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst,
-                                                      const int32_t *start, const int32_t *count,
-                                                      const int32_t *weights, int ksize, int out_w, int nch) {
-  int x = 0;
-  for (; x < out_w; x++, dst += nch) {
-    if (nch == 3 && start[x] + count[x] >= width) break;
-    __m128i v = hpix(src + (size_t)start[x] * (size_t)nch, weights + (size_t)x * (size_t)ksize, count[x], nch);
-    __m128i b = _mm_packus_epi16(_mm_packs_epi32(v, v), v); /* clip to 0..255, as clip8 does */
-    uint32_t px = (uint32_t)_mm_cvtsi128_si32(b);
-    if (nch == 4) {
-      memcpy(dst, &px, 4);
-    } else { /* byte by byte: a memcpy of a runtime size is a call per pixel */
-      dst[0] = (uint8_t)px;
-      dst[1] = (uint8_t)(px >> 8);
-      dst[2] = (uint8_t)(px >> 16);
-    }
-  }
-  return x;
-}
-
-/* The same over two source rows at once: they share the taps, so each weight is broadcast once for both
- * (lanes 0-3 the first row's pixel, 4-7 the second's). */
+/* The horizontal pass over two source rows of `width` pixels at once, nch 3 or 4: they share the taps,
+ * so each weight is broadcast once for both (lanes 0-3 the first row's pixel, 4-7 the second's); a lone
+ * row passes itself as both.  An output pixel whose taps reach the row's last pixel is left to the
+ * caller when nch is 3 (the 4-byte load's fourth byte would lie past the row, possibly past the image):
+ * returns how many leading output pixels were done. */
 __attribute__((target("avx2"))) int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width,
                                                        uint8_t *dst0, uint8_t *dst1, const int32_t *start,
                                                        const int32_t *count, const int32_t *weights, int ksize,
@@ -86,15 +51,8 @@ __attribute__((target("avx2"))) int pb_aa_hrow2_u8_avx2(const uint8_t *src0, con
     acc = _mm256_srai_epi32(acc, AA_BITS);
     __m256i w16 = _mm256_packs_epi32(acc, acc); /* within each 128-bit lane: one row's pixel */
     __m256i b8 = _mm256_packus_epi16(w16, w16);  /* clip to 0..255, as clip8 does */
-    uint32_t p0 = (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(b8));
-    uint32_t p1 = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(b8, 1));
-    if (nch == 4) {
-      memcpy(dst0, &p0, 4);
-      memcpy(dst1, &p1, 4);
-    } else {
-      dst0[0] = (uint8_t)p0, dst0[1] = (uint8_t)(p0 >> 8), dst0[2] = (uint8_t)(p0 >> 16);
-      dst1[0] = (uint8_t)p1, dst1[1] = (uint8_t)(p1 >> 8), dst1[2] = (uint8_t)(p1 >> 16);
-    }
+    pb_ops_put_pixel(dst0, (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(b8)), nch);
+    pb_ops_put_pixel(dst1, (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(b8, 1)), nch);
   }
   return x;
 }
@@ -125,11 +83,6 @@ __attribute__((target("avx2"))) size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, s
 #else
 
 bool pb_aa_simd(void) { return false; }
-
-int pb_aa_hrow_u8_avx2(const uint8_t *src, int width, uint8_t *dst, const int32_t *start, const int32_t *count,
-                       const int32_t *weights, int ksize, int out_w, int nch) {
-  return 0;
-}
 
 int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,
                         const int32_t *start, const int32_t *count, const int32_t *weights, int ksize, int out_w,
