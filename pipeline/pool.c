@@ -152,3 +152,32 @@ int pb_pool_free_count(pb_pool *p) {
   uv_mutex_unlock(&p->lock);
   return n;
 }
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+
+void pb_copy_streaming(void *dst, const void *src, size_t bytes) {
+  if (bytes < (64u << 10)) {
+    memcpy(dst, src, bytes);
+    return;
+  }
+  uint8_t *d = dst;
+  const uint8_t *s = src;
+  size_t head = (16u - ((uintptr_t)d & 15u)) & 15u; /* streaming stores need 16-byte aligned targets */
+  memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  size_t n = bytes & ~(size_t)63;
+  for (size_t i = 0; i < n; i += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(s + i)), b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+    __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32)), e = _mm_loadu_si128((const __m128i *)(s + i + 48));
+    _mm_stream_si128((__m128i *)(d + i), a);
+    _mm_stream_si128((__m128i *)(d + i + 16), b);
+    _mm_stream_si128((__m128i *)(d + i + 32), c);
+    _mm_stream_si128((__m128i *)(d + i + 48), e);
+  }
+  memcpy(d + n, s + n, bytes - n);
+  _mm_sfence(); /* non-temporal stores are weakly ordered: finish them before the buffer is handed on */
+}
+#else
+void pb_copy_streaming(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+#endif

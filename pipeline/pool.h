@@ -57,6 +57,11 @@ size_t pb_buf_size_class(size_t bytes);
  * read whole): buffers then get it at their first use instead of growing to it one sample at a time. */
 void pb_pool_expect(pb_pool *p, size_t bytes);
 void pb_pool_close(pb_pool *p);
+/* memcpy for a large payload whose destination this core will not read again soon (a batch being
+ * collated): above 64 KiB it stores around the cache (non-temporal stores), so the destination's lines
+ * are neither read from memory first nor left to evict the source.  Ends with a store fence, so a queue
+ * hand-off after it publishes the bytes as a memcpy's would. */
+void pb_copy_streaming(void *dst, const void *src, size_t bytes);
 /* A free buffer, waiting for one if needed; NULL once the pool is cancelled. */
 pb_buf *pb_pool_get(pb_pool *p);
 /* A free buffer or NULL right away. */

@@ -1,5 +1,5 @@
 /* `batch`: collates `size` samples into one contiguous buffer (a real copy, as a framework's collate
- * does), taken from a pool sized so that every buffer the downstream stages can hold exists up front.
+ * does, with streaming stores: nothing on this core reads the batch again), taken from a pool sized so that every buffer the downstream stages can hold exists up front.
  * Each worker fills its own batch.  At end of data a partial batch is dropped (drop_remainder, counted)
  * or handed on short. */
 #include <errno.h>
@@ -132,7 +132,7 @@ static int batch_process(pb_worker *w, pb_elem *in) {
     b->batch_id = atomic_fetch_add(&w->stage->engine->next_batch_id, 1);
   }
   pb_worker_trace_joined(w, b->batch_id);
-  memcpy((char *)b->cur->data + b->used_bytes, in->data, in->bytes);
+  pb_copy_streaming((char *)b->cur->data + b->used_bytes, in->data, in->bytes);
   b->used_bytes += in->bytes;
   b->sizes[b->count++] = (uint32_t)in->bytes;
   pb_buf_release(in->buf);

@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "pool.h"
@@ -103,6 +105,30 @@ static void test_buffers_grow_to_the_pools_largest(void **state) {
   pb_pool_close(&p);
 }
 
+/* The batch collate's streaming copy: every size around its threshold and its 64-byte blocks, every
+ * alignment of both ends, and nothing written outside the destination. */
+static void test_copy_streaming(void **state) {
+  (void)state;
+  const size_t max = (64u << 10) + 300;
+  uint8_t *src = malloc(max + 64), *dst = malloc(max + 128);
+  assert_non_null(src);
+  assert_non_null(dst);
+  for (size_t i = 0; i < max + 64; i++) src[i] = (uint8_t)(i * 131u + 7u);
+  const size_t sizes[] = {0, 1, 63, 4096, (64u << 10) - 1, 64u << 10, (64u << 10) + 1, (64u << 10) + 63, max};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    for (size_t so = 0; so < 17; so += 4)
+      for (size_t d_off = 1; d_off < 34; d_off += 5) {
+        size_t n = sizes[k];
+        memset(dst, 0xA5, max + 128);
+        pb_copy_streaming(dst + d_off, src + so, n);
+        assert_memory_equal(dst + d_off, src + so, n);
+        for (size_t i = 0; i < d_off; i++) assert_int_equal(dst[i], 0xA5);
+        for (size_t i = d_off + n; i < max + 128; i++) assert_int_equal(dst[i], 0xA5);
+      }
+  free(src);
+  free(dst);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_get_release_alignment),
@@ -110,6 +136,7 @@ int main(void) {
       cmocka_unit_test(test_cancel_wakes_getter),
       cmocka_unit_test(test_size_classes),
       cmocka_unit_test(test_buffers_grow_to_the_pools_largest),
+      cmocka_unit_test(test_copy_streaming),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
