@@ -68,6 +68,12 @@ bool pb_ops_simd_allowed(void);
 int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,
                         const int32_t *start, const int32_t *count, const int32_t *weights, int ksize, int out_w,
                         int nch);
+/* Four source rows `stride` bytes apart into four tmp rows `len` apart, 3 or 4 channels, with the taps
+ * taken in pairs: `pairs` holds per output pixel `npairs` entries of two int32s, the pair's weights split
+ * at bit 11 (weight >> 11, then weight & 2047) as two int16s each (see aa_axis_pair_up). */
+int pb_aa_hrow4_u8_avx2(const uint8_t *src, ptrdiff_t stride, int width, uint8_t *dst, size_t len,
+                        const int32_t *start, const int32_t *count, const int32_t *pairs, int npairs, int out_w,
+                        int nch);
 size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n, uint8_t *dst);
 
 #endif

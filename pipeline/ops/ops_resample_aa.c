@@ -18,6 +18,8 @@ typedef struct aa_axis {
   int32_t *start, *count;
   void *weights; /* int32_t Q22 for uint8, float otherwise; ksize per output */
   int ksize;
+  int32_t *pairs; /* uint8 horizontal axis with AVX2: the weights in pairs for pb_aa_hrow4_u8_avx2 (NULL:
+                   * not filled, or a weight out of its range) */
 } aa_axis;
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -28,8 +30,13 @@ static int aa_ksize(int in_n, int out_n) {
   return (int)ceil(fs < 1.0 ? 1.0 : fs) * 2 + 1;
 }
 
+/* Tap pairs per output for the four-row kernel: ksize / 2 rounded up. */
+static int aa_npairs(int ksize) { return (ksize + 1) / 2; }
+
 static size_t aa_axis_bytes(int in_n, int out_n) {
-  return align64(2 * (size_t)out_n * sizeof(int32_t)) + align64((size_t)out_n * (size_t)aa_ksize(in_n, out_n) * 4);
+  int ksize = aa_ksize(in_n, out_n);
+  return align64(2 * (size_t)out_n * sizeof(int32_t)) + align64((size_t)out_n * (size_t)ksize * 4) +
+         align64((size_t)out_n * (size_t)aa_npairs(ksize) * 2 * sizeof(int32_t));
 }
 
 /* uint8 keeps its intermediate in uint8 (as Pillow does); the float types in float32. */
@@ -66,12 +73,38 @@ static void aa_axis_fill(aa_axis *ax, int in_n, int out_n, bool fixed) {
   }
 }
 
+/* The four-row kernel's table (see pb_aa_hrow4_u8_avx2): per output and pair of taps t, t+1 (a missing
+ * t+1 weighs 0), the high parts (w >> 11) as two int16s in one int32, then the low parts (w & 2047).
+ * False, and no table, if a weight lies outside 0..2^22, where the split would not fit 16 bits. */
+static bool aa_axis_pair_up(aa_axis *ax, int out_n, int32_t *table) {
+  const int32_t *wq = ax->weights;
+  int np = aa_npairs(ax->ksize);
+  for (int o = 0; o < out_n; o++) {
+    const int32_t *k = wq + (size_t)o * (size_t)ax->ksize;
+    int32_t *dst = table + (size_t)o * (size_t)np * 2;
+    for (int p = 0; p < np; p++) {
+      int t = 2 * p;
+      uint32_t k0 = t < ax->count[o] ? (uint32_t)k[t] : 0, k1 = t + 1 < ax->count[o] ? (uint32_t)k[t + 1] : 0;
+      if (k0 > (1u << AA_BITS) || k1 > (1u << AA_BITS)) return false; /* negative ones wrap above too */
+      dst[2 * p] = (int32_t)((k0 >> 11) | (k1 >> 11) << 16);
+      dst[2 * p + 1] = (int32_t)((k0 & 2047u) | (k1 & 2047u) << 16);
+    }
+  }
+  ax->pairs = table;
+  return true;
+}
+
 /* Carve one axis's tables out of the scratch at *p. */
 static aa_axis aa_axis_at(char **p, int in_n, int out_n) {
-  aa_axis ax = {(int32_t *)*p, (int32_t *)*p + out_n, NULL, aa_ksize(in_n, out_n)};
+  aa_axis ax = {(int32_t *)*p, (int32_t *)*p + out_n, NULL, aa_ksize(in_n, out_n), NULL};
   ax.weights = *p + align64(2 * (size_t)out_n * sizeof(int32_t));
   *p += aa_axis_bytes(in_n, out_n);
   return ax;
+}
+
+/* The pair table's place in an axis's scratch (aa_axis_bytes): after its weights. */
+static int32_t *aa_pairs_slot(const aa_axis *ax, int out_n) {
+  return (int32_t *)((char *)ax->weights + align64((size_t)out_n * (size_t)ax->ksize * 4));
 }
 
 static uint8_t clip8(int32_t acc) {
@@ -169,10 +202,23 @@ static void aa_vrow_f(const float *rows, size_t len, const float *k, int n, void
   }
 }
 
+/* Four source rows `stride` apart into tmp rows `len` apart: the four-row AVX2 kernel, then the C loop
+ * for the output pixels it leaves. */
+static void aa_hrows4_u8(const uint8_t *src, ptrdiff_t stride, int width, uint8_t *dst, size_t len, const aa_axis *ax,
+                         int out_w, int nch) {
+  int x = pb_aa_hrow4_u8_avx2(src, stride, width, dst, len, ax->start, ax->count, ax->pairs, aa_npairs(ax->ksize),
+                              out_w, nch);
+  for (int r = 0; r < 4; r++) aa_hrow_u8_from(src + r * stride, dst + (size_t)r * len, ax, x, out_w, nch);
+}
+
 /* Horizontal pass over the source rows [y_first, y_end) into tmp (out_w * nch per row). */
 static void aa_hpass(const pb_plane *src, const aa_axis *ax, int out_w, int y_first, int y_end, void *tmp,
                      pb_dtype t) {
   size_t len = (size_t)out_w * (size_t)src->nch;
+  if (t == PB_DTYPE_UINT8 && ax->pairs && aa_vector_rows(src->nch)) /* four rows a step, then as below */
+    for (; y_first + 4 <= y_end; y_first += 4, tmp = (uint8_t *)tmp + 4 * len)
+      aa_hrows4_u8((const uint8_t *)src->base + (size_t)y_first * (size_t)src->row_stride, src->row_stride,
+                   src->width, tmp, len, ax, out_w, src->nch);
   for (int y = y_first; y < y_end; y++) {
     size_t row = (size_t)y * (size_t)src->row_stride, at = (size_t)(y - y_first) * len;
     if (t == PB_DTYPE_UINT8) {
@@ -207,6 +253,7 @@ int pb_crop_resize(const pb_image *in, int top, int left, int h, int w, pb_image
   aa_axis ax = aa_axis_at(&p, w, out->width), ay = aa_axis_at(&p, h, out->height);
   aa_axis_fill(&ax, w, out->width, in->dtype == PB_DTYPE_UINT8);
   aa_axis_fill(&ay, h, out->height, in->dtype == PB_DTYPE_UINT8);
+  if (in->dtype == PB_DTYPE_UINT8 && aa_vector_rows(in->channels)) aa_axis_pair_up(&ax, out->width, aa_pairs_slot(&ax, out->width));
   /* Only the rows some output row reads go through the horizontal pass. */
   int y_first = ay.start[0], y_end = ay.start[out->height - 1] + ay.count[out->height - 1];
   for (int plane = 0; plane < (in->chw ? in->channels : 1); plane++) {

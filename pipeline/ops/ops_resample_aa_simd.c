@@ -57,6 +57,61 @@ __attribute__((target("avx2"))) int pb_aa_hrow2_u8_avx2(const uint8_t *src0, con
   return x;
 }
 
+/* The horizontal pass over four rows at once, two taps per multiply: vpmaddwd multiplies 16-bit pixels
+ * by 16-bit weights and adds neighbouring products, so each 32-bit lane sums one channel of one row over
+ * a pair of taps.  A Q22 weight (0..2^22, the triangle filter's are never negative) does not fit 16 bits,
+ * so it goes in as two halves, w = hi * 2^11 + lo, and sum(p * w) = (sum(p * hi) << 11) + sum(p * lo):
+ * the same integer as the C loop's, with no overflow (255 * 2^22 * taps-rounding stays below 2^31).
+ * Lanes: 0-3 row 0 (low 128 bits) and row 1 (high), 4-7 rows 2 and 3, in a second register.  An 8-byte
+ * load covers a pair's two pixels; output pixels whose last load would pass the row's end are left to
+ * the caller.  Each output pixel is stored as 4 bytes; with 3 channels the fourth lands on the next
+ * pixel, which is always written afterwards (the row's last pixel never passes the test above). */
+__attribute__((target("avx2"))) int pb_aa_hrow4_u8_avx2(const uint8_t *src, ptrdiff_t stride, int width, uint8_t *dst,
+                                                       size_t len, const int32_t *start, const int32_t *count,
+                                                       const int32_t *pairs, int npairs, int out_w, int nch) {
+  /* bytes of pixels t and t+1 to (t.c0, t+1.c0, t.c1, t+1.c1, ...) as 16-bit lanes; -1 zeroes */
+  const __m256i shuf = nch == 3 ? _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 0, -1,
+                                                   3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
+                                : _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1, 0, -1,
+                                                   4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+  const __m256i round = _mm256_set1_epi32(AA_ROUND);
+  const uint8_t *r0 = src, *r1 = src + stride, *r2 = src + 2 * stride, *r3 = src + 3 * stride;
+  int x = 0;
+  for (; x < out_w; x++) {
+    int n = count[x], np = (n + 1) / 2;
+    if ((size_t)(start[x] + 2 * np - 2) * (size_t)nch + 8 > (size_t)width * (size_t)nch) break;
+    size_t at = (size_t)start[x] * (size_t)nch;
+    const int32_t *kp = pairs + (size_t)x * (size_t)npairs * 2;
+    __m256i hi01 = _mm256_setzero_si256(), hi23 = hi01, lo01 = round, lo23 = round;
+    for (int p = 0; p < np; p++, at += 2 * (size_t)nch) {
+      __m256i v01 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(r0 + at))),
+                                            _mm_loadl_epi64((const __m128i *)(r1 + at)), 1);
+      __m256i v23 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(r2 + at))),
+                                            _mm_loadl_epi64((const __m128i *)(r3 + at)), 1);
+      v01 = _mm256_shuffle_epi8(v01, shuf);
+      v23 = _mm256_shuffle_epi8(v23, shuf);
+      __m256i kh = _mm256_set1_epi32(kp[2 * p]), kl = _mm256_set1_epi32(kp[2 * p + 1]);
+      hi01 = _mm256_add_epi32(hi01, _mm256_madd_epi16(v01, kh));
+      hi23 = _mm256_add_epi32(hi23, _mm256_madd_epi16(v23, kh));
+      lo01 = _mm256_add_epi32(lo01, _mm256_madd_epi16(v01, kl));
+      lo23 = _mm256_add_epi32(lo23, _mm256_madd_epi16(v23, kl));
+    }
+    __m256i a01 = _mm256_srai_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi01, 11), lo01), AA_BITS);
+    __m256i a23 = _mm256_srai_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi23, 11), lo23), AA_BITS);
+    /* per 128-bit lane: packs gives (row 0|1 pixel, row 2|3 pixel) as int16, packus clips to bytes */
+    __m256i b8 = _mm256_packus_epi16(_mm256_packs_epi32(a01, a23), _mm256_setzero_si256());
+    __m128i b02 = _mm256_castsi256_si128(b8), b13 = _mm256_extracti128_si256(b8, 1);
+    size_t d = (size_t)x * (size_t)nch;
+    uint32_t p0 = (uint32_t)_mm_cvtsi128_si32(b02), p2 = (uint32_t)_mm_extract_epi32(b02, 1);
+    uint32_t p1 = (uint32_t)_mm_cvtsi128_si32(b13), p3 = (uint32_t)_mm_extract_epi32(b13, 1);
+    memcpy(dst + d, &p0, 4);
+    memcpy(dst + len + d, &p1, 4);
+    memcpy(dst + 2 * len + d, &p2, 4);
+    memcpy(dst + 3 * len + d, &p3, 4);
+  }
+  return x;
+}
+
 /* The vertical pass, one output row of len elements: n source rows `len` apart, 8 elements at a time.
  * Returns how many leading elements were done (the caller finishes the tail). */
 __attribute__((target("avx2"))) size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n,
@@ -86,6 +141,12 @@ bool pb_aa_simd(void) { return false; }
 
 int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,
                         const int32_t *start, const int32_t *count, const int32_t *weights, int ksize, int out_w,
+                        int nch) {
+  return 0;
+}
+
+int pb_aa_hrow4_u8_avx2(const uint8_t *src, ptrdiff_t stride, int width, uint8_t *dst, size_t len,
+                        const int32_t *start, const int32_t *count, const int32_t *pairs, int npairs, int out_w,
                         int nch) {
   return 0;
 }
