@@ -28,8 +28,10 @@ typedef struct pb_elem {
   uint8_t dtype;             /* pb_dtype of an image payload */
   uint8_t chw;               /* image layout: 0 HWC, 1 CHW */
   uint8_t device;            /* a batch copied by a GPU h2d: the device it was copied to */
-  uint16_t full_height, full_width; /* decoded with fused_crop: the whole image's size, of which this is the
-                              * crop the next random_resized_crop draws (0: not cropped) */
+  uint16_t full_height, full_width; /* decoded with fused_crop: the whole image's size, of which this holds
+                              * the crop the next random_resized_crop draws (0: not cropped) */
+  uint16_t crop_x;           /* fused_crop: the crop's first column here (the region decoded is wider: whole
+                              * iMCU columns), its rows are all of this one's */
   uint64_t h2d_start_ns;     /* set by the h2d stage: when this batch's copy ran; 0 = not copied yet */
   uint64_t h2d_end_ns;
   uint64_t handoff_ns;       /* when the last stage handed this batch to the device (0 before) */

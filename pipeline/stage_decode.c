@@ -5,7 +5,8 @@
  * refused image is an error on that sample.  `fused_crop`: the stage draws the crop that the next map
  * stage's random_resized_crop would (the same seed, pb_elem_aug_seed) and decodes only that region
  * (jpeg_region.c), as tf.data's decode_and_crop_jpeg and DALI's fused decoder do; the map then only
- * resizes, and the pixels are the same. */
+ * resizes, and the pixels are the same.  The region comes out as wide as the iMCU columns libjpeg decodes
+ * (elem crop_x says where the crop starts), so no row is copied. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,16 +102,18 @@ static int decode_crop(pb_worker *w, const pb_elem *in, int denom, int sw, int s
   pb_rng_seed(&rng, pb_elem_aug_seed(in, w->stage->engine->cfg->seed, st->crop_stage_index));
   int i, j, h, cw;
   pb_rrc_params(&rng, sh, sw, st->crop->scale, st->crop->ratio, &i, &j, &h, &cw);
-  pb_jpeg_rect rect = {.x = j, .y = i, .w = cw, .h = h};
-  if (pb_buf_reserve(out, (size_t)cw * (size_t)h * 3u))
+  pb_jpeg_rect rect = {.x = j, .y = i, .w = cw, .h = h}, got;
+  if (pb_buf_reserve(out, pb_jpeg_region_capacity(&rect, sw)))
     return pb_err_set(err, "out of memory for the decoded image"), -ENOMEM;
   int rc = pb_jpeg_decode_region(dw->region, in->data, in->bytes, &rect, denom, w->stage->cfg->max_pixels, out->data,
-                                 out->capacity_bytes, err);
-  e->height = (uint16_t)h;
-  e->width = (uint16_t)cw;
+                                 out->capacity_bytes, &got, err);
+  if (rc) return rc;
+  e->height = (uint16_t)got.h;
+  e->width = (uint16_t)got.w;
+  e->crop_x = (uint16_t)(rect.x - got.x);
   e->full_height = (uint16_t)sh;
   e->full_width = (uint16_t)sw;
-  return rc;
+  return 0;
 }
 
 static int decode_process(pb_worker *w, pb_elem *in) {

@@ -169,13 +169,13 @@ static pb_resample resample_of(const pb_op_cfg *op) {
   return op->antialias ? PB_RESAMPLE_BILINEAR_AA : PB_RESAMPLE_BILINEAR;
 }
 
-/* The decode stage (fused_crop) already cut the crop this op draws: the same draw keeps the random
- * sequence of the ops after it, and only the resize is left. */
+/* The decode stage (fused_crop) already cut the crop this op draws, all its rows and its columns from
+ * crop_x on: the same draw keeps the random sequence of the ops after it, and only the resize is left. */
 static int resize_precropped(map_ctx *c, const pb_op_cfg *op, pb_image *out, void *scratch) {
   int i, j, h, w;
   pb_rrc_params(&c->w->rng, c->in->full_height, c->in->full_width, op->scale, op->ratio, &i, &j, &h, &w);
-  if (h != c->cur.height || w != c->cur.width) return -EINVAL; /* a decode that drew another crop: a bug */
-  return pb_resize(&c->cur, out, resample_of(op), scratch);
+  if (h != c->cur.height || c->in->crop_x + w > c->cur.width) return -EINVAL; /* decode drew another crop: a bug */
+  return pb_crop_resize(&c->cur, 0, c->in->crop_x, h, w, out, resample_of(op), scratch);
 }
 
 static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
@@ -281,7 +281,7 @@ static int hand_on(map_ctx *c) {
   out.channels = (uint8_t)c->cur.channels;
   out.dtype = (uint8_t)c->cur.dtype;
   out.chw = c->cur.chw;
-  out.full_height = out.full_width = 0; /* any fused crop is done */
+  out.full_height = out.full_width = out.crop_x = 0; /* any fused crop is done */
   return pb_emit(c->w, &out);
 }
 

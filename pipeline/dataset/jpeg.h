@@ -61,12 +61,19 @@ typedef struct pb_jpeg_rect {
 
 int pb_jpeg_region_init(pb_jpeg_region **r, pb_err *err);
 void pb_jpeg_region_free(pb_jpeg_region *r); /* NULL is fine */
-/* Decodes only `rect` of the image scaled by 1/scale_denom into `out` (packed RGB, rect->w x rect->h):
- * exactly those pixels of pb_jpeg_decode's whole image, at a fraction of the work for a small region.
- * 0, or a negative errno with err set (a bad JPEG, a region outside the image, over max_pixels). */
+/* The bytes pb_jpeg_decode_region may write for `rect` of an image `image_width` pixels wide (after
+ * scaling): libjpeg decodes whole iMCU columns (at most 32 pixels), so the region comes back widened. */
+size_t pb_jpeg_region_capacity(const pb_jpeg_rect *rect, int image_width);
+/* Decodes only the rows of `rect` of the image scaled by 1/scale_denom into `out`, packed RGB, `got->w`
+ * pixels a row: the region widened on the left to an iMCU column (got->x <= rect->x) and by the pixel
+ * fancy upsampling reads on each side, so libjpeg writes the rows in place.  got->y == rect->y and
+ * got->h == rect->h; rect's pixels start at column rect->x - got->x of each row and are exactly
+ * pb_jpeg_decode's (the columns around them need not be).  A fraction of the work for a small region.
+ * 0, or a negative errno with err set (a bad JPEG, a region outside the image, over max_pixels, out
+ * smaller than the widened region). */
 int pb_jpeg_decode_region(pb_jpeg_region *r, const uint8_t *data, size_t bytes, const pb_jpeg_rect *rect,
                           int scale_denom, int64_t max_pixels, uint8_t *out, size_t out_capacity_bytes,
-                          pb_err *err);
+                          pb_jpeg_rect *got, pb_err *err);
 
 /* ---- encoding ---- */
 

@@ -60,16 +60,18 @@ static void decode(const uint8_t *data, size_t size, int width, int height, int 
   free(out);
 }
 
-/* fused_crop's path: a region (the centre half, from the selector's scale) into a buffer of exactly its
- * size; an error is one the stage expects, with one line. */
+/* fused_crop's path: a region (the centre half, from the selector's scale) into a buffer of the capacity
+ * the stage reserves (too small would be -ENOBUFS: a failure here); an error is one the stage expects,
+ * with one line. */
 static void decode_region(const uint8_t *data, size_t size, int width, int height, int denom) {
   int sw = pb_jpeg_scaled_dim(width, denom), sh = pb_jpeg_scaled_dim(height, denom);
   pb_jpeg_rect r = {sw / 4, sh / 4, sw / 2 > 0 ? sw / 2 : 1, sh / 2 > 0 ? sh / 2 : 1};
-  size_t bytes = (size_t)r.w * (size_t)r.h * 3u;
+  size_t bytes = pb_jpeg_region_capacity(&r, sw);
   uint8_t *out = malloc(bytes);
   if (!out) return;
   pb_err err = {{0}};
-  int rc = pb_jpeg_decode_region(region, data, size, &r, denom, MAX_PIXELS, out, bytes, &err);
+  pb_jpeg_rect got;
+  int rc = pb_jpeg_decode_region(region, data, size, &r, denom, MAX_PIXELS, out, bytes, &got, &err);
   if (rc) check_error(rc, &err, -EINVAL);
   free(out);
 }

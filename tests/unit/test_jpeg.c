@@ -398,22 +398,33 @@ static void test_region_equals_whole_decode_cropped(void **state) {
     for (size_t k = 0; k < sizeof rects / sizeof rects[0] + 64; k++) {
       const pb_jpeg_rect *q = k < sizeof rects / sizeof rects[0] ? &rects[k] : &random_rects[k - sizeof rects / sizeof rects[0]];
       if (q->w <= 0 || q->h <= 0) continue;
-      memset(part, 0xAB, (size_t)q->w * q->h * 3);
-      if (pb_jpeg_decode_region(r, b.data, b.bytes, q, denoms[d], 0, part, 500 * 375 * 3, &err))
+      size_t cap = pb_jpeg_region_capacity(q, ow);
+      memset(part, 0xAB, 500 * 375 * 3);
+      pb_jpeg_rect got;
+      if (pb_jpeg_decode_region(r, b.data, b.bytes, q, denoms[d], 0, part, cap, &got, &err))
         fail_msg("1/%d, %dx%d at (%d, %d): %s", denoms[d], q->w, q->h, q->x, q->y, err.msg);
+      /* widened on the left to an iMCU column (at most 32 pixels, plus the pixel fancy upsampling reads),
+       * within the capacity it promised, and nothing written past it */
+      assert_true(got.x <= q->x && q->x - got.x <= 33 && got.x + got.w >= q->x + q->w && got.x + got.w <= ow);
+      assert_true(got.y == q->y && got.h == q->h && (size_t)got.w * (size_t)got.h * 3 <= cap);
+      for (size_t at = (size_t)got.w * (size_t)got.h * 3; at < cap; at++) assert_int_equal(part[at], 0xAB);
       for (int y = 0; y < q->h; y++)
-        if (memcmp(part + (size_t)y * q->w * 3, whole + ((size_t)(q->y + y) * ow + q->x) * 3, (size_t)q->w * 3))
+        if (memcmp(part + ((size_t)y * (size_t)got.w + (size_t)(q->x - got.x)) * 3,
+                   whole + ((size_t)(q->y + y) * ow + q->x) * 3, (size_t)q->w * 3))
           fail_msg("1/%d, %dx%d at (%d, %d): row %d differs from the whole decode", denoms[d], q->w, q->h, q->x,
                    q->y, y);
     }
   }
-  pb_jpeg_rect outside = {400, 300, 200, 100};
-  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &outside, 1, 0, part, 500 * 375 * 3, &err), -EINVAL);
-  pb_jpeg_rect all = {0, 0, 500, 375};
-  assert_true(pb_jpeg_decode_region(r, b.data, b.bytes / 2, &all, 1, 0, part, 500 * 375 * 3, &err) < 0);
+  pb_jpeg_rect outside = {400, 300, 200, 100}, got;
+  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &outside, 1, 0, part, 500 * 375 * 3, &got, &err), -EINVAL);
+  pb_jpeg_rect all = {0, 0, 500, 375}, middle = {100, 10, 50, 20};
+  assert_true(pb_jpeg_decode_region(r, b.data, b.bytes / 2, &all, 1, 0, part, 500 * 375 * 3, &got, &err) < 0);
   assert_non_null(strstr(err.msg, "JPEG"));
-  assert_true(pb_jpeg_decode_region(r, b.data, b.bytes, &all, 1, 1000, part, 500 * 375 * 3, &err) < 0); /* max_pixels */
-  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &all, 1, 0, part, 500 * 375 * 3, &err), 0);
+  assert_true(pb_jpeg_decode_region(r, b.data, b.bytes, &all, 1, 1000, part, 500 * 375 * 3, &got, &err) < 0); /* max_pixels */
+  /* a buffer that holds the region but not its widening: refused, not overrun */
+  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &middle, 1, 0, part, 50 * 20 * 3, &got, &err), -ENOBUFS);
+  assert_non_null(strstr(err.msg, "expected at least"));
+  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &all, 1, 0, part, 500 * 375 * 3, &got, &err), 0);
   free(whole);
   free(part);
   free(b.data);
