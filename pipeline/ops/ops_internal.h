@@ -59,10 +59,11 @@ static inline void pb_ops_put_pixel(uint8_t *dst, uint32_t px, int nch) {
   dst[2] = (uint8_t)(px >> 16);
 }
 
-/* AVX2 kernels of the antialiased uint8 resampler (ops_resample_aa_simd.c), exact to the C loops.
- * pb_aa_simd: the CPU has AVX2 and tests have not turned them off.  Each returns how much of the row(s)
+/* AVX2 kernels (ops_avx2.c) of the antialiased uint8 resampler and the fused flip/normalize/to_chw tail,
+ * exact to their C loops.
+ * pb_ops_avx2: the CPU has AVX2 and tests have not turned them off.  Each returns how much of the row(s)
  * it did (output pixels, elements); the caller's C loop does the rest. */
-bool pb_aa_simd(void);
+bool pb_ops_avx2(void);
 /* Tests have not turned vector kernels off (pb_ops_allow_simd); for SSE2 paths, which every x86-64 has. */
 bool pb_ops_simd_allowed(void);
 int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,
@@ -75,5 +76,10 @@ int pb_aa_hrow4_u8_avx2(const uint8_t *src, ptrdiff_t stride, int width, uint8_t
                         const int32_t *start, const int32_t *count, const int32_t *pairs, int npairs, int out_w,
                         int nch);
 size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n, uint8_t *dst);
+/* flip + normalize to float32 + to_chw of one row of W 3-channel pixels (ops_normalize.c's fused tail),
+ * 8 output pixels at a time with the same float32 subtract and divide as its tables: returns how many
+ * leading output pixels it did. */
+int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip, const float mean[3], const float std[3],
+                              float *dst, size_t plane);
 
 #endif

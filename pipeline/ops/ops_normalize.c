@@ -151,13 +151,18 @@ int pb_normalize(const pb_image *in, pb_image *out, const double *mean, int nmea
       }                                                                                                   \
     }                                                                                                     \
   }                                                                                                       \
-  static void fused_rows_##T(const pb_image *in, bool flip, const T (*lut)[256], T *out, bool chw) {      \
+  static void fused_rows_##T(const pb_image *in, bool flip, const T (*lut)[256], T *out, bool chw,      \
+                             const norm_params *np) {                                                     \
     int C = in->channels, W = in->width;                                                                  \
     size_t plane = (size_t)in->height * (size_t)W, row = (size_t)W * (size_t)C;                           \
+    bool avx2 = sizeof(T) == sizeof(float) && C == 3 && chw && pb_ops_avx2();                             \
     for (int y = 0; y < in->height; y++) {                                                                \
       const uint8_t *src = (const uint8_t *)in->data + (size_t)y * row;                                   \
       T *dst = out + (chw ? (size_t)y * (size_t)W : (size_t)y * row);                                     \
-      if (C == 3 && chw)                                                                                  \
+      if (avx2) { /* 8 pixels at a time; the last W % 8 (the first ones of the source when flipped) */    \
+        int x = pb_norm_row3_chw_f32_avx2(src, W, flip, np->mean, np->std, (float *)dst, plane);          \
+        fused_row_##T(flip ? src : src + (size_t)x * 3, W - x, 3, flip, lut, dst + x, plane, true);       \
+      } else if (C == 3 && chw)                                                                           \
         fused_row_##T(src, W, 3, flip, lut, dst, plane, true);                                            \
       else                                                                                                \
         fused_row_##T(src, W, C, flip, lut, dst, plane, chw);                                             \
@@ -180,8 +185,8 @@ int pb_flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const do
   uint16_t lut16[LUT_CHANNELS][256];
   norm_luts(&np, lut, out_dtype == PB_DTYPE_FLOAT16 ? lut16 : NULL);
   if (out_dtype == PB_DTYPE_FLOAT32)
-    fused_rows_float(in, flip, (const float(*)[256])lut, out->data, chw);
+    fused_rows_float(in, flip, (const float(*)[256])lut, out->data, chw, &np);
   else
-    fused_rows_half_t(in, flip, (const half_t(*)[256])lut16, out->data, chw);
+    fused_rows_half_t(in, flip, (const half_t(*)[256])lut16, out->data, chw, &np);
   return 0;
 }

@@ -157,7 +157,7 @@ static void aa_hrow_u8_from(const uint8_t *src, uint8_t *dst, const aa_axis *ax,
   }
 }
 
-static bool aa_vector_rows(int nch) { return (nch == 3 || nch == 4) && pb_aa_simd(); }
+static bool aa_vector_rows(int nch) { return (nch == 3 || nch == 4) && pb_ops_avx2(); }
 
 /* Source rows `stride` apart (two, or one when stride is 0) into tmp rows `len` apart: the AVX2 kernel
  * takes both at once (3 or 4 channels), the C loop does the rest. */
@@ -187,7 +187,7 @@ static void aa_hrow_f(const void *src, size_t s0, float *dst, const aa_axis *ax,
 
 /* Vertical pass, one output row: `rows` points at the first source row used, rows are `len` apart. */
 static void aa_vrow_u8(const uint8_t *rows, size_t len, const int32_t *k, int n, uint8_t *dst) {
-  for (size_t i = pb_aa_simd() ? pb_aa_vrow_u8_avx2(rows, len, k, n, dst) : 0; i < len; i++) {
+  for (size_t i = pb_ops_avx2() ? pb_aa_vrow_u8_avx2(rows, len, k, n, dst) : 0; i < len; i++) {
     int32_t acc = AA_ROUND;
     for (int t = 0; t < n; t++) acc += rows[(size_t)t * len + i] * k[t];
     dst[i] = clip8(acc);

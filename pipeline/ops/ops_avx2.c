@@ -1,8 +1,12 @@
-/* AVX2 kernels of the antialiased uint8 resampler (ops_resample_aa.c), bit for bit the same as its C
- * loops and so as Pillow: the same Q22 weights, 32-bit products and sums (vpmulld), the same shift and
- * the same clip to 0..255 (the saturating packs do it).  Pillow-SIMD is faster still because it drops to
- * 16-bit weights, which changes pixels; these keep them.  Chosen at run time, once, when the CPU has
- * AVX2; tests turn them off to compare against the C loops (pb_ops_allow_simd). */
+/* AVX2 kernels of the image ops, bit for bit the same as their C loops:
+ * - the antialiased uint8 resampler (ops_resample_aa.c), and so Pillow: the same Q22 weights, exact
+ *   32-bit products and sums (vpmulld, or vpmaddwd on weights split in two halves), the same shift and
+ *   the same clip to 0..255 (the saturating packs do it).  Pillow-SIMD is faster still because it drops
+ *   to 16-bit weights, which changes pixels; these keep them.
+ * - the fused flip + normalize + to_chw tail (ops_normalize.c): the float32 subtract and divide its
+ *   tables hold, computed 8 at a time.
+ * Chosen at run time, once, when the CPU has AVX2; tests turn them off to compare against the C loops
+ * (pb_ops_allow_simd). */
 #include <stdatomic.h>
 
 #include "ops_internal.h"
@@ -19,7 +23,7 @@ bool pb_ops_simd_allowed(void) { return atomic_load_explicit(&simd_allowed, memo
 #define AA_BITS 22
 #define AA_ROUND (1 << (AA_BITS - 1))
 
-bool pb_aa_simd(void) {
+bool pb_ops_avx2(void) {
   static atomic_int have = -1; /* every thread that finds it unset computes the same value */
   int h = atomic_load_explicit(&have, memory_order_relaxed);
   if (h < 0) atomic_store_explicit(&have, h = __builtin_cpu_supports("avx2") ? 1 : 0, memory_order_relaxed);
@@ -135,9 +139,57 @@ __attribute__((target("avx2"))) size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, s
   return i;
 }
 
+/* Byte shuffles that pick one channel of 8 RGB pixels out of 24 bytes held as 16 (lo) + 8 (hi): for
+ * channel c, in output order, or (flip) in mirrored order.  -1 zeroes a byte, so lo's and hi's picks OR. */
+static const int8_t pick_lo[2][3][16] = {
+    {{0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+     {1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+     {2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}},
+    {{-1, -1, 15, 12, 9, 6, 3, 0, -1, -1, -1, -1, -1, -1, -1, -1},
+     {-1, -1, -1, 13, 10, 7, 4, 1, -1, -1, -1, -1, -1, -1, -1, -1},
+     {-1, -1, -1, 14, 11, 8, 5, 2, -1, -1, -1, -1, -1, -1, -1, -1}}};
+static const int8_t pick_hi[2][3][16] = {
+    {{-1, -1, -1, -1, -1, -1, 2, 5, -1, -1, -1, -1, -1, -1, -1, -1},
+     {-1, -1, -1, -1, -1, 0, 3, 6, -1, -1, -1, -1, -1, -1, -1, -1},
+     {-1, -1, -1, -1, -1, 1, 4, 7, -1, -1, -1, -1, -1, -1, -1, -1}},
+    {{5, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+     {6, 3, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+     {7, 4, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}}};
+
+__attribute__((target("avx2"))) int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip,
+                                                             const float mean[3], const float std[3], float *dst,
+                                                             size_t plane) {
+  __m128i lo_mask[3], hi_mask[3];
+  __m256 m[3], s[3];
+  for (int c = 0; c < 3; c++) {
+    lo_mask[c] = _mm_loadu_si128((const __m128i *)pick_lo[flip][c]);
+    hi_mask[c] = _mm_loadu_si128((const __m128i *)pick_hi[flip][c]);
+    m[c] = _mm256_set1_ps(mean[c]);
+    s[c] = _mm256_set1_ps(std[c]);
+  }
+  int x = 0;
+  for (; x + 8 <= W; x += 8) {
+    /* output pixels x..x+7 read source pixels x..x+7, or W-8-x..W-1-x mirrored */
+    const uint8_t *p = src + (size_t)(flip ? W - 8 - x : x) * 3;
+    __m128i lo = _mm_loadu_si128((const __m128i *)p), hi = _mm_loadl_epi64((const __m128i *)(p + 16));
+    for (int c = 0; c < 3; c++) {
+      __m128i v8 = _mm_or_si128(_mm_shuffle_epi8(lo, lo_mask[c]), _mm_shuffle_epi8(hi, hi_mask[c]));
+      __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v8));
+      /* (x - mean) / std in float32, two roundings, as the tables compute it: the same values */
+      _mm256_storeu_ps(dst + (size_t)c * plane + (size_t)x, _mm256_div_ps(_mm256_sub_ps(v, m[c]), s[c]));
+    }
+  }
+  return x;
+}
+
 #else
 
-bool pb_aa_simd(void) { return false; }
+bool pb_ops_avx2(void) { return false; }
+
+int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip, const float mean[3], const float std[3],
+                              float *dst, size_t plane) {
+  return 0;
+}
 
 int pb_aa_hrow2_u8_avx2(const uint8_t *src0, const uint8_t *src1, int width, uint8_t *dst0, uint8_t *dst1,
                         const int32_t *start, const int32_t *count, const int32_t *weights, int ksize, int out_w,
