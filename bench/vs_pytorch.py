@@ -25,7 +25,9 @@ Both sides resample with the same filter, in two groups (--filters):
 "Per worker": images/s / W for both.  pipebench runs more threads than W (a reader, W decoders, W
 augmenters) but on the same W cores (taskset), as the DataLoader's W worker processes plus its main
 process do.  Each figure is the median of --repeats runs of --seconds each after a warm-up; the
-DataLoader's warm-up is its first --warmup-batches batches (worker start-up excluded).
+DataLoader's warm-up is its first --warmup-batches batches (worker start-up excluded).  The last lines
+give the floor under pipebench: its decode stage's CPU time per image (median over the runs) and W / that,
+the most W cores could do if nothing after decode cost anything, against each torch row.
 
     bench/vs_pytorch.py [--bin build-release/pipebench] [--images 1024] [--workers 1,2] [--batch 64]
                         [--seconds 20] [--repeats 3] [--filters aa,plain] [--keep DIR] [--json]
@@ -78,7 +80,7 @@ def run_pipebench(a, tmp, data, w, fused=False, antialias=False):
     cfg_path = os.path.join(tmp, f"pb-{tag}.json")
     with open(cfg_path, "w") as f:
         json.dump(pipebench_config(data, a.images, a.batch, w, fused, antialias), f)
-    rates = []
+    rates, decode_us = [], []
     for i in range(a.repeats):
         out = os.path.join(tmp, f"out-{tag}-{i}")
         subprocess.run(["taskset", "-c", cpus(w), a.bin, "run", "--config", cfg_path, "--quiet", "--no-trace",
@@ -87,7 +89,9 @@ def run_pipebench(a, tmp, data, w, fused=False, antialias=False):
             rep = json.load(f)
         rates.append(rep["throughput"]["samples_per_s"])
         device = rep["device"]["kind"]
-    return statistics.median(rates), rates, device
+        dec = next(s for s in rep["stages"] if s["type"] == "decode")
+        decode_us.append(dec["mean_us"] * (dec["cpu_fraction"] or 1.0))  # CPU time per image, not waits
+    return statistics.median(rates), rates, device, statistics.median(decode_us)
 
 
 TORCH_WORKER = r'''
@@ -156,8 +160,11 @@ def run_torch(a, files, w, decoder, antialias=True):
 
 
 def torch_available(python):
-    p = subprocess.run([python, "-c", "import torch, torchvision, PIL; print(torch.__version__, "
-                        "torchvision.__version__)"], capture_output=True, text=True)
+    try:
+        p = subprocess.run([python, "-c", "import torch, torchvision, PIL; print(torch.__version__, "
+                            "torchvision.__version__)"], capture_output=True, text=True)
+    except OSError:  # no such interpreter: pipebench rows only, as without torch
+        return None
     return p.stdout.strip() if p.returncode == 0 else None
 
 
@@ -192,8 +199,9 @@ def main():
         for flt in filters:
             aa = flt == "aa"
             row = {"workers": w, "filter": flt}
-            row["pipebench"], row["pipebench_runs"], row["device"] = run_pipebench(a, tmp, data, w, False, aa)
-            row["pb_fused"], row["pb_fused_runs"], _ = run_pipebench(a, tmp, data, w, True, aa)
+            row["pipebench"], row["pipebench_runs"], row["device"], row["pipebench_decode_us"] = \
+                run_pipebench(a, tmp, data, w, False, aa)
+            row["pb_fused"], row["pb_fused_runs"], _, row["pb_fused_decode_us"] = run_pipebench(a, tmp, data, w, True, aa)
             for d in (["pil", "tv"] if aa else ["tv"]) if versions else []:
                 row[f"torch_{d}"], row[f"torch_{d}_runs"], info = run_torch(a, files, w, d, aa)
                 row["torch_cuda"] = info["cuda"]
@@ -220,6 +228,17 @@ def main():
             runs = [f"{k[:-5]} {' '.join(f'{v:.1f}' for v in r[k])}" for k in r if k.endswith("_runs")]
             print(f"  W={r['workers']} {r['filter']}: " + "; ".join(runs))
         print("per worker: divide by workers (the same for both sides)")
+        # The floor under pipebench: its decode stage's CPU time per image (libjpeg-turbo, mostly Huffman
+        # decoding, the same library code PIL and torchvision run).  With everything after decode free,
+        # W cores could do at most W / that.
+        print("decode floor: CPU per image in the decode stage, and the most W cores could do if nothing else cost")
+        for r in rows:
+            for k, name in (("pipebench", "pipebench"), ("pb_fused", "pb-fused")):
+                us = r[f"{k}_decode_us"]
+                best = r["workers"] * 1e6 / us
+                vs = [f"{best / r[t]:.2f}x {t[6:]}" for t in ("torch_pil", "torch_tv") if r.get(t)]
+                print(f"  W={r['workers']} {r['filter']} {name}: {us:.0f} us/image -> at most {best:.0f} images/s"
+                      + (f" ({', '.join(vs)})" if vs else ""))
     if not a.keep:
         shutil.rmtree(tmp, ignore_errors=True)
 
