@@ -78,6 +78,11 @@ __attribute__((target("avx2"))) int pb_aa_hrow4_u8_avx2(const uint8_t *src, ptrd
                                                    3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
                                 : _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1, 0, -1,
                                                    4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+  /* the same for the next pair, 2 pixels on */
+  const __m256i shuf1 = nch == 3 ? _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1, 6, -1,
+                                                    9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
+                                 : _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1, 8,
+                                                    -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
   const __m256i round = _mm256_set1_epi32(AA_ROUND);
   const uint8_t *r0 = src, *r1 = src + stride, *r2 = src + 2 * stride, *r3 = src + 3 * stride;
   int x = 0;
@@ -87,7 +92,23 @@ __attribute__((target("avx2"))) int pb_aa_hrow4_u8_avx2(const uint8_t *src, ptrd
     size_t at = (size_t)start[x] * (size_t)nch;
     const int32_t *kp = pairs + (size_t)x * (size_t)npairs * 2;
     __m256i hi01 = _mm256_setzero_si256(), hi23 = hi01, lo01 = round, lo23 = round;
-    for (int p = 0; p < np; p++, at += 2 * (size_t)nch) {
+    int p = 0;
+    if (np == 2 && at + 16 <= (size_t)width * (size_t)nch) { /* both pairs from one 16-byte load a row */
+      __m256i w01 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(r0 + at))),
+                                            _mm_loadu_si128((const __m128i *)(r1 + at)), 1);
+      __m256i w23 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(r2 + at))),
+                                            _mm_loadu_si128((const __m128i *)(r3 + at)), 1);
+      for (; p < 2; p++) {
+        __m256i sh = p ? shuf1 : shuf;
+        __m256i v01 = _mm256_shuffle_epi8(w01, sh), v23 = _mm256_shuffle_epi8(w23, sh);
+        __m256i kh = _mm256_set1_epi32(kp[2 * p]), kl = _mm256_set1_epi32(kp[2 * p + 1]);
+        hi01 = _mm256_add_epi32(hi01, _mm256_madd_epi16(v01, kh));
+        hi23 = _mm256_add_epi32(hi23, _mm256_madd_epi16(v23, kh));
+        lo01 = _mm256_add_epi32(lo01, _mm256_madd_epi16(v01, kl));
+        lo23 = _mm256_add_epi32(lo23, _mm256_madd_epi16(v23, kl));
+      }
+    }
+    for (; p < np; p++, at += 2 * (size_t)nch) {
       __m256i v01 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(r0 + at))),
                                             _mm_loadl_epi64((const __m128i *)(r1 + at)), 1);
       __m256i v23 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(r2 + at))),

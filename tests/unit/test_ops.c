@@ -291,6 +291,7 @@ static void test_simd_matches_c(void **state) {
   for (int it = 0; it < 800; it++) {
     int H = 1 + (int)(pb_rng_uniform(&rng) * 300), W = 1 + (int)(pb_rng_uniform(&rng) * 300), C = 1 + it % 4;
     int h = 1 + (int)(pb_rng_uniform(&rng) * H), w = 1 + (int)(pb_rng_uniform(&rng) * W);
+    if (it % 3 == 0 && h >= 4) h -= h % 4; /* the image's last row inside a four-row step of the AA kernel */
     int top = it % 3 == 0 ? H - h : (int)(pb_rng_uniform(&rng) * (H - h + 1));
     int left = it % 3 == 0 ? W - w : (int)(pb_rng_uniform(&rng) * (W - w + 1));
     int oh = 1 + (int)(pb_rng_uniform(&rng) * 240), ow = 1 + (int)(pb_rng_uniform(&rng) * 240);
