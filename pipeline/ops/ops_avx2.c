@@ -160,6 +160,36 @@ __attribute__((target("avx2"))) size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, s
   return i;
 }
 
+__attribute__((target("avx2"))) int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t *dst, const int32_t *off,
+                                                   const int32_t *next, const int32_t *wpair, int n, int nch,
+                                                   int out_shift) {
+  const __m256i round = _mm256_set1_epi32(1 << (out_shift - 1)), lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const __m128i shift = _mm_cvtsi32_si128(out_shift);
+  int x = 0;
+  for (; x + 2 <= n; x += 2, dst += 2 * nch) {
+    /* 4 elements from each tap (the 4th past a 3-channel pixel: bl_hmid's buffer has room, never stored) */
+    const uint16_t *a = mid + off[x], *b = mid + off[x + 1];
+    __m128i p0 = _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)a), _mm_loadl_epi64((const __m128i *)(a + next[x])));
+    __m128i p1 =
+        _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)b), _mm_loadl_epi64((const __m128i *)(b + next[x + 1])));
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(p0), p1, 1);
+    /* pixel x's weights in the low lane, x+1's in the high one */
+    __m256i w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(wpair + x))), lanes);
+    __m256i r = _mm256_srl_epi32(_mm256_add_epi32(_mm256_madd_epi16(v, w), round), shift);
+    r = _mm256_packus_epi16(_mm256_packs_epi32(r, r), r); /* per lane: the pixel's bytes first */
+    uint32_t px0 = (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(r));
+    uint32_t px1 = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(r, 1));
+    if (x + 2 < n) { /* 4-byte stores: a 3-channel pixel's 4th byte lands on the next one, written after */
+      memcpy(dst, &px0, 4);
+      memcpy(dst + nch, &px1, 4);
+    } else { /* the strip's last pixel: nothing of this row is written after it */
+      pb_ops_put_pixel(dst, px0, nch);
+      pb_ops_put_pixel(dst + nch, px1, nch);
+    }
+  }
+  return x;
+}
+
 /* Byte shuffles that pick one channel of 8 RGB pixels out of 24 bytes held as 16 (lo) + 8 (hi): for
  * channel c, in output order, or (flip) in mirrored order.  -1 zeroes a byte, so lo's and hi's picks OR. */
 static const int8_t pick_lo[2][3][16] = {
@@ -209,6 +239,11 @@ bool pb_ops_avx2(void) { return false; }
 
 int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip, const float mean[3], const float std[3],
                               float *dst, size_t plane) {
+  return 0;
+}
+
+int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t *dst, const int32_t *off, const int32_t *next, const int32_t *wpair,
+                    int n, int nch, int out_shift) {
   return 0;
 }
 

@@ -76,6 +76,12 @@ int pb_aa_hrow4_u8_avx2(const uint8_t *src, ptrdiff_t stride, int width, uint8_t
                         const int32_t *start, const int32_t *count, const int32_t *pairs, int npairs, int out_w,
                         int nch);
 size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int n, uint8_t *dst);
+/* Plain bilinear's horizontal pass from the blended row `mid` (ops_resample.c, bl_hmid), 3 or 4 channels,
+ * two output pixels a step: each pixel's two taps interleaved and multiplied-added with wpair[x]
+ * ((1 - fx) | fx << 16) in one vpmaddwd lane, then the C loop's rounding and shift.  Returns how many
+ * leading pixels it did (an even count). */
+int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t *dst, const int32_t *off, const int32_t *next, const int32_t *wpair,
+                    int n, int nch, int out_shift);
 /* flip + normalize to float32 + to_chw of one row of W 3-channel pixels (ops_normalize.c's fused tail),
  * 8 output pixels at a time with the same float32 subtract and divide as its tables: returns how many
  * leading output pixels it did. */

@@ -28,6 +28,7 @@ typedef struct bl_cols {
   int32_t off[BL_STRIP];
   int32_t next[BL_STRIP]; /* element distance to the second tap */
   uint16_t wq[BL_STRIP];  /* second tap's weight, Q11 */
+  int32_t wpair[BL_STRIP]; /* both taps' weights as int16s, (1 - fx) | fx << 16, for pmaddwd */
   float wf[BL_STRIP];
 } bl_cols;
 
@@ -51,6 +52,7 @@ static void bl_fill_cols(bl_cols *c, int x_first, int n, int in_w, int out_w, in
     c->off[x] = t.i0 * nch;
     c->next[x] = t.step * nch;
     c->wq[x] = (uint16_t)bl_q11(t.frac);
+    c->wpair[x] = (int32_t)((BL_ONE - c->wq[x]) | (uint32_t)c->wq[x] << 16);
     c->wf[x] = t.frac;
   }
 }
@@ -156,7 +158,7 @@ static void bl_plane_u8_hfirst(const pb_plane *src, const pb_plane *dst) {
 }
 
 #define BL_SPAN_ELEMS 4096 /* source elements one blended row may span (>= 2 * PB_OPS_MAX_CHANNELS) */
-#define BL_SPAN_PAD 4      /* room past the span for bl_hmid_sse2_n's 4-element loads */
+#define BL_SPAN_PAD 4      /* room past the span for the hmid kernels' 4-element loads */
 
 /* mid[i] = round((a[i] * (1 - fy) + b[i] * fy) * 128), the vertical pass when it goes first. */
 static void bl_vblend_u8(const uint8_t *a, const uint8_t *b, uint32_t fy, uint16_t *mid, size_t len) {
@@ -197,9 +199,9 @@ static inline __attribute__((always_inline)) void bl_hmid_n(const uint16_t *mid,
  * loop's rounding and shift.  The same integers, so the same bytes.  Reads one element past a
  * 3-channel pixel: `mid` has room for it (BL_SPAN_PAD), and that lane is never stored. */
 static inline __attribute__((always_inline)) void bl_hmid_sse2_n(const uint16_t *mid, uint8_t *dst,
-                                                                 const bl_cols *c, int n, int nch) {
+                                                                 const bl_cols *c, int x, int n, int nch) {
   const __m128i round = _mm_set1_epi32(1 << (BL_OUT_SHIFT - 1));
-  for (int x = 0; x < n; x++, dst += nch) {
+  for (dst += (size_t)x * (size_t)nch; x < n; x++, dst += nch) {
     const uint16_t *a = mid + c->off[x];
     __m128i t0 = _mm_loadl_epi64((const __m128i *)a), t1 = _mm_loadl_epi64((const __m128i *)(a + c->next[x]));
     uint32_t fx = c->wq[x], gx = BL_ONE - fx;
@@ -215,8 +217,10 @@ static inline __attribute__((always_inline)) void bl_hmid_sse2_n(const uint16_t 
 static void bl_hmid(const uint16_t *mid, uint8_t *dst, const bl_cols *c, int n, int nch) {
 #ifdef __SSE2__
   if ((nch == 3 || nch == 4) && pb_ops_simd_allowed()) {
-    if (nch == 3) bl_hmid_sse2_n(mid, dst, c, n, 3);
-    else bl_hmid_sse2_n(mid, dst, c, n, 4);
+    /* AVX2 two pixels a step, SSE2 the odd one left (or all of them without AVX2) */
+    int x = pb_ops_avx2() ? pb_bl_hmid_avx2(mid, dst, c->off, c->next, c->wpair, n, nch, BL_OUT_SHIFT) : 0;
+    if (nch == 3) bl_hmid_sse2_n(mid, dst, c, x, n, 3);
+    else bl_hmid_sse2_n(mid, dst, c, x, n, 4);
     return;
   }
 #endif
