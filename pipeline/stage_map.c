@@ -5,7 +5,8 @@
  * last of them straight into a buffer from this stage's pool (so the result is not copied again);
  * flip works in place.  A map that ends in flip, normalize (to float, on the host) and to_chw runs those
  * as one pass (pb_flip_normalize_chw; the same values).  `spin` burns CPU for `us` microseconds and
- * `sleep` waits without CPU: the emulation ops.  A map of emulation ops only (or none) hands the sample's own buffer on. */
+ * `sleep` waits without CPU: the emulation ops.  A map of emulation ops only (or none) hands the
+ * sample's own buffer on. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -160,6 +160,11 @@ __attribute__((target("avx2"))) size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, s
   return i;
 }
 
+/* One plain-bilinear pixel's two taps, 4 elements each, interleaved element by element for pmaddwd. */
+static inline __m128i bl_taps(const uint16_t *a, int next) {
+  return _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)a), _mm_loadl_epi64((const __m128i *)(a + next)));
+}
+
 __attribute__((target("avx2"))) int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t *dst, const int32_t *off,
                                                    const int32_t *next, const int32_t *wpair, int n, int nch,
                                                    int out_shift) {
@@ -168,13 +173,11 @@ __attribute__((target("avx2"))) int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t
   int x = 0;
   for (; x + 2 <= n; x += 2, dst += 2 * nch) {
     /* 4 elements from each tap (the 4th past a 3-channel pixel: bl_hmid's buffer has room, never stored) */
-    const uint16_t *a = mid + off[x], *b = mid + off[x + 1];
-    __m128i p0 = _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)a), _mm_loadl_epi64((const __m128i *)(a + next[x])));
-    __m128i p1 =
-        _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)b), _mm_loadl_epi64((const __m128i *)(b + next[x + 1])));
-    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(p0), p1, 1);
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(bl_taps(mid + off[x], next[x])),
+                                        bl_taps(mid + off[x + 1], next[x + 1]), 1);
     /* pixel x's weights in the low lane, x+1's in the high one */
-    __m256i w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(wpair + x))), lanes);
+    __m128i wp = _mm_loadl_epi64((const __m128i *)(wpair + x));
+    __m256i w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(wp), lanes);
     __m256i r = _mm256_srl_epi32(_mm256_add_epi32(_mm256_madd_epi16(v, w), round), shift);
     r = _mm256_packus_epi16(_mm256_packs_epi32(r, r), r); /* per lane: the pixel's bytes first */
     uint32_t px0 = (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(r));

@@ -204,8 +204,7 @@ static inline __attribute__((always_inline)) void bl_hmid_sse2_n(const uint16_t 
   for (dst += (size_t)x * (size_t)nch; x < n; x++, dst += nch) {
     const uint16_t *a = mid + c->off[x];
     __m128i t0 = _mm_loadl_epi64((const __m128i *)a), t1 = _mm_loadl_epi64((const __m128i *)(a + c->next[x]));
-    uint32_t fx = c->wq[x], gx = BL_ONE - fx;
-    __m128i w = _mm_set1_epi32((int)(gx | (fx << 16)));
+    __m128i w = _mm_set1_epi32(c->wpair[x]);
     __m128i v = _mm_srli_epi32(_mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi16(t0, t1), w), round), BL_OUT_SHIFT);
     v = _mm_packs_epi32(v, v);
     pb_ops_put_pixel(dst, (uint32_t)_mm_cvtsi128_si32(_mm_packus_epi16(v, v)), nch);

@@ -75,8 +75,8 @@ static void aa_axis_fill(aa_axis *ax, int in_n, int out_n, bool fixed) {
 
 /* The four-row kernel's table (see pb_aa_hrow4_u8_avx2): per output and pair of taps t, t+1 (a missing
  * t+1 weighs 0), the high parts (w >> 11) as two int16s in one int32, then the low parts (w & 2047).
- * False, and no table, if a weight lies outside 0..2^22, where the split would not fit 16 bits. */
-static bool aa_axis_pair_up(aa_axis *ax, int out_n, int32_t *table) {
+ * No table (ax->pairs stays NULL) if a weight lies outside 0..2^22, where the split would not fit 16 bits. */
+static void aa_axis_pair_up(aa_axis *ax, int out_n, int32_t *table) {
   const int32_t *wq = ax->weights;
   int np = aa_npairs(ax->ksize);
   for (int o = 0; o < out_n; o++) {
@@ -85,13 +85,12 @@ static bool aa_axis_pair_up(aa_axis *ax, int out_n, int32_t *table) {
     for (int p = 0; p < np; p++) {
       int t = 2 * p;
       uint32_t k0 = t < ax->count[o] ? (uint32_t)k[t] : 0, k1 = t + 1 < ax->count[o] ? (uint32_t)k[t + 1] : 0;
-      if (k0 > (1u << AA_BITS) || k1 > (1u << AA_BITS)) return false; /* negative ones wrap above too */
+      if (k0 > (1u << AA_BITS) || k1 > (1u << AA_BITS)) return; /* negative ones wrap above too */
       dst[2 * p] = (int32_t)((k0 >> 11) | (k1 >> 11) << 16);
       dst[2 * p + 1] = (int32_t)((k0 & 2047u) | (k1 & 2047u) << 16);
     }
   }
   ax->pairs = table;
-  return true;
 }
 
 /* Carve one axis's tables out of the scratch at *p. */
@@ -253,7 +252,8 @@ int pb_crop_resize(const pb_image *in, int top, int left, int h, int w, pb_image
   aa_axis ax = aa_axis_at(&p, w, out->width), ay = aa_axis_at(&p, h, out->height);
   aa_axis_fill(&ax, w, out->width, in->dtype == PB_DTYPE_UINT8);
   aa_axis_fill(&ay, h, out->height, in->dtype == PB_DTYPE_UINT8);
-  if (in->dtype == PB_DTYPE_UINT8 && aa_vector_rows(in->channels)) aa_axis_pair_up(&ax, out->width, aa_pairs_slot(&ax, out->width));
+  if (in->dtype == PB_DTYPE_UINT8 && aa_vector_rows(in->channels))
+    aa_axis_pair_up(&ax, out->width, aa_pairs_slot(&ax, out->width));
   /* Only the rows some output row reads go through the horizontal pass. */
   int y_first = ay.start[0], y_end = ay.start[out->height - 1] + ay.count[out->height - 1];
   for (int plane = 0; plane < (in->chw ? in->channels : 1); plane++) {
