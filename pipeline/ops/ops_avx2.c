@@ -3,6 +3,8 @@
  *   32-bit products and sums (vpmulld, or vpmaddwd on weights split in two halves), the same shift and
  *   the same clip to 0..255 (the saturating packs do it).  Pillow-SIMD is faster still because it drops
  *   to 16-bit weights, which changes pixels; these keep them.
+ * - plain bilinear's uint8 passes (ops_resample.c): the horizontal pass from a source row or from the
+ *   blended row, and the vertical blend, in the same 16-bit fixed point with vpmaddwd.
  * - the fused flip + normalize + to_chw tail (ops_normalize.c): the float32 subtract and divide its
  *   tables hold, computed 8 at a time.
  * Chosen at run time, once, when the CPU has AVX2; tests turn them off to compare against the C loops
@@ -193,6 +195,60 @@ __attribute__((target("avx2"))) int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t
   return x;
 }
 
+/* One source pixel's two taps, 4 bytes each (the 4th past a 3-channel pixel), interleaved byte by byte. */
+static inline __m128i bl_src_taps(const uint8_t *a, int next) {
+  int32_t t0, t1;
+  memcpy(&t0, a, 4);
+  memcpy(&t1, a + next, 4);
+  return _mm_unpacklo_epi8(_mm_cvtsi32_si128(t0), _mm_cvtsi32_si128(t1));
+}
+
+__attribute__((target("avx2"))) int pb_bl_hrow_avx2(const uint8_t *src, int row_elems, uint16_t *dst,
+                                                   const int32_t *off, const int32_t *next, const int32_t *wpair,
+                                                   int n, int nch, int mid_shift) {
+  const __m256i round = _mm256_set1_epi32(1 << (mid_shift - 1)), lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const __m128i shift = _mm_cvtsi32_si128(mid_shift);
+  int x = 0;
+  /* Offsets and second taps only grow along the row: the first pair whose 4-byte load would pass the
+   * row's end (a 3-channel row's last pixel) ends the loop, and the C loop does it. */
+  for (; x + 2 <= n && off[x + 1] + next[x + 1] + 4 <= row_elems; x += 2, dst += 2 * nch) {
+    __m128i taps = _mm_unpacklo_epi64(bl_src_taps(src + off[x], next[x]), bl_src_taps(src + off[x + 1], next[x + 1]));
+    __m256i v = _mm256_cvtepu8_epi16(taps); /* pixel x's (tap 0, tap 1) pairs in the low lane, x+1's high */
+    __m128i wp = _mm_loadl_epi64((const __m128i *)(wpair + x));
+    __m256i w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(wp), lanes);
+    __m256i r = _mm256_srl_epi32(_mm256_add_epi32(_mm256_madd_epi16(v, w), round), shift);
+    r = _mm256_packs_epi32(r, r); /* per lane: the pixel's 4 uint16s first (<= 32640: no saturation) */
+    uint64_t px0 = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(r));
+    uint64_t px1 = (uint64_t)_mm_cvtsi128_si64(_mm256_extracti128_si256(r, 1));
+    if (x + 2 < n || nch == 4) { /* 8-byte stores: a 3-channel pixel's 4th element lands on the next one */
+      memcpy(dst, &px0, 8);
+      memcpy(dst + nch, &px1, 8);
+    } else { /* the strip's last pixel: nothing of this row is written after it */
+      memcpy(dst, &px0, 6);
+      memcpy(dst + nch, &px1, 6);
+    }
+  }
+  return x;
+}
+
+__attribute__((target("avx2"))) size_t pb_bl_vblend_avx2(const uint8_t *a, const uint8_t *b, int32_t wpair,
+                                                        uint16_t *mid, size_t len, int mid_shift) {
+  const __m256i w = _mm256_set1_epi32(wpair), round = _mm256_set1_epi32(1 << (mid_shift - 1));
+  const __m128i shift = _mm_cvtsi32_si128(mid_shift);
+  size_t i = 0;
+  for (; i + 16 <= len; i += 16) {
+    __m256i a16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(a + i)));
+    __m256i b16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(b + i)));
+    /* unpack and pack both work within 128-bit lanes, so elements 0-7 and 8-15 come back in order */
+    __m256i lo = _mm256_madd_epi16(_mm256_unpacklo_epi16(a16, b16), w);
+    __m256i hi = _mm256_madd_epi16(_mm256_unpackhi_epi16(a16, b16), w);
+    lo = _mm256_srl_epi32(_mm256_add_epi32(lo, round), shift);
+    hi = _mm256_srl_epi32(_mm256_add_epi32(hi, round), shift);
+    _mm256_storeu_si256((__m256i *)(mid + i), _mm256_packs_epi32(lo, hi));
+  }
+  return i;
+}
+
 /* Byte shuffles that pick one channel of 8 RGB pixels out of 24 bytes held as 16 (lo) + 8 (hi): for
  * channel c, in output order, or (flip) in mirrored order.  -1 zeroes a byte, so lo's and hi's picks OR. */
 static const int8_t pick_lo[2][3][16] = {
@@ -247,6 +303,16 @@ int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip, const float 
 
 int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t *dst, const int32_t *off, const int32_t *next, const int32_t *wpair,
                     int n, int nch, int out_shift) {
+  return 0;
+}
+
+int pb_bl_hrow_avx2(const uint8_t *src, int row_elems, uint16_t *dst, const int32_t *off, const int32_t *next,
+                    const int32_t *wpair, int n, int nch, int mid_shift) {
+  return 0;
+}
+
+size_t pb_bl_vblend_avx2(const uint8_t *a, const uint8_t *b, int32_t wpair, uint16_t *mid, size_t len,
+                         int mid_shift) {
   return 0;
 }
 

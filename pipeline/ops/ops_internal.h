@@ -82,6 +82,16 @@ size_t pb_aa_vrow_u8_avx2(const uint8_t *rows, size_t len, const int32_t *k, int
  * leading pixels it did (an even count). */
 int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t *dst, const int32_t *off, const int32_t *next, const int32_t *wpair,
                     int n, int nch, int out_shift);
+/* Plain bilinear's horizontal pass over a source row (bl_hrow_u8, when it goes first), 3 or 4 channels,
+ * two output pixels a step, into the Q7 uint16 row the vertical pass blends: the same pmaddwd as
+ * pb_bl_hmid_avx2 on the taps' bytes widened to int16.  Loads stay within the row's row_elems elements;
+ * returns how many leading pixels it did. */
+int pb_bl_hrow_avx2(const uint8_t *src, int row_elems, uint16_t *dst, const int32_t *off, const int32_t *next,
+                    const int32_t *wpair, int n, int nch, int mid_shift);
+/* Plain bilinear's vertical pass when it goes first (bl_vblend_u8): two source rows blended with
+ * wpair ((1 - fy) | fy << 16) into the Q7 uint16 row, 16 elements a step.  Returns the elements done. */
+size_t pb_bl_vblend_avx2(const uint8_t *a, const uint8_t *b, int32_t wpair, uint16_t *mid, size_t len,
+                         int mid_shift);
 /* flip + normalize to float32 + to_chw of one row of W 3-channel pixels (ops_normalize.c's fused tail),
  * 8 output pixels at a time with the same float32 subtract and divide as its tables: returns how many
  * leading output pixels it did. */

@@ -59,9 +59,9 @@ static void bl_fill_cols(bl_cols *c, int x_first, int n, int in_w, int out_w, in
 
 /* ---- uint8: separable in 16-bit fixed point ----
  * The intermediate is "value * 128" in uint16 (Q11 weights, rounded to Q7), the second pass rounds once
- * to uint8.  Which pass goes first depends on the vertical scale, so the scalar horizontal pass (taps
- * gathered per column) runs as few times as possible, and the vertical one (two rows blended element by
- * element) is a contiguous loop that SSE2 does 16 elements at a time:
+ * to uint8.  Which pass goes first depends on the vertical scale, so the horizontal pass (taps gathered
+ * per column: two pixels a step with AVX2) runs as few times as possible, and the vertical one (two rows
+ * blended element by element) is a contiguous loop that AVX2 or SSE2 does 16 elements at a time:
  *  - shrinking vertically: per output row, blend its two source rows over the strip's source span, then
  *    interpolate that one row horizontally (one horizontal pass per output row);
  *  - otherwise: interpolate each needed source row horizontally once and keep the last two, since
@@ -76,8 +76,8 @@ typedef struct bl_rowcache {
 } bl_rowcache;
 
 static inline __attribute__((always_inline)) void bl_hrow_u8_n(const uint8_t *src, uint16_t *dst, const bl_cols *c,
-                                                               int n, int nch) {
-  for (int x = 0; x < n; x++, dst += nch) {
+                                                               int x, int n, int nch) {
+  for (dst += (size_t)x * (size_t)nch; x < n; x++, dst += nch) {
     const uint8_t *a = src + c->off[x];
     int nx = c->next[x];
     uint32_t fx = c->wq[x], gx = BL_ONE - fx;
@@ -87,13 +87,17 @@ static inline __attribute__((always_inline)) void bl_hrow_u8_n(const uint8_t *sr
   }
 }
 
-/* Inlined per channel count so the channel loop unrolls. */
-static void bl_hrow_u8(const uint8_t *src, uint16_t *dst, const bl_cols *c, int n, int nch) {
+/* Inlined per channel count so the channel loop unrolls; AVX2 first for 3 and 4 channels.  row_elems:
+ * the elements of the window's row that may be read. */
+static void bl_hrow_u8(const uint8_t *src, int row_elems, uint16_t *dst, const bl_cols *c, int n, int nch) {
+  int x = (nch == 3 || nch == 4) && pb_ops_avx2()
+              ? pb_bl_hrow_avx2(src, row_elems, dst, c->off, c->next, c->wpair, n, nch, BL_MID_SHIFT)
+              : 0;
   switch (nch) {
-    case 1: bl_hrow_u8_n(src, dst, c, n, 1); break;
-    case 3: bl_hrow_u8_n(src, dst, c, n, 3); break;
-    case 4: bl_hrow_u8_n(src, dst, c, n, 4); break;
-    default: bl_hrow_u8_n(src, dst, c, n, nch); break;
+    case 1: bl_hrow_u8_n(src, dst, c, x, n, 1); break;
+    case 3: bl_hrow_u8_n(src, dst, c, x, n, 3); break;
+    case 4: bl_hrow_u8_n(src, dst, c, x, n, 4); break;
+    default: bl_hrow_u8_n(src, dst, c, x, n, nch); break;
   }
 }
 
@@ -104,12 +108,14 @@ static void bl_rows_for(bl_rowcache *rc, const pb_plane *src, int y0, int y1, co
   int s1 = rc->y[0] == y1 ? 0 : rc->y[1] == y1 ? 1 : -1;
   if (s0 < 0) {
     s0 = s1 == 0 ? 1 : 0;
-    bl_hrow_u8((const uint8_t *)src->base + (size_t)y0 * (size_t)src->row_stride, rc->row[s0], c, n, src->nch);
+    bl_hrow_u8((const uint8_t *)src->base + (size_t)y0 * (size_t)src->row_stride, src->width * src->nch, rc->row[s0],
+               c, n, src->nch);
     rc->y[s0] = y0;
   }
   if (s1 < 0) {
     s1 = 1 - s0;
-    bl_hrow_u8((const uint8_t *)src->base + (size_t)y1 * (size_t)src->row_stride, rc->row[s1], c, n, src->nch);
+    bl_hrow_u8((const uint8_t *)src->base + (size_t)y1 * (size_t)src->row_stride, src->width * src->nch, rc->row[s1],
+               c, n, src->nch);
     rc->y[s1] = y1;
   }
   *t0 = rc->row[s0];
@@ -163,7 +169,7 @@ static void bl_plane_u8_hfirst(const pb_plane *src, const pb_plane *dst) {
 /* mid[i] = round((a[i] * (1 - fy) + b[i] * fy) * 128), the vertical pass when it goes first. */
 static void bl_vblend_u8(const uint8_t *a, const uint8_t *b, uint32_t fy, uint16_t *mid, size_t len) {
   uint32_t gy = BL_ONE - fy;
-  size_t i = 0;
+  size_t i = pb_ops_avx2() ? pb_bl_vblend_avx2(a, b, (int32_t)(gy | fy << 16), mid, len, BL_MID_SHIFT) : 0;
 #ifdef __SSE2__
   const __m128i w = _mm_set1_epi32((int)(gy | (fy << 16))), round = _mm_set1_epi32(1 << (BL_MID_SHIFT - 1));
   const __m128i zero = _mm_setzero_si128();
