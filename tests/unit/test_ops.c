@@ -751,7 +751,7 @@ static void test_bench(void **state) {
   bench_rrc(&in, PB_RESAMPLE_BILINEAR_AA, scratch, "antialiased");
   pb_ops_allow_simd(false);
   bench_rrc(&in, PB_RESAMPLE_BILINEAR_AA, scratch, "aa, C loops");
-  bench_window(&in, 160, 200, "C loops");
+  bench_window(&in, 160, 200, "no AVX2");
   pb_ops_allow_simd(true);
   bench_window(&in, 160, 200, "");
   bench_pixel_ops(&crop);
