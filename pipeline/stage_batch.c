@@ -1,5 +1,6 @@
 /* `batch`: collates `size` samples into one contiguous buffer (a real copy, as a framework's collate
- * does, with streaming stores: nothing on this core reads the batch again), taken from a pool sized so that every buffer the downstream stages can hold exists up front.
+ * does, with streaming stores: nothing on this core reads the batch again), taken from a pool sized so
+ * that every buffer the downstream stages can hold exists up front.
  * Each worker fills its own batch.  At end of data a partial batch is dropped (drop_remainder, counted)
  * or handed on short. */
 #include <errno.h>

@@ -167,20 +167,27 @@ static inline __m128i bl_taps(const uint16_t *a, int next) {
   return _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)a), _mm_loadl_epi64((const __m128i *)(a + next)));
 }
 
+/* Two output pixels' taps, interleaved (tap 0, tap 1) as int16 pairs, pixel x in the low lane and x+1
+ * in the high one, times their (1 - f, f) weights wpair[0], wpair[1]: rounded and shifted, one int32 per
+ * element. */
+__attribute__((target("avx2"))) static inline __m256i bl_weigh2(__m256i taps, const int32_t *wpair, __m256i round,
+                                                                __m128i shift) {
+  const __m256i lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  __m256i w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)wpair)), lanes);
+  return _mm256_srl_epi32(_mm256_add_epi32(_mm256_madd_epi16(taps, w), round), shift);
+}
+
 __attribute__((target("avx2"))) int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t *dst, const int32_t *off,
                                                    const int32_t *next, const int32_t *wpair, int n, int nch,
                                                    int out_shift) {
-  const __m256i round = _mm256_set1_epi32(1 << (out_shift - 1)), lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const __m256i round = _mm256_set1_epi32(1 << (out_shift - 1));
   const __m128i shift = _mm_cvtsi32_si128(out_shift);
   int x = 0;
   for (; x + 2 <= n; x += 2, dst += 2 * nch) {
     /* 4 elements from each tap (the 4th past a 3-channel pixel: bl_hmid's buffer has room, never stored) */
     __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(bl_taps(mid + off[x], next[x])),
                                         bl_taps(mid + off[x + 1], next[x + 1]), 1);
-    /* pixel x's weights in the low lane, x+1's in the high one */
-    __m128i wp = _mm_loadl_epi64((const __m128i *)(wpair + x));
-    __m256i w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(wp), lanes);
-    __m256i r = _mm256_srl_epi32(_mm256_add_epi32(_mm256_madd_epi16(v, w), round), shift);
+    __m256i r = bl_weigh2(v, wpair + x, round, shift);
     r = _mm256_packus_epi16(_mm256_packs_epi32(r, r), r); /* per lane: the pixel's bytes first */
     uint32_t px0 = (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(r));
     uint32_t px1 = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(r, 1));
@@ -206,7 +213,7 @@ static inline __m128i bl_src_taps(const uint8_t *a, int next) {
 __attribute__((target("avx2"))) int pb_bl_hrow_avx2(const uint8_t *src, int row_elems, uint16_t *dst,
                                                    const int32_t *off, const int32_t *next, const int32_t *wpair,
                                                    int n, int nch, int mid_shift) {
-  const __m256i round = _mm256_set1_epi32(1 << (mid_shift - 1)), lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const __m256i round = _mm256_set1_epi32(1 << (mid_shift - 1));
   const __m128i shift = _mm_cvtsi32_si128(mid_shift);
   int x = 0;
   /* Offsets and second taps only grow along the row: the first pair whose 4-byte load would pass the
@@ -214,9 +221,7 @@ __attribute__((target("avx2"))) int pb_bl_hrow_avx2(const uint8_t *src, int row_
   for (; x + 2 <= n && off[x + 1] + next[x + 1] + 4 <= row_elems; x += 2, dst += 2 * nch) {
     __m128i taps = _mm_unpacklo_epi64(bl_src_taps(src + off[x], next[x]), bl_src_taps(src + off[x + 1], next[x + 1]));
     __m256i v = _mm256_cvtepu8_epi16(taps); /* pixel x's (tap 0, tap 1) pairs in the low lane, x+1's high */
-    __m128i wp = _mm_loadl_epi64((const __m128i *)(wpair + x));
-    __m256i w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(wp), lanes);
-    __m256i r = _mm256_srl_epi32(_mm256_add_epi32(_mm256_madd_epi16(v, w), round), shift);
+    __m256i r = bl_weigh2(v, wpair + x, round, shift);
     r = _mm256_packs_epi32(r, r); /* per lane: the pixel's 4 uint16s first (<= 32640: no saturation) */
     uint64_t px0 = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(r));
     uint64_t px1 = (uint64_t)_mm_cvtsi128_si64(_mm256_extracti128_si256(r, 1));
