@@ -206,6 +206,10 @@ def main():
                 row[f"torch_{d}"], row[f"torch_{d}_runs"], info = run_torch(a, files, w, d, aa)
                 row["torch_cuda"] = info["cuda"]
             rows.append(row)
+            # progress on stderr, a row at a time: a long run that is cut short still leaves its figures
+            print(f"[vs_pytorch] W={w} {flt}: " + ", ".join(f"{k} {row[k]:.1f}" for k in
+                  ("pipebench", "pb_fused", "torch_pil", "torch_tv") if k in row) + " images/s",
+                  file=sys.stderr, flush=True)
     result = {"machine": f"{platform.node()} ({os.cpu_count()} CPUs), {platform.platform()}",
               "torch": versions, "images": a.images, "batch": a.batch, "seconds": a.seconds,
               "repeats": a.repeats, "rows": rows}
