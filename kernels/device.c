@@ -53,6 +53,14 @@ int pb_device_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t) {
   return d->ops->h2d(d, index, batch, t);
 }
 
+bool pb_device_can_launch(const pb_device *d, const pb_elem *batch) {
+  return d->ops->launch && batch->h2d_end_ns; /* without an h2d stage the copy is part of the step */
+}
+
+int pb_device_launch(pb_device *d, int index, pb_elem *batch) {
+  return d->ops->launch(d, index, batch);
+}
+
 int pb_device_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns,
                    uint64_t *end_ns) {
   return d->ops->step(d, index, batch, ready_ns, start_ns, end_ns);

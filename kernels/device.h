@@ -38,7 +38,13 @@ typedef struct pb_device_ops {
    * The emulated device starts the step then (see device_emulated.c); a GPU starts it when its launch
    * reaches it. */
   int (*step)(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns, uint64_t *end_ns);
-  /* The batch will not be stepped (the run ended): free what its copy holds on the device. */
+  /* Optional (NULL: the device does not queue ahead).  Starts the step for a batch already on device
+   * `index` without waiting for it, behind the steps already launched there, as a training loop queues its
+   * next step while the GPU runs the current one; its `step` call then waits for it and reports its
+   * times.  0 or -EIO. */
+  int (*launch)(pb_device *d, int index, pb_elem *batch);
+  /* The batch will not be stepped (the run ended): free what its copy holds on the device (after its
+   * launched step, if any, is over). */
   void (*discard)(pb_device *d, pb_elem *batch);
   /* Wakes every thread waiting inside the device (the run is cancelled). */
   void (*cancel)(pb_device *d);
@@ -89,6 +95,9 @@ int pb_device_open(pb_device *d, const pb_config *cfg, pb_device_kind kind, char
 int pb_device_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t);
 int pb_device_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns,
                    uint64_t *end_ns);
+/* Whether the device can start a step ahead (pb_device_launch) for a batch its h2d stage copied. */
+bool pb_device_can_launch(const pb_device *d, const pb_elem *batch);
+int pb_device_launch(pb_device *d, int index, pb_elem *batch);
 void pb_device_discard(pb_device *d, pb_elem *batch);
 void pb_device_cancel(pb_device *d);
 void pb_device_finish(pb_device *d, struct pb_step *steps, size_t nsteps, uint64_t window_start_ns,

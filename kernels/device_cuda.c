@@ -1,9 +1,16 @@
 /* The CUDA device: feeds real NVIDIA GPUs.  Built only with a CUDA toolkit.
  *
- * Per GPU: one compute stream, `streams` copy streams, and streams + 1 device input buffers ("slots"): a
- * batch is copied into a free slot while an earlier slot is being computed (device double buffering with
- * streams = 1), and its slot is freed when its step ends.  A copy waits for a free slot when the device
- * is behind; that wait is reported apart from the copy so the h2d stage counts it as backpressure.
+ * Per GPU: one compute stream, `streams` copy streams, and streams + 2 device input buffers ("slots"): a
+ * batch is copied into a free slot while earlier slots are being computed, and its slot is freed when its
+ * step ends.  A copy waits for a free slot when the device is behind; that wait is reported apart from
+ * the copy so the h2d stage counts it as backpressure.
+ *
+ * Steps queue ahead (launch): the device thread launches the next batch's step, when that batch is
+ * already on the GPU, before it waits for the current one, as a training loop's asynchronous launches do.
+ * The GPU then runs the steps back to back; without it, each step would wait for the host to notice the
+ * previous one's end (a blocking-sync wake-up, 0.2-0.6 ms on an H100 VM) and the report would count that
+ * gap, pipebench's own, as device idle.  Hence two slots beyond the copy streams': one step running, one
+ * launched behind it.
  *
  * Host batch buffers are pinned (cudaHostAlloc) unless the h2d stage says `pinned: false`; the batch
  * stage allocates its pool through pb_device.host_mem, so it collates straight into pinned memory.
@@ -43,12 +50,13 @@ int pb_cuda_launch_normalize(cudaStream_t stream, const uint8_t *in, void *out, 
                              int sm_count);
 
 #define MAX_STREAMS 16
-#define MAX_SLOTS (MAX_STREAMS + 1)
+#define MAX_SLOTS (MAX_STREAMS + 2)
 #define SPLIT_MIN_BYTES ((size_t)1 << 20) /* chunks below 1 MiB gain nothing from another stream */
 #define CALIBRATION_MS 20.0
 #define CHECK_RUNS 3
 
-typedef enum { SLOT_FREE, SLOT_COPYING, SLOT_READY } slot_state;
+/* FREE -> COPYING (h2d) -> READY (copied) -> STEPPING (its step launched) -> FREE (its step waited for). */
+typedef enum { SLOT_FREE, SLOT_COPYING, SLOT_READY, SLOT_STEPPING } slot_state;
 
 typedef struct cuda_slot {
   slot_state state;
@@ -57,6 +65,7 @@ typedef struct cuda_slot {
   size_t capacity_bytes;
   cudaEvent_t copy_start, copy_end;  /* copy_end: blocking-sync, the copying thread sleeps on it */
   cudaEvent_t chunk_done[MAX_STREAMS];
+  cudaEvent_t step_start, step_end;  /* its step's; step_end: blocking-sync, the device thread sleeps on it */
 } cuda_slot;
 
 typedef struct cuda_gpu {
@@ -65,7 +74,7 @@ typedef struct cuda_gpu {
   cudaStream_t copy[MAX_STREAMS];
   int nslots;
   cuda_slot slot[MAX_SLOTS];
-  cudaEvent_t step_start, step_end;  /* one device thread per GPU uses them */
+  cudaEvent_t step_start, step_end;  /* the calibration's (at open) */
   void *dev_out;                     /* normalize.on_device output */
   size_t out_bytes;
   double cycles_per_ms;
@@ -211,13 +220,22 @@ static void release_slot(cuda_state *cs, cuda_slot *s) {
   uv_mutex_unlock(&cs->lock);
 }
 
-static cuda_slot *find_slot(cuda_state *cs, cuda_gpu *g, uint64_t key) {
+/* The slot holding batch `key` on g, copied (READY) or, with `launched`, also with its step launched. */
+static cuda_slot *find_slot(cuda_state *cs, cuda_gpu *g, uint64_t key, bool launched) {
   cuda_slot *found = NULL;
   uv_mutex_lock(&cs->lock);
-  for (int i = 0; i < g->nslots && !found; i++)
-    if (g->slot[i].state == SLOT_READY && g->slot[i].key == key) found = &g->slot[i];
+  for (int i = 0; i < g->nslots && !found; i++) {
+    slot_state st = g->slot[i].state;
+    if ((st == SLOT_READY || (launched && st == SLOT_STEPPING)) && g->slot[i].key == key) found = &g->slot[i];
+  }
   uv_mutex_unlock(&cs->lock);
   return found;
+}
+
+static void set_state(cuda_state *cs, cuda_slot *s, slot_state st) {
+  uv_mutex_lock(&cs->lock);
+  s->state = st;
+  uv_mutex_unlock(&cs->lock);
 }
 
 /* Batches whose size is not known before the run get their device buffer on first use. */
@@ -285,9 +303,7 @@ static int cuda_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t) {
     release_slot(cs, s);
     return rc;
   }
-  uv_mutex_lock(&cs->lock);
-  s->state = SLOT_READY;
-  uv_mutex_unlock(&cs->lock);
+  set_state(cs, s, SLOT_READY);
   return 0;
 }
 
@@ -295,7 +311,7 @@ static int cuda_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t) {
 
 static int launch_step(pb_device *d, cuda_state *cs, cuda_gpu *g, cuda_slot *s, const pb_elem *batch, double ms) {
   CK(d, cudaStreamWaitEvent(g->compute, s->copy_end, 0));
-  CK(d, cudaEventRecord(g->step_start, g->compute));
+  CK(d, cudaEventRecord(s->step_start, g->compute));
   if (cs->normalize) {
     pb_norm_params p = cs->norm;
     p.n = (int)(batch->bytes / cs->sample_in_bytes); /* a short last batch has fewer */
@@ -308,8 +324,31 @@ static int launch_step(pb_device *d, cuda_state *cs, cuda_gpu *g, cuda_slot *s, 
   }
   long long cycles = (long long)(ms * g->cycles_per_ms);
   if (cycles > 0) CK(d, (cudaError_t)pb_cuda_launch_spin(g->compute, g->sm_count, cycles));
-  CK(d, cudaEventRecord(g->step_end, g->compute));
+  CK(d, cudaEventRecord(s->step_end, g->compute));
   return 0;
+}
+
+/* Launches the step of the batch on slot s (READY), which becomes STEPPING. */
+static int start_step(pb_device *d, cuda_state *cs, cuda_gpu *g, cuda_slot *s, const pb_elem *batch) {
+  CK(d, cudaSetDevice(g->id));
+  pb_cupti_push(PB_GPU_EXT_COMPUTE, s->key);
+  int rc = launch_step(d, cs, g, s, batch, pb_device_draw_step_ms(d, (int)(g - cs->gpu)));
+  pb_cupti_pop(PB_GPU_EXT_COMPUTE);
+  if (!rc) set_state(cs, s, SLOT_STEPPING);
+  return rc;
+}
+
+static int missing(pb_device *d, const pb_elem *batch, int gpu) {
+  snprintf(d->error, sizeof d->error, "batch %llu is not on GPU %d (expected h2d to copy it there first)",
+           (unsigned long long)batch->batch_id, gpu);
+  return -EIO;
+}
+
+static int cuda_launch(pb_device *d, int index, pb_elem *batch) {
+  cuda_state *cs = d->impl;
+  cuda_gpu *g = &cs->gpu[index];
+  cuda_slot *s = find_slot(cs, g, pb_elem_key(batch), false);
+  return s ? start_step(d, cs, g, s, batch) : missing(d, batch, g->id);
 }
 
 static int cuda_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns,
@@ -317,22 +356,15 @@ static int cuda_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns,
   (void)ready_ns; /* the GPU's own clock says when the step ran */
   cuda_state *cs = d->impl;
   cuda_gpu *g = &cs->gpu[index];
-  uint64_t key = pb_elem_key(batch);
-  cuda_slot *s = find_slot(cs, g, key);
-  if (!s) {
-    snprintf(d->error, sizeof d->error, "batch %llu is not on GPU %d (expected h2d to copy it there first)",
-             (unsigned long long)batch->batch_id, g->id);
-    return -EIO;
-  }
+  cuda_slot *s = find_slot(cs, g, pb_elem_key(batch), true);
+  if (!s) return missing(d, batch, g->id);
   CK(d, cudaSetDevice(g->id));
-  pb_cupti_push(PB_GPU_EXT_COMPUTE, key);
-  int rc = launch_step(d, cs, g, s, batch, pb_device_draw_step_ms(d, index));
-  pb_cupti_pop(PB_GPU_EXT_COMPUTE);
-  cudaError_t sync_rc = rc ? cudaSuccess : cudaEventSynchronize(g->step_end);
+  int rc = s->state == SLOT_STEPPING ? 0 : start_step(d, cs, g, s, batch); /* not launched ahead */
+  cudaError_t sync_rc = rc ? cudaSuccess : cudaEventSynchronize(s->step_end);
   if (sync_rc != cudaSuccess) rc = fail(d, "cudaEventSynchronize(step_end)", sync_rc);
   if (!rc) {
-    *start_ns = event_host_ns(g, g->step_start);
-    *end_ns = event_host_ns(g, g->step_end);
+    *start_ns = event_host_ns(g, s->step_start);
+    *end_ns = event_host_ns(g, s->step_end);
   }
   release_slot(cs, s);
   return rc;
@@ -341,8 +373,12 @@ static int cuda_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns,
 static void cuda_discard(pb_device *d, pb_elem *batch) {
   cuda_state *cs = d->impl;
   if (!batch->h2d_end_ns || batch->device >= cs->count) return;
-  cuda_slot *s = find_slot(cs, &cs->gpu[batch->device], pb_elem_key(batch));
-  if (s) release_slot(cs, s);
+  cuda_gpu *g = &cs->gpu[batch->device];
+  cuda_slot *s = find_slot(cs, g, pb_elem_key(batch), true);
+  if (!s) return;
+  /* A step launched ahead still reads the slot: the next copy into it must wait for its end. */
+  if (s->state == SLOT_STEPPING && cudaSetDevice(g->id) == cudaSuccess) (void)cudaEventSynchronize(s->step_end);
+  release_slot(cs, s);
 }
 
 static void cuda_cancel(pb_device *d) {
@@ -430,6 +466,8 @@ static void close_gpu(cuda_gpu *g, int nstreams) {
     if (s->copy_end) cudaEventDestroy(s->copy_end);
     for (int k = 0; k < nstreams; k++)
       if (s->chunk_done[k]) cudaEventDestroy(s->chunk_done[k]);
+    if (s->step_start) cudaEventDestroy(s->step_start);
+    if (s->step_end) cudaEventDestroy(s->step_end);
   }
   if (g->dev_out) cudaFree(g->dev_out);
   if (g->step_start) cudaEventDestroy(g->step_start);
@@ -462,6 +500,8 @@ static int open_slot(pb_device *d, cuda_state *cs, cuda_slot *s) {
   CK(d, cudaEventCreate(&s->copy_start));
   CK(d, cudaEventCreateWithFlags(&s->copy_end, cudaEventBlockingSync));
   for (int k = 1; k < cs->nstreams; k++) CK(d, cudaEventCreateWithFlags(&s->chunk_done[k], cudaEventDisableTiming));
+  CK(d, cudaEventCreate(&s->step_start));
+  CK(d, cudaEventCreateWithFlags(&s->step_end, cudaEventBlockingSync));
   return cs->batch_bytes ? ensure_capacity(d, s, cs->batch_bytes) : 0;
 }
 
@@ -481,7 +521,7 @@ static int open_gpu(pb_device *d, cuda_state *cs, cuda_gpu *g, int index) {
   snprintf(d->names[index], sizeof d->names[index], "%.63s", prop.name);
   g->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
   int rc = open_streams(d, cs, g);
-  g->nslots = cs->nstreams + 1;
+  g->nslots = cs->nstreams + 2; /* copies in flight, one step running, one launched behind it */
   for (int i = 0; !rc && i < g->nslots; i++) rc = open_slot(d, cs, &g->slot[i]);
   if (!rc && cs->normalize) {
     g->out_bytes = (size_t)cs->norm.n * cs->norm.c * cs->norm.h * cs->norm.w * (cs->norm.out_half ? 2 : 4);
@@ -585,6 +625,7 @@ static void init_fields(pb_device *d, const pb_config *cfg) {
 static const pb_device_ops cuda_ops = {
     .h2d = cuda_h2d,
     .step = cuda_step,
+    .launch = cuda_launch,
     .discard = cuda_discard,
     .cancel = cuda_cancel,
     .finish = cuda_finish,

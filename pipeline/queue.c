@@ -90,6 +90,17 @@ static int take_count(const pb_queue *q, int max) {
   return k < max ? k : max;
 }
 
+/* Under the lock: takes what take_count allows (0 when empty). */
+static int take_locked(pb_queue *q, pb_elem *out, int max) {
+  int k = take_count(q, max);
+  if (k) integrate_fill(q);
+  for (int i = 0; i < k; i++) out[i] = q->ring[(q->head + i) % q->capacity];
+  q->head = (q->head + k) % q->capacity;
+  q->count -= k;
+  wake(&q->not_full, q->waiting_producers, k);
+  return k;
+}
+
 int pb_queue_pop_many(pb_queue *q, pb_elem *out, int max) {
   uv_mutex_lock(&q->lock);
   while (q->count == 0 && q->producers > 0 && !q->cancelled) {
@@ -98,17 +109,23 @@ int pb_queue_pop_many(pb_queue *q, pb_elem *out, int max) {
     uv_cond_wait(&q->not_empty, &q->lock);
     q->waiting_consumers--;
   }
-  int k;
-  if (q->cancelled) {
-    k = -ECANCELED;
-  } else {
-    k = take_count(q, max); /* 0 here means empty with no producer left: end of data */
-    if (k) integrate_fill(q);
-    for (int i = 0; i < k; i++) out[i] = q->ring[(q->head + i) % q->capacity];
-    q->head = (q->head + k) % q->capacity;
-    q->count -= k;
-    wake(&q->not_full, q->waiting_producers, k);
+  /* 0 from take_locked here means empty with no producer left: end of data */
+  int k = q->cancelled ? -ECANCELED : take_locked(q, out, max);
+  uv_mutex_unlock(&q->lock);
+  return k;
+}
+
+int pb_queue_pop_until(pb_queue *q, pb_elem *out, uint64_t deadline_ns) {
+  uv_mutex_lock(&q->lock);
+  while (q->count == 0 && q->producers > 0 && !q->cancelled) {
+    uint64_t now = pb_now_ns();
+    if (now >= deadline_ns) break;
+    q->waiting_consumers++;
+    pb_thread_waits++;
+    (void)uv_cond_timedwait(&q->not_empty, &q->lock, deadline_ns - now);
+    q->waiting_consumers--;
   }
+  int k = q->cancelled ? -ECANCELED : take_locked(q, out, 1);
   uv_mutex_unlock(&q->lock);
   return k;
 }

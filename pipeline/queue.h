@@ -42,6 +42,9 @@ int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bo
  * takes at most its fair share of the backlog so that slow stages keep every thread busy.
  * Returns the count, 0 at end of data, or -ECANCELED. */
 int pb_queue_pop_many(pb_queue *q, pb_elem *out, int max);
+/* Takes one element, waiting for one until deadline_ns (pb_now_ns's clock) at the latest: 1, 0 when
+ * there was none by then (or at end of data), or -ECANCELED. */
+int pb_queue_pop_until(pb_queue *q, pb_elem *out, uint64_t deadline_ns);
 /* A producer has finished; the last one turns an empty queue into end-of-data for the consumers. */
 void pb_queue_producer_done(pb_queue *q);
 /* Wakes and fails every current and future push/pop. */

@@ -143,9 +143,11 @@ static void fail(pb_steps *s, const pb_elem *batch, int rc) {
 
 /* When the batch became available to the device: its hand-off into the last queue, clamped to
  * [previous step's end, pop].  Time after that until the pop is the device side's own overhead
- * (counted as "other"), not input wait: the batch was there. */
+ * (counted as "other"), not input wait: the batch was there.  A batch popped (and launched) while the
+ * previous step still ran was ready at that step's end. */
 static uint64_t ready_time(const pb_elem *batch, uint64_t prev_end_ns, uint64_t popped_ns) {
   uint64_t t = batch->handoff_ns > prev_end_ns ? batch->handoff_ns : prev_end_ns;
+  if (popped_ns < prev_end_ns) popped_ns = prev_end_ns;
   return t < popped_ns ? t : popped_ns;
 }
 
@@ -218,6 +220,76 @@ static bool next_batch(pb_steps *s, int index, pb_elem *out) {
   return got_one;
 }
 
+/* Like next_batch, but waits only until deadline_ns (and tries once even after it): true when a batch
+ * for device `index` came by then; batches for other devices are filed for them on the way.  The end of
+ * data is left for next_batch to find. */
+static bool next_batch_by(pb_steps *s, int index, pb_elem *out, uint64_t deadline_ns) {
+  pb_queue *q = pb_engine_output(s->engine);
+  bool got_one = false, tried = false;
+  uv_mutex_lock(&s->lock);
+  while (!s->done && !(got_one = fifo_take(&s->fifo[index], out)) && !s->no_more) {
+    uint64_t now = pb_now_ns();
+    if (tried && now >= deadline_ns) break;
+    if (s->popping) { /* another device thread pops for everyone: wait for what it files */
+      if (now >= deadline_ns) break;
+      uv_cond_timedwait(&s->dealt, &s->lock, deadline_ns - now);
+      continue;
+    }
+    tried = true;
+    s->popping = true;
+    uv_mutex_unlock(&s->lock);
+    pb_elem b;
+    int got = pb_queue_pop_until(q, &b, deadline_ns);
+    uv_mutex_lock(&s->lock);
+    s->popping = false;
+    if (got != 0) file_batch(s, &b, got);
+    uv_cond_broadcast(&s->dealt);
+    if (got == 0) break;
+  }
+  uv_mutex_unlock(&s->lock);
+  return got_one;
+}
+
+/* The batch after the current one, taken while the current step runs, when the device queues ahead. */
+typedef struct ahead {
+  bool have;
+  pb_elem batch;
+  uint64_t popped_ns;
+  int launch_rc; /* its launch's result: a failure fails its own step, in turn */
+} ahead;
+
+/* Queue ahead (pb_device_launch): while the device runs the current batch's step, take the next batch
+ * for it if it comes before that step should end (device.step_ms from now), and launch its step behind
+ * the current one when it is on the device, as a training loop's asynchronous launches do: the device
+ * goes on to it without waiting for this thread to notice the current step's end.  Its host buffer goes
+ * back to the pool at once: the step reads the device's copy. */
+static void launch_ahead(pb_steps *s, int index, const pb_elem *current, ahead *n) {
+  /* A gradient exchange ends each step on the host: the next step's compute waits for it (no overlap). */
+  if (s->exchange || s->comm_model_ns) return;
+  if (n->have || !pb_device_can_launch(s->device, current)) return;
+  uint64_t deadline_ns = pb_now_ns() + (uint64_t)(s->device->step_ms * 1e6);
+  if (!next_batch_by(s, index, &n->batch, deadline_ns)) return;
+  n->have = true;
+  n->popped_ns = pb_now_ns();
+  n->launch_rc = 0;
+  if (!pb_device_can_launch(s->device, &n->batch)) return;
+  n->launch_rc = pb_device_launch(s->device, index, &n->batch);
+  pb_buf_release(n->batch.buf);
+  n->batch.buf = NULL;
+  n->batch.data = NULL;
+}
+
+/* The run ended with a batch taken ahead: it was not stepped (queued samples, as in drain_fifos). */
+static void drop_ahead(pb_steps *s, ahead *n) {
+  if (!n->have) return;
+  uv_mutex_lock(&s->lock);
+  s->samples_undelivered += n->batch.nsamples;
+  uv_mutex_unlock(&s->lock);
+  pb_device_discard(s->device, &n->batch);
+  pb_buf_release(n->batch.buf);
+  n->have = false;
+}
+
 /* After the compute: the gradient exchange (device.allreduce).  The model's time is device time from the
  * compute's end, like the emulated device's step; a real exchange is timed as it runs.  Returns true when
  * another rank has stopped: this step is this rank's last. */
@@ -247,12 +319,25 @@ static void device_main(void *p) {
   pb_device_thread *a = p;
   pb_steps *s = a->steps;
   uint64_t prev_end = s->start_ns;
+  ahead next = {0};
   pb_thread_precise_timers();
   while (!is_done(s)) {
     pb_elem batch;
-    if (!next_batch(s, a->index, &batch)) break; /* end of data or cancelled */
-    pb_step st = {.prev_end_ns = prev_end, .ready_ns = ready_time(&batch, prev_end, pb_now_ns())};
-    int rc = run_step(s, a->index, &batch, &st);
+    uint64_t popped_ns;
+    int rc = 0;
+    if (next.have) { /* taken (and launched, when on the device) while the previous step ran */
+      batch = next.batch;
+      popped_ns = next.popped_ns;
+      rc = next.launch_rc;
+      next.have = false;
+    } else {
+      if (!next_batch(s, a->index, &batch)) break; /* end of data or cancelled */
+      popped_ns = pb_now_ns();
+      if (pb_device_can_launch(s->device, &batch)) rc = pb_device_launch(s->device, a->index, &batch);
+    }
+    if (!rc) launch_ahead(s, a->index, &batch, &next);
+    pb_step st = {.prev_end_ns = prev_end, .ready_ns = ready_time(&batch, prev_end, popped_ns)};
+    if (!rc) rc = run_step(s, a->index, &batch, &st);
     pb_buf_release(batch.buf);
     if (rc == -ECANCELED) { /* the run ended while this batch waited for a device buffer: queued */
       uv_mutex_lock(&s->lock);
@@ -277,6 +362,7 @@ static void device_main(void *p) {
     }
     prev_end = pb_step_end_ns(&st);
   }
+  drop_ahead(s, &next);
   /* This rank makes no more steps: the others learn it at their next exchange (allreduce.h). */
   if (s->exchange) pb_exchange_leave(s->exchange);
   uv_mutex_lock(&s->lock);

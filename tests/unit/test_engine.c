@@ -25,6 +25,9 @@ typedef struct mini_run {
   pb_record rec;
 } mini_run;
 
+/* Called on the opened device before the run, when set (a test's stand-in device). */
+static void (*device_hook)(pb_device *d);
+
 /* Runs cfg_json to its end (or cancels it after cancel_after_ms when > 0) and computes the report. */
 static mini_run *run_config(const char *cfg_json, bool synthetic, int cancel_after_ms) {
   mini_run *m = calloc(1, sizeof *m);
@@ -33,6 +36,7 @@ static mini_run *run_config(const char *cfg_json, bool synthetic, int cancel_aft
   if (pb_engine_plan(&m->engine, &m->cfg, synthetic, m->cfg.device.count, &err)) fail_msg("plan: %s", err.msg);
   char notice[128];
   assert_int_equal(pb_device_open(&m->device, &m->cfg, PB_DEVICE_EMULATED, notice, sizeof notice, &err), 0);
+  if (device_hook) device_hook(&m->device);
   m->engine.device = &m->device;
   assert_int_equal(pb_steps_init(&m->steps, &m->cfg, &m->engine, &m->device, NULL), 0);
   assert_int_equal(pb_engine_start(&m->engine, &err), 0);
@@ -305,6 +309,121 @@ static void test_rank_gpu_choice(void **state) {
   assert_int_equal(pb_device_default_id(0, 1, 0, 0), 0);
 }
 
+/* ---- queuing ahead: a device with `launch` (as the CUDA device has) ---- */
+
+/* The emulated device plus a launch op that counts: which batches were launched, how many were launched
+ * while an earlier launched batch had not been stepped yet (queued ahead), stepped, or discarded. */
+static struct {
+  uv_mutex_t lock;
+  pb_device_ops ops;
+  const pb_device_ops *emulated;
+  uint64_t launched[4096];
+  int nlaunched, pending, ahead, stepped, stepped_unlaunched, discarded_launched, out_of_order;
+  uint64_t next_step_key; /* the oldest launched, not yet stepped */
+} lk;
+
+static int lk_index(uint64_t key) {
+  for (int i = 0; i < lk.nlaunched; i++)
+    if (lk.launched[i] == key) return i;
+  return -1;
+}
+
+static int lk_launch(pb_device *d, int index, pb_elem *batch) {
+  (void)d, (void)index;
+  uv_mutex_lock(&lk.lock);
+  if (lk.pending > 0) lk.ahead++;
+  lk.pending++;
+  if (lk.nlaunched < 4096) lk.launched[lk.nlaunched++] = pb_elem_key(batch);
+  uv_mutex_unlock(&lk.lock);
+  return 0;
+}
+
+static int lk_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns, uint64_t *end_ns) {
+  uv_mutex_lock(&lk.lock);
+  int i = lk_index(pb_elem_key(batch));
+  if (i < 0) {
+    lk.stepped_unlaunched++;
+  } else {
+    lk.pending--;
+    lk.stepped++;
+    /* steps complete in launch order: every earlier launch was stepped (or is this one) */
+    for (int j = 0; j < i; j++)
+      if (lk.launched[j] != 0) lk.out_of_order++;
+    lk.launched[i] = 0;
+  }
+  uv_mutex_unlock(&lk.lock);
+  return lk.emulated->step(d, index, batch, ready_ns, start_ns, end_ns);
+}
+
+static void lk_discard(pb_device *d, pb_elem *batch) {
+  uv_mutex_lock(&lk.lock);
+  int i = lk_index(pb_elem_key(batch));
+  if (i >= 0) {
+    lk.discarded_launched++;
+    lk.pending--;
+    lk.launched[i] = 0;
+  }
+  uv_mutex_unlock(&lk.lock);
+  if (lk.emulated->discard) lk.emulated->discard(d, batch);
+}
+
+static void use_launching_device(pb_device *d) {
+  lk.emulated = d->ops;
+  lk.ops = *d->ops;
+  lk.ops.launch = lk_launch;
+  lk.ops.step = lk_step;
+  lk.ops.discard = lk_discard;
+  d->ops = &lk.ops;
+}
+
+/* A device that queues ahead: with the pipeline ahead of the device, each batch's step is launched while
+ * the one before still runs; every launched batch is stepped in order or, at the end, discarded and
+ * counted in flight; the accounting balances. */
+static void test_device_queues_ahead(void **state) {
+  memset(&lk, 0, sizeof lk);
+  uv_mutex_init(&lk.lock);
+  device_hook = use_launching_device;
+  mini_run *m = run_config(CFG("{\"type\":\"map\",\"ops\":[]},{\"type\":\"batch\",\"size\":8},"
+                               "{\"type\":\"prefetch\",\"depth\":4},{\"type\":\"h2d\"}",
+                               "\"step_ms\":2", "\"steps\":40,\"warmup_steps\":2"),
+                           false, 0);
+  device_hook = NULL;
+  assert_int_equal(m->report.step_count, 40);
+  assert_int_equal(lk.stepped_unlaunched, 0); /* every batch had been copied: every step was launched */
+  assert_int_equal(lk.out_of_order, 0);
+  assert_int_equal(lk.stepped, 42);
+  assert_true(lk.ahead >= 30);                 /* device-bound: nearly every step was queued ahead */
+  assert_int_equal(lk.nlaunched, lk.stepped + lk.discarded_launched);
+  assert_true(lk.discarded_launched <= 1);     /* at most the one taken ahead when the run ended */
+  assert_int_equal(m->report.samples_consumed, 42 * 8);
+  assert_balanced(&m->report);
+  free_run(m);
+  uv_mutex_destroy(&lk.lock);
+}
+
+/* Input-bound (a 2 ms map on one thread, 1 ms steps): the next batch comes after the step's end, so the
+ * device thread waits for the step first, as without queuing ahead; nothing is lost either way. */
+static void test_device_queue_ahead_input_bound(void **state) {
+  memset(&lk, 0, sizeof lk);
+  uv_mutex_init(&lk.lock);
+  device_hook = use_launching_device;
+  mini_run *m = run_config(CFG("{\"type\":\"map\",\"ops\":[{\"op\":\"sleep\",\"us\":500}]},"
+                               "{\"type\":\"batch\",\"size\":4},{\"type\":\"h2d\"}",
+                               "\"step_ms\":1", "\"steps\":15,\"warmup_steps\":1"),
+                           false, 0);
+  device_hook = NULL;
+  assert_int_equal(m->report.step_count, 15);
+  assert_int_equal(lk.stepped_unlaunched, 0);
+  assert_int_equal(lk.out_of_order, 0);
+  assert_int_equal(lk.stepped, 16);
+  assert_true(lk.ahead <= 2);                  /* the 2 ms batches never come within a 1 ms step */
+  assert_int_equal(lk.nlaunched, lk.stepped + lk.discarded_launched);
+  assert_true(m->report.device_idle_pct > 30);
+  assert_balanced(&m->report);
+  free_run(m);
+  uv_mutex_destroy(&lk.lock);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_epochs_drop_remainder),
@@ -322,6 +441,8 @@ int main(void) {
       cmocka_unit_test(test_cache_replays_epochs),
       cmocka_unit_test(test_image_ops_on_memory_and_cache),
       cmocka_unit_test(test_step_breakdown_parts),
+      cmocka_unit_test(test_device_queues_ahead),
+      cmocka_unit_test(test_device_queue_ahead_input_bound),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
