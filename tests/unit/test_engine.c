@@ -376,52 +376,54 @@ static void use_launching_device(pb_device *d) {
   d->ops = &lk.ops;
 }
 
+/* Runs cfg_json to its end on the launching stand-in device; lk keeps its counts until the next run. */
+static mini_run *run_launching(const char *cfg_json) {
+  memset(&lk, 0, sizeof lk);
+  uv_mutex_init(&lk.lock);
+  device_hook = use_launching_device;
+  mini_run *m = run_config(cfg_json, false, 0);
+  device_hook = NULL;
+  uv_mutex_destroy(&lk.lock); /* the device threads have been joined */
+  return m;
+}
+
+/* Every batch had been copied, so every step was launched; steps completed in launch order; every launch
+ * was stepped or, at the end, discarded. */
+static void assert_launches_accounted(int steps) {
+  assert_int_equal(lk.stepped_unlaunched, 0);
+  assert_int_equal(lk.out_of_order, 0);
+  assert_int_equal(lk.stepped, steps);
+  assert_int_equal(lk.nlaunched, lk.stepped + lk.discarded_launched);
+}
+
 /* A device that queues ahead: with the pipeline ahead of the device, each batch's step is launched while
  * the one before still runs; every launched batch is stepped in order or, at the end, discarded and
  * counted in flight; the accounting balances. */
 static void test_device_queues_ahead(void **state) {
-  memset(&lk, 0, sizeof lk);
-  uv_mutex_init(&lk.lock);
-  device_hook = use_launching_device;
-  mini_run *m = run_config(CFG("{\"type\":\"map\",\"ops\":[]},{\"type\":\"batch\",\"size\":8},"
-                               "{\"type\":\"prefetch\",\"depth\":4},{\"type\":\"h2d\"}",
-                               "\"step_ms\":2", "\"steps\":40,\"warmup_steps\":2"),
-                           false, 0);
-  device_hook = NULL;
+  mini_run *m = run_launching(CFG("{\"type\":\"map\",\"ops\":[]},{\"type\":\"batch\",\"size\":8},"
+                                  "{\"type\":\"prefetch\",\"depth\":4},{\"type\":\"h2d\"}",
+                                  "\"step_ms\":2", "\"steps\":40,\"warmup_steps\":2"));
   assert_int_equal(m->report.step_count, 40);
-  assert_int_equal(lk.stepped_unlaunched, 0); /* every batch had been copied: every step was launched */
-  assert_int_equal(lk.out_of_order, 0);
-  assert_int_equal(lk.stepped, 42);
-  assert_true(lk.ahead >= 30);                 /* device-bound: nearly every step was queued ahead */
-  assert_int_equal(lk.nlaunched, lk.stepped + lk.discarded_launched);
-  assert_true(lk.discarded_launched <= 1);     /* at most the one taken ahead when the run ended */
+  assert_launches_accounted(42);
+  assert_true(lk.ahead >= 30);             /* device-bound: nearly every step was queued ahead */
+  assert_true(lk.discarded_launched <= 1); /* at most the one taken ahead when the run ended */
   assert_int_equal(m->report.samples_consumed, 42 * 8);
   assert_balanced(&m->report);
   free_run(m);
-  uv_mutex_destroy(&lk.lock);
 }
 
 /* Input-bound (a 2 ms map on one thread, 1 ms steps): the next batch comes after the step's end, so the
  * device thread waits for the step first, as without queuing ahead; nothing is lost either way. */
 static void test_device_queue_ahead_input_bound(void **state) {
-  memset(&lk, 0, sizeof lk);
-  uv_mutex_init(&lk.lock);
-  device_hook = use_launching_device;
-  mini_run *m = run_config(CFG("{\"type\":\"map\",\"ops\":[{\"op\":\"sleep\",\"us\":500}]},"
-                               "{\"type\":\"batch\",\"size\":4},{\"type\":\"h2d\"}",
-                               "\"step_ms\":1", "\"steps\":15,\"warmup_steps\":1"),
-                           false, 0);
-  device_hook = NULL;
+  mini_run *m = run_launching(CFG("{\"type\":\"map\",\"ops\":[{\"op\":\"sleep\",\"us\":500}]},"
+                                  "{\"type\":\"batch\",\"size\":4},{\"type\":\"h2d\"}",
+                                  "\"step_ms\":1", "\"steps\":15,\"warmup_steps\":1"));
   assert_int_equal(m->report.step_count, 15);
-  assert_int_equal(lk.stepped_unlaunched, 0);
-  assert_int_equal(lk.out_of_order, 0);
-  assert_int_equal(lk.stepped, 16);
-  assert_true(lk.ahead <= 2);                  /* the 2 ms batches never come within a 1 ms step */
-  assert_int_equal(lk.nlaunched, lk.stepped + lk.discarded_launched);
+  assert_launches_accounted(16);
+  assert_true(lk.ahead <= 2); /* the 2 ms batches never come within a 1 ms step */
   assert_true(m->report.device_idle_pct > 30);
   assert_balanced(&m->report);
   free_run(m);
-  uv_mutex_destroy(&lk.lock);
 }
 
 int main(void) {
