@@ -25,9 +25,12 @@ Both sides resample with the same filter, in two groups (--filters):
 "Per worker": images/s / W for both.  pipebench runs more threads than W (a reader, W decoders, W
 augmenters) but on the same W cores (taskset), as the DataLoader's W worker processes plus its main
 process do.  Each figure is the median of --repeats runs of --seconds each after a warm-up; the
-DataLoader's warm-up is its first --warmup-batches batches (worker start-up excluded).  The last lines
-give the floor under pipebench: its decode stage's CPU time per image (median over the runs) and W / that,
-the most W cores could do if nothing after decode cost anything, against each torch row.
+DataLoader's warm-up is its first --warmup-batches batches (worker start-up excluded).  A row's runs are
+interleaved: --repeats rounds, each running every contender once (the order rotating by one each round),
+so the machine's slow spells fall on both sides alike.  The paired ratios are each round's pipebench /
+torch, and their median: the figure to quote on a noisy machine.  The last lines give the floor under
+pipebench: its decode stage's CPU time per image (median over the runs) and W / that, the most W cores
+could do if nothing after decode cost anything, against each torch row.
 
     bench/vs_pytorch.py [--bin build-release/pipebench] [--images 1024] [--workers 1,2] [--batch 64]
                         [--seconds 20] [--repeats 3] [--filters aa,plain] [--keep DIR] [--json]
@@ -75,23 +78,20 @@ def pipebench_config(data, images, batch, w, fused=False, antialias=False):
     }
 
 
-def run_pipebench(a, tmp, data, w, fused=False, antialias=False):
+def pipebench_once(a, tmp, data, w, fused, antialias, i):
+    """One timed pipebench run: (images/s, device kind, the decode stage's CPU time per image in us)."""
     tag = f"{w}-{fused}-{antialias}"
     cfg_path = os.path.join(tmp, f"pb-{tag}.json")
     with open(cfg_path, "w") as f:
         json.dump(pipebench_config(data, a.images, a.batch, w, fused, antialias), f)
-    rates, decode_us = [], []
-    for i in range(a.repeats):
-        out = os.path.join(tmp, f"out-{tag}-{i}")
-        subprocess.run(["taskset", "-c", cpus(w), a.bin, "run", "--config", cfg_path, "--quiet", "--no-trace",
-                        "--format", "json", "--out", out, "--set", f"run.duration_s={a.seconds}"], check=True)
-        with open(os.path.join(out, "report.json")) as f:
-            rep = json.load(f)
-        rates.append(rep["throughput"]["samples_per_s"])
-        device = rep["device"]["kind"]
-        dec = next(s for s in rep["stages"] if s["type"] == "decode")
-        decode_us.append(dec["mean_us"] * (dec["cpu_fraction"] or 1.0))  # CPU time per image, not waits
-    return statistics.median(rates), rates, device, statistics.median(decode_us)
+    out = os.path.join(tmp, f"out-{tag}-{i}")
+    subprocess.run(["taskset", "-c", cpus(w), a.bin, "run", "--config", cfg_path, "--quiet", "--no-trace",
+                    "--format", "json", "--out", out, "--set", f"run.duration_s={a.seconds}"], check=True)
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    dec = next(s for s in rep["stages"] if s["type"] == "decode")
+    decode_us = dec["mean_us"] * (dec["cpu_fraction"] or 1.0)  # CPU time per image, not waits
+    return rep["throughput"]["samples_per_s"], rep["device"]["kind"], decode_us
 
 
 TORCH_WORKER = r'''
@@ -146,17 +146,48 @@ os._exit(0)  # the endless sampler's workers need not be joined
 '''
 
 
-def run_torch(a, files, w, decoder, antialias=True):
+def torch_once(a, files, w, decoder, antialias):
+    """One timed DataLoader run in a fresh interpreter: (images/s, what the worker script reported)."""
     arg = json.dumps([files, w, a.batch, a.seconds, a.warmup_batches, decoder, antialias])
-    rates, info = [], {}
-    for _ in range(a.repeats):
-        p = subprocess.run(["taskset", "-c", cpus(w), a.python, "-c", TORCH_WORKER, arg], capture_output=True,
-                           text=True)
-        if p.returncode != 0:
-            raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}")
-        info = json.loads(p.stdout.strip().splitlines()[-1])
-        rates.append(info["images_per_s"])
-    return statistics.median(rates), rates, info
+    p = subprocess.run(["taskset", "-c", cpus(w), a.python, "-c", TORCH_WORKER, arg], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}")
+    info = json.loads(p.stdout.strip().splitlines()[-1])
+    return info["images_per_s"], info
+
+
+def run_row(a, tmp, data, files, w, flt, with_torch):
+    """All contenders of one row, interleaved: each round runs every contender once, in an order that
+    rotates from round to round, so a slow spell of the machine falls on all of them alike instead of on
+    whichever happened to run its repeats then.  A round's ratios (pb-fused / a torch row, both measured
+    within a minute or two of each other) are the paired figures; the row gives their median too."""
+    aa = flt == "aa"
+    contenders = [("pipebench", False), ("pb_fused", True)]
+    if with_torch:
+        contenders += [(f"torch_{d}", d) for d in (["pil", "tv"] if aa else ["tv"])]
+    row = {"workers": w, "filter": flt}
+    runs = {name: [] for name, _ in contenders}
+    decode_us = {"pipebench": [], "pb_fused": []}
+    for i in range(a.repeats):
+        k = i % len(contenders)
+        for name, what in contenders[k:] + contenders[:k]:
+            if name.startswith("torch_"):
+                rate, info = torch_once(a, files, w, what, aa)
+                row["torch_cuda"] = info["cuda"]
+            else:
+                rate, row["device"], us = pipebench_once(a, tmp, data, w, what, aa, i)
+                decode_us[name].append(us)
+            runs[name].append(rate)
+    for name in runs:
+        row[name], row[f"{name}_runs"] = statistics.median(runs[name]), runs[name]
+    for name in decode_us:
+        row[f"{name}_decode_us"] = statistics.median(decode_us[name])
+    for t in (n for n in runs if n.startswith("torch_")):
+        for pb in ("pipebench", "pb_fused"):
+            row[f"{pb}_over_{t}_rounds"] = [x / y for x, y in zip(runs[pb], runs[t])]
+            row[f"{pb}_over_{t}"] = statistics.median(row[f"{pb}_over_{t}_rounds"])
+    return row
 
 
 def torch_available(python):
@@ -197,14 +228,7 @@ def main():
     rows = []
     for w in workers:
         for flt in filters:
-            aa = flt == "aa"
-            row = {"workers": w, "filter": flt}
-            row["pipebench"], row["pipebench_runs"], row["device"], row["pipebench_decode_us"] = \
-                run_pipebench(a, tmp, data, w, False, aa)
-            row["pb_fused"], row["pb_fused_runs"], _, row["pb_fused_decode_us"] = run_pipebench(a, tmp, data, w, True, aa)
-            for d in (["pil", "tv"] if aa else ["tv"]) if versions else []:
-                row[f"torch_{d}"], row[f"torch_{d}_runs"], info = run_torch(a, files, w, d, aa)
-                row["torch_cuda"] = info["cuda"]
+            row = run_row(a, tmp, data, files, w, flt, bool(versions))
             rows.append(row)
             # progress on stderr, a row at a time: a long run that is cut short still leaves its figures
             print(f"[vs_pytorch] W={w} {flt}: " + ", ".join(f"{k} {row[k]:.1f}" for k in
@@ -218,7 +242,7 @@ def main():
     else:
         print(f"machine: {result['machine']}")
         print(f"torch/torchvision: {versions or 'not installed: pipebench rows only'}")
-        print(f"{a.images} JPEGs 500x375 q90, batch {a.batch}, {a.seconds:g} s x {a.repeats} runs (median), images/s")
+        print(f"{a.images} JPEGs 500x375 q90, batch {a.batch}, {a.seconds:g} s x {a.repeats} rounds (median), images/s")
         print(f"{'workers':>7} {'filter':>6} {'pipebench':>10} {'pb-fused':>9} {'torch-pil':>10} {'torch-tv':>9}"
               f"  ratios pipebench / pb-fused over each torch row")
         for r in rows:
@@ -232,6 +256,17 @@ def main():
             runs = [f"{k[:-5]} {' '.join(f'{v:.1f}' for v in r[k])}" for k in r if k.endswith("_runs")]
             print(f"  W={r['workers']} {r['filter']}: " + "; ".join(runs))
         print("per worker: divide by workers (the same for both sides)")
+        if versions:
+            # the paired figure: each round's ratio, from runs made minutes apart, and their median
+            print(f"paired ratios, round by round (median first): pipebench / pb-fused over each torch row")
+            for r in rows:
+                for t in ("torch_pil", "torch_tv"):
+                    if t not in r:
+                        continue
+                    pb, fu = r[f"pipebench_over_{t}_rounds"], r[f"pb_fused_over_{t}_rounds"]
+                    print(f"  W={r['workers']} {r['filter']} vs {t[6:]}: {r[f'pipebench_over_{t}']:.2f}x / "
+                          f"{r[f'pb_fused_over_{t}']:.2f}x   (" +
+                          " ".join(f"{x:.2f}/{y:.2f}" for x, y in zip(pb, fu)) + ")")
         # The floor under pipebench: its decode stage's CPU time per image (libjpeg-turbo, mostly Huffman
         # decoding, the same library code PIL and torchvision run).  With everything after decode free,
         # W cores could do at most W / that.
