@@ -258,7 +258,7 @@ def main():
         print("per worker: divide by workers (the same for both sides)")
         if versions:
             # the paired figure: each round's ratio, from runs made minutes apart, and their median
-            print(f"paired ratios, round by round (median first): pipebench / pb-fused over each torch row")
+            print("paired ratios, round by round (median first): pipebench / pb-fused over each torch row")
             for r in rows:
                 for t in ("torch_pil", "torch_tv"):
                     if t not in r:
