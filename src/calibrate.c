@@ -23,6 +23,7 @@
 #include "files.h"
 #include "gen.h"
 #include "jpeg.h"
+#include "ops.h"
 #include "pagecache.h"
 #include "stage_decode.h"
 #include "stats.h"
@@ -121,6 +122,7 @@ static double memcpy_all_cores(int cores, double seconds) {
 typedef struct loaded {
   uint8_t *data[DECODE_MAX_FILES];
   size_t bytes[DECODE_MAX_FILES];
+  const char *path[DECODE_MAX_FILES];
   int n;
 } loaded;
 
@@ -129,56 +131,151 @@ static void loaded_free(loaded *l) {
   l->n = 0;
 }
 
-/* Up to 64 files (64 MiB), spread over the dataset, into memory: decode is measured without I/O. */
+/* Up to 64 files (64 MiB), spread over the dataset, into memory: decode is measured without I/O.  An
+ * empty file is kept (it fails to decode, and is counted as such); one that cannot be read is an error. */
 static int load_sample(const pb_file_list *files, loaded *l, pb_err *err) {
   size_t total = 0, stride = files->count > DECODE_MAX_FILES ? files->count / DECODE_MAX_FILES : 1;
   for (size_t i = 0; i < files->count && l->n < DECODE_MAX_FILES && total < DECODE_MAX_BYTES; i += stride) {
     FILE *f = fopen(files->files[i].path, "rb");
     size_t bytes = (size_t)files->files[i].bytes;
-    uint8_t *data = bytes ? malloc(bytes) : NULL;
+    uint8_t *data = malloc(bytes ? bytes : 1);
     bool ok = f && data && fread(data, 1, bytes, f) == bytes;
     if (f) fclose(f);
     if (!ok) {
       free(data);
-      return pb_err_set(err, "%s: cannot read it for the decode measurement", files->files[i].path), -EIO;
+      return pb_err_set(err, "%s: cannot read it for the decode measurement (expected a readable file)",
+                        files->files[i].path),
+             -EIO;
     }
     l->data[l->n] = data;
-    l->bytes[l->n++] = bytes;
+    l->bytes[l->n] = bytes;
+    l->path[l->n++] = files->files[i].path;
     total += bytes;
   }
   return 0;
 }
 
+/* fused_crop: the random_resized_crop the decode stage draws its region for (config_pipeline.c checks
+ * that the first map stage after decode opens with one). */
+static const pb_op_cfg *fused_crop_op(const pb_config *cfg, const pb_stage_cfg *dec) {
+  if (!dec->fused_crop) return NULL;
+  for (int i = (int)(dec - cfg->stages) + 1; i < cfg->nstages; i++) {
+    const pb_stage_cfg *map = &cfg->stages[i];
+    if (map->type != PB_STAGE_MAP) continue;
+    return map->nops > 0 && map->ops[0].kind == PB_OP_RANDOM_RESIZED_CROP ? &map->ops[0] : NULL;
+  }
+  return NULL;
+}
+
+/* One core's decoders and output buffer, as the decode stage has them. */
+typedef struct decoder {
+  pb_jpeg_decoder *whole;
+  pb_jpeg_region *region; /* fused_crop only */
+  const pb_op_cfg *crop;
+  uint8_t *out;
+  size_t out_bytes;
+  pb_rng rng;
+} decoder;
+
+static int out_room(decoder *d, size_t need) {
+  if (need <= d->out_bytes) return 0;
+  free(d->out);
+  d->out = malloc(d->out_bytes = need);
+  return d->out ? 0 : -ENOMEM;
+}
+
+/* One image as the decode stage would decode it: the whole image at its scale, or (fused_crop) the region
+ * of a crop drawn as random_resized_crop draws it. */
+static int decode_one(decoder *d, const pb_stage_cfg *dec, int min_side, const uint8_t *data, size_t bytes,
+                      pb_err *err) {
+  int w, h, ow, oh;
+  if (pb_jpeg_header(d->whole, data, bytes, &w, &h, err)) return -EINVAL;
+  if (dec->max_pixels > 0 && (int64_t)w * h > dec->max_pixels)
+    return pb_err_set(err, "image of %dx%d is over max_pixels %lld (expected at most that many pixels)", w, h,
+                      (long long)dec->max_pixels),
+           -EFBIG;
+  int denom = pb_decode_denom(dec, min_side, w, h);
+  if (d->crop) {
+    int sw = pb_jpeg_scaled_dim(w, denom), sh = pb_jpeg_scaled_dim(h, denom), i, j, ch, cw;
+    pb_rrc_params(&d->rng, sh, sw, d->crop->scale, d->crop->ratio, &i, &j, &ch, &cw);
+    pb_jpeg_rect rect = {.x = j, .y = i, .w = cw, .h = ch}, got;
+    if (out_room(d, pb_jpeg_region_capacity(&rect, sw))) return pb_err_set(err, "out of memory"), -ENOMEM;
+    return pb_jpeg_decode_region(d->region, data, bytes, &rect, denom, dec->max_pixels, d->out, d->out_bytes, &got,
+                                 err)
+               ? -EINVAL
+               : 0;
+  }
+  if (out_room(d, pb_jpeg_decoded_bytes(w, h, denom))) return pb_err_set(err, "out of memory"), -ENOMEM;
+  return pb_jpeg_decode(d->whole, data, bytes, denom, dec->max_pixels, d->out, d->out_bytes, &ow, &oh, err) ? -EINVAL
+                                                                                                             : 0;
+}
+
+/* Which of the loaded files decode (a corrupt or refused one is an error on that sample in a run, not a
+ * reason to measure nothing): marks them in ok[], counts the rest and keeps the first one's message. */
+static int usable_files(decoder *d, const pb_stage_cfg *dec, int min_side, const loaded *l, bool *ok,
+                        pb_err *first_bad) {
+  int good = 0;
+  first_bad->msg[0] = '\0';
+  for (int i = 0; i < l->n; i++) {
+    pb_err e;
+    int rc = decode_one(d, dec, min_side, l->data[i], l->bytes[i], &e);
+    if (rc == -ENOMEM) return pb_err_set(first_bad, "out of memory"), -ENOMEM;
+    ok[i] = rc == 0;
+    good += ok[i];
+    if (!ok[i] && !first_bad->msg[0]) pb_err_set(first_bad, "%s: %s", l->path[i], e.msg);
+  }
+  return good;
+}
+
 /* One core decoding the loaded files round and round, as the decode stage would (its scale, its pixel
- * limit), for the budget: images/s and compressed MB/s. */
+ * limit, its fused crop), for the budget: images/s and compressed MB/s.  Files that do not decode are
+ * left out, counted in d->decode_skipped, the first named in *skipped; none decoding is an error. */
 static int measure_decode(const pb_config *cfg, const pb_stage_cfg *dec, const loaded *l, double seconds,
-                          pb_calib_dataset *d, pb_err *err) {
-  pb_jpeg_decoder *jd = NULL;
-  if (pb_jpeg_decoder_init(&jd, err)) return -ENOMEM;
-  int min_side = pb_decode_min_side(cfg, dec), rc = 0;
-  size_t out_bytes = 0;
-  uint8_t *out = NULL;
+                          pb_calib_dataset *d, pb_err *err, pb_err *skipped) {
+  decoder dc = {.crop = fused_crop_op(cfg, dec)};
+  pb_rng_seed(&dc.rng, cfg->seed);
+  bool ok[DECODE_MAX_FILES];
+  int min_side = pb_decode_min_side(cfg, dec), rc = 0, good = 0;
+  if (pb_jpeg_decoder_init(&dc.whole, err) || (dc.crop && pb_jpeg_region_init(&dc.region, err))) rc = -ENOMEM;
+  if (!rc && (good = usable_files(&dc, dec, min_side, l, ok, skipped)) < 0) {
+    pb_err_set(err, "%s", skipped->msg);
+    rc = -ENOMEM;
+  }
+  if (!rc && good == 0) {
+    pb_err_set(err, "none of the %d sampled files decodes (expected JPEG images); the first: %s", l->n, skipped->msg);
+    rc = -EINVAL;
+  }
   uint64_t images = 0, in_bytes = 0, t0 = pb_now_ns();
-  for (int i = 0; !rc && (images < (uint64_t)l->n || seconds_since(t0) < seconds) && !pb_signalled(); i = (i + 1) % l->n) {
-    int w, h, ow, oh;
-    if (pb_jpeg_header(jd, l->data[i], l->bytes[i], &w, &h, err)) rc = -EINVAL;
-    int denom = rc ? 1 : pb_decode_denom(dec, min_side, w, h);
-    size_t need = rc ? 0 : pb_jpeg_decoded_bytes(w, h, denom);
-    if (!rc && need > out_bytes) {
-      free(out);
-      out = malloc(out_bytes = need);
-      if (!out) rc = -ENOMEM;
+  int timed = good;
+  for (int i = 0; !rc && timed > 0 && (images < (uint64_t)good || seconds_since(t0) < seconds) && !pb_signalled();
+       i = (i + 1) % l->n) {
+    if (!ok[i]) continue;
+    pb_err e;
+    int r = decode_one(&dc, dec, min_side, l->data[i], l->bytes[i], &e);
+    if (r == -ENOMEM) {
+      pb_err_set(err, "out of memory");
+      rc = -ENOMEM;
+    } else if (r) { /* a truncated file can decode one crop and not another: left out from here on */
+      ok[i] = false;
+      timed--;
+      if (!skipped->msg[0]) pb_err_set(skipped, "%s: %s", l->path[i], e.msg);
+      continue;
     }
-    if (!rc && pb_jpeg_decode(jd, l->data[i], l->bytes[i], denom, dec->max_pixels, out, out_bytes, &ow, &oh, err))
-      rc = -EINVAL;
     images++;
     in_bytes += l->bytes[i];
   }
+  if (!rc && timed == 0 && good > 0) {
+    pb_err_set(err, "none of the %d sampled files decodes (expected JPEG images); the first: %s", l->n, skipped->msg);
+    rc = -EINVAL;
+  }
+  good = timed;
   double elapsed = seconds_since(t0);
-  free(out);
-  pb_jpeg_decoder_free(jd);
+  free(dc.out);
+  pb_jpeg_decoder_free(dc.whole);
+  pb_jpeg_region_free(dc.region);
   if (rc) return rc;
-  d->decode_files = l->n;
+  d->decode_files = good;
+  d->decode_skipped = l->n - good;
   d->decode_images_per_s = (double)images / elapsed;
   d->decode_mb_per_s = (double)in_bytes / elapsed / 1e6;
   return 0;
@@ -197,15 +294,34 @@ static void shuffled_order(size_t *order, size_t n, uint64_t seed) {
   }
 }
 
-/* Reads one file whole in blocks of `block` bytes, in order or (random) at shuffled block offsets. */
+static uint64_t gcd_u64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* Reads one file whole in blocks of `block` bytes, in order or (random) each block once in a scattered
+ * order, as fio's randread does: block (start + k * step) mod n with step coprime to n, a permutation
+ * that needs no table however large the file.  (Draws with replacement would read a third of the
+ * blocks twice, the second time from the page cache.) */
 static int read_file_blocks(int fd, uint64_t bytes, uint8_t *buf, size_t block, bool random, pb_rng *r,
                             uint64_t *got) {
-  uint64_t nblocks = (bytes + block - 1) / block;
-  for (uint64_t k = 0; k < nblocks; k++) {
-    uint64_t b = random && nblocks > 1 ? pb_rng_next(r) % nblocks : k; /* random: blocks with replacement */
+  uint64_t nblocks = (bytes + block - 1) / block, start = 0, step = 1;
+  if (random && nblocks > 2) {
+    start = pb_rng_next(r) % nblocks;
+    step = nblocks / 2 + 1 + pb_rng_next(r) % (nblocks / 3 + 1); /* far apart: no readahead helps */
+    step %= nblocks;
+    while (gcd_u64(step, nblocks) != 1) step = step + 1 < nblocks ? step + 1 : 1;
+  }
+  for (uint64_t k = 0, b = start; k < nblocks; k++) {
     ssize_t n = pread(fd, buf, block, (off_t)(b * block));
     if (n < 0) return -errno;
     *got += (uint64_t)n;
+    b += step; /* step < nblocks: no overflow */
+    if (b >= nblocks) b -= nblocks;
   }
   return 0;
 }
@@ -365,10 +481,16 @@ static int measure_dataset(pb_calibration *c, const pb_calibrate_opts *o, bool *
     if (dec && cfg->dataset.format == PB_FMT_JPEG) {
       say(o, "pipebench: calibrate: %s\n", "decode (one core, the dataset's own files)");
       loaded l = {0};
+      pb_err skipped = {0};
       rc = load_sample(&files, &l, &err);
-      if (!rc && l.n) rc = measure_decode(cfg, dec, &l, budget_s(), &d, &err);
+      if (!rc && l.n) rc = measure_decode(cfg, dec, &l, budget_s(), &d, &err, &skipped);
+      if (!rc && d.decode_skipped && !o->quiet)
+        fprintf(stderr,
+                "pipebench: calibrate: warning: %d of the %d sampled files do not decode and were left out; "
+                "the first: %s\n",
+                d.decode_skipped, l.n, skipped.msg);
       loaded_free(&l);
-      if (rc) fprintf(stderr, "pipebench: %s\n", err.msg);
+      if (rc) fprintf(stderr, "pipebench: %s: %s\n", cfg->dataset.path, err.msg);
     }
     if (!rc && key.block_bytes) {
       say(o, "pipebench: calibrate: %s\n", "read (one thread; buffered and O_DIRECT, sequential and random)");
@@ -396,11 +518,14 @@ static void print_text(const pb_calibration *c, const pb_config *cfg) {
   pb_calib_dataset_key(cfg, &key);
   for (int i = 0; i < c->ndatasets; i++) {
     const pb_calib_dataset *d = &c->datasets[i];
-    if (strcmp(d->path, key.path) || d->block_bytes != key.block_bytes || strcmp(d->scale, key.scale)) continue;
+    if (strcmp(d->path, key.path) || d->block_bytes != key.block_bytes || strcmp(d->scale, key.scale) ||
+        d->decode_min_side != key.decode_min_side || d->fused_crop != key.fused_crop)
+      continue;
     printf("  dataset          %s (%llu files, %.1f MB)\n", d->path, (unsigned long long)d->files, (double)d->bytes / 1e6);
     if (isfinite(d->decode_images_per_s))
-      printf("  decode           %.1f images/s per core (%.1f MB/s compressed; scale %s)\n", d->decode_images_per_s,
-             d->decode_mb_per_s, d->scale);
+      printf("  decode           %.1f images/s per core (%.1f MB/s compressed; scale %s%s)\n",
+             d->decode_images_per_s, d->decode_mb_per_s, d->scale,
+             d->fused_crop ? ", the crops' regions (fused_crop)" : "");
     for (int m = 0; m < PB_READ_MODES && d->block_bytes; m++) {
       if (isfinite(d->read_mb_per_s[m]))
         printf("  read %-19s %.1f MB/s one thread (%d-byte blocks)\n", pb_read_mode_name((pb_read_mode)m),
@@ -417,7 +542,9 @@ static int write_copy(const pb_calibration *c, const char *out_dir) {
   pb_err err;
   int rc = pb_mkdir_p(out_dir);
   if (rc || pb_calib_save(path, c, &err)) {
-    fprintf(stderr, "pipebench: %s\n", rc ? strerror(-rc) : err.msg);
+    if (rc) fprintf(stderr, "pipebench: %s: cannot create the directory: %s (expected a writable --out)\n", out_dir,
+                    strerror(-rc));
+    else fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_RUNTIME;
   }
   return 0;
@@ -448,7 +575,9 @@ int pb_calibrate(const pb_calibrate_opts *o) {
   if (!rc && have_cache && (fresh || dataset_measured)) {
     int mk = pb_calib_cache_mkdir(cache);
     if (mk || pb_calib_save(cache, c, &err)) {
-      fprintf(stderr, "pipebench: %s\n", mk ? strerror(-mk) : err.msg);
+      if (mk) fprintf(stderr, "pipebench: %s: cannot create its directory: %s (expected a writable cache directory: "
+                              "set PIPEBENCH_CACHE_DIR)\n", cache, strerror(-mk));
+      else fprintf(stderr, "pipebench: %s\n", err.msg);
       rc = PB_EXIT_RUNTIME;
     }
   }
@@ -459,7 +588,7 @@ int pb_calibrate(const pb_calibrate_opts *o) {
     if (text) printf("%s\n", text);
     free(text);
     cJSON_Delete(j);
-  } else if (!rc && !o->quiet) {
+  } else if (!rc && !o->quiet && !o->no_text) {
     print_text(c, o->cfg);
     if (have_cache) printf("  saved in         %s\n", cache);
   }

@@ -15,6 +15,7 @@ typedef struct pb_calibrate_opts {
   const char *out_dir;          /* --out: also write <out_dir>/calibration.json (NULL: the cache only) */
   bool force;                   /* measure again what the cache holds */
   bool json_stdout, quiet;
+  bool no_text;                 /* --format without text: no summary on stdout */
 } pb_calibrate_opts;
 
 /* 0, or the exit status after printing one line (1: a measurement or the cache failed; 130: interrupted). */

@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* realpath */
 #include "calibration.h"
 
 #include <cjson/cJSON.h>
@@ -7,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "stage_decode.h"
 
 static const char *k_mode_names[PB_READ_MODES] = {"buffered_sequential", "buffered_random", "direct_sequential",
                                                   "direct_random"};
@@ -75,7 +78,10 @@ static cJSON *dataset_json(const pb_calib_dataset *d) {
   cJSON_AddNumberToObject(o, "bytes", (double)d->bytes);
   cJSON *dec = cJSON_AddObjectToObject(o, "decode");
   cJSON_AddStringToObject(dec, "scale", d->scale);
+  cJSON_AddNumberToObject(dec, "min_side", d->decode_min_side);
+  cJSON_AddBoolToObject(dec, "fused_crop", d->fused_crop);
   cJSON_AddNumberToObject(dec, "files", d->decode_files);
+  cJSON_AddNumberToObject(dec, "files_skipped", d->decode_skipped);
   add_rate(dec, "images_per_s_per_core", d->decode_images_per_s);
   add_rate(dec, "mb_per_s_per_core", d->decode_mb_per_s);
   cJSON *rd = cJSON_AddObjectToObject(o, "read");
@@ -114,10 +120,23 @@ cJSON *pb_calib_to_json(const pb_calibration *c) {
   return o;
 }
 
-/* Reading is lenient about rates (null or missing: not measured) and strict about the shape. */
+/* Reading is lenient about rates (null, missing, or not a positive finite number: not measured, so a
+ * hand-edited zero never becomes a ceiling of 0) and strict about the shape. */
 static double get_rate(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble > 0 ? v->valuedouble : NAN;
+}
+
+/* A count (files, bytes, block size): 0 when missing or out of range, never a NAN cast to an integer. */
+static double get_count(const cJSON *o, const char *key, double max) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= max ? floor(v->valuedouble) : 0;
+}
+
+/* Signed figures (the step kernel's error may be negative): any finite number. */
+static double get_signed(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : NAN;
 }
 
 static void get_str(const cJSON *o, const char *key, char *out, size_t len) {
@@ -129,15 +148,18 @@ static void dataset_from_json(const cJSON *o, pb_calib_dataset *d) {
   memset(d, 0, sizeof *d);
   get_str(o, "path", d->path, sizeof d->path);
   get_str(o, "format", d->format, sizeof d->format);
-  d->files = (uint64_t)get_rate(o, "files");
-  d->bytes = (uint64_t)get_rate(o, "bytes");
+  d->files = (uint64_t)get_count(o, "files", 1e18);
+  d->bytes = (uint64_t)get_count(o, "bytes", 1e18);
   const cJSON *dec = cJSON_GetObjectItemCaseSensitive(o, "decode");
   get_str(dec, "scale", d->scale, sizeof d->scale);
-  d->decode_files = (int)get_rate(dec, "files");
+  d->decode_min_side = (int)get_count(dec, "min_side", 1 << 20);
+  d->fused_crop = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dec, "fused_crop"));
+  d->decode_files = (int)get_count(dec, "files", 1 << 20);
+  d->decode_skipped = (int)get_count(dec, "files_skipped", 1 << 20);
   d->decode_images_per_s = get_rate(dec, "images_per_s_per_core");
   d->decode_mb_per_s = get_rate(dec, "mb_per_s_per_core");
   const cJSON *rd = cJSON_GetObjectItemCaseSensitive(o, "read");
-  d->block_bytes = (int)get_rate(rd, "block_bytes");
+  d->block_bytes = (int)get_count(rd, "block_bytes", 1 << 30);
   d->cache_evicted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rd, "cache_evicted"));
   const cJSON *mb = cJSON_GetObjectItemCaseSensitive(rd, "mb_per_s_one_thread");
   const cJSON *why = cJSON_GetObjectItemCaseSensitive(rd, "not_measured");
@@ -152,7 +174,7 @@ static void from_json(const cJSON *o, pb_calibration *c) {
   get_str(o, "pipebench_version", c->version, sizeof c->version);
   get_str(o, "machine", c->machine, sizeof c->machine);
   get_str(o, "measured_at", c->measured_at, sizeof c->measured_at);
-  c->cores = (int)get_rate(o, "cores");
+  c->cores = (int)get_count(o, "cores", 1 << 20);
   const cJSON *mc = cJSON_GetObjectItemCaseSensitive(o, "memcpy");
   c->memcpy_gb_per_s = get_rate(mc, "gb_per_s_one_core");
   c->memcpy_all_gb_per_s = get_rate(mc, "gb_per_s_all_cores");
@@ -164,7 +186,7 @@ static void from_json(const cJSON *o, pb_calibration *c) {
   const cJSON *k = cJSON_GetObjectItemCaseSensitive(g, "step_kernel");
   c->step_kernel_target_ms = get_rate(k, "target_ms");
   c->step_kernel_measured_ms = get_rate(k, "measured_ms");
-  c->step_kernel_error_pct = get_rate(k, "error_pct");
+  c->step_kernel_error_pct = get_signed(k, "error_pct");
   const cJSON *ds = cJSON_GetObjectItemCaseSensitive(o, "datasets"), *d;
   cJSON_ArrayForEach(d, ds) {
     if (c->ndatasets == PB_CALIB_MAX_DATASETS) break;
@@ -181,7 +203,9 @@ int pb_calib_load(const char *file, const char *machine, pb_calibration *c, pb_e
   cJSON *j = cJSON_Parse(text);
   free(text);
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "machine");
-  if (!cJSON_IsObject(j) || !cJSON_IsString(m) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "memcpy"))) {
+  const cJSON *cores = cJSON_GetObjectItemCaseSensitive(j, "cores");
+  if (!cJSON_IsObject(j) || !cJSON_IsString(m) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "memcpy")) ||
+      !cJSON_IsNumber(cores) || !(cores->valuedouble >= 1 && cores->valuedouble <= (1 << 20))) {
     cJSON_Delete(j);
     return pb_err_set(err, "%s: not a calibration (expected the calibration.json `pipebench calibrate` writes)", file),
            -EINVAL;
@@ -215,21 +239,33 @@ int pb_calib_save(const char *file, const pb_calibration *c, pb_err *err) {
 
 void pb_calib_dataset_key(const pb_config *cfg, pb_calib_dataset *d) {
   memset(d, 0, sizeof *d);
-  snprintf(d->path, sizeof d->path, "%s", cfg->dataset.path);
+  char *abs = realpath(cfg->dataset.path, NULL); /* NULL for a glob or @FILE that is not one file */
+  snprintf(d->path, sizeof d->path, "%s", abs && strlen(abs) < sizeof d->path ? abs : cfg->dataset.path);
+  free(abs);
   snprintf(d->format, sizeof d->format, "%s", pb_format_name(cfg->dataset.format));
   for (int i = 0; i < cfg->nstages; i++) {
     const pb_stage_cfg *s = &cfg->stages[i];
     if (s->type == PB_STAGE_READ && !d->block_bytes) d->block_bytes = (int)s->block_bytes;
-    if (s->type == PB_STAGE_DECODE && !d->scale[0] && cfg->dataset.format == PB_FMT_JPEG)
+    if (s->type == PB_STAGE_DECODE && !d->scale[0] && cfg->dataset.format == PB_FMT_JPEG) {
       snprintf(d->scale, sizeof d->scale, "%s", pb_decode_scale_name(s->scale));
+      /* what `auto` resolves to depends on the next crop or resize: 224 and 64 are different work */
+      d->decode_min_side = s->scale == PB_SCALE_AUTO ? pb_decode_min_side(cfg, s) : 0;
+      d->fused_crop = s->fused_crop;
+    }
   }
   d->decode_images_per_s = d->decode_mb_per_s = NAN;
   for (int m = 0; m < PB_READ_MODES; m++) d->read_mb_per_s[m] = NAN;
 }
 
+/* The same dataset read and decoded the same way (files and bytes aside). */
+static bool same_settings(const pb_calib_dataset *a, const pb_calib_dataset *b) {
+  return strcmp(a->path, b->path) == 0 && strcmp(a->format, b->format) == 0 && a->block_bytes == b->block_bytes &&
+         strcmp(a->scale, b->scale) == 0 && a->decode_min_side == b->decode_min_side &&
+         a->fused_crop == b->fused_crop;
+}
+
 static bool same_key(const pb_calib_dataset *a, const pb_calib_dataset *b) {
-  return strcmp(a->path, b->path) == 0 && strcmp(a->format, b->format) == 0 && a->files == b->files &&
-         a->bytes == b->bytes && a->block_bytes == b->block_bytes && strcmp(a->scale, b->scale) == 0;
+  return same_settings(a, b) && a->files == b->files && a->bytes == b->bytes;
 }
 
 const pb_calib_dataset *pb_calib_find(const pb_calibration *c, const pb_calib_dataset *key) {
@@ -238,11 +274,13 @@ const pb_calib_dataset *pb_calib_find(const pb_calibration *c, const pb_calib_da
   return NULL;
 }
 
+/* Newest last: a re-measured entry moves to the end, where a run looks first (find_for_run). */
 void pb_calib_put(pb_calibration *c, const pb_calib_dataset *d) {
   for (int i = 0; i < c->ndatasets; i++)
     if (same_key(&c->datasets[i], d)) {
-      c->datasets[i] = *d;
-      return;
+      memmove(&c->datasets[i], &c->datasets[i + 1], (size_t)(c->ndatasets - i - 1) * sizeof *c->datasets);
+      c->ndatasets--;
+      break;
     }
   if (c->ndatasets == PB_CALIB_MAX_DATASETS) { /* the oldest goes */
     memmove(&c->datasets[0], &c->datasets[1], (PB_CALIB_MAX_DATASETS - 1) * sizeof *c->datasets);
@@ -265,17 +303,13 @@ static bool read_direct(const pb_config *cfg) {
   return false;
 }
 
-/* The newest entry for the config's dataset (same path, format, block size and scale): a dataset that
- * gained files since is still best described by its latest calibration. */
+/* The newest entry for the config's dataset (same path, format, block size and decode settings): a
+ * dataset that gained files since is still best described by its latest calibration. */
 static const pb_calib_dataset *find_for_run(const pb_calibration *c, const pb_config *cfg) {
   pb_calib_dataset key;
   pb_calib_dataset_key(cfg, &key);
-  for (int i = c->ndatasets - 1; i >= 0; i--) {
-    const pb_calib_dataset *d = &c->datasets[i];
-    if (strcmp(d->path, key.path) == 0 && strcmp(d->format, key.format) == 0 && d->block_bytes == key.block_bytes &&
-        strcmp(d->scale, key.scale) == 0)
-      return d;
-  }
+  for (int i = c->ndatasets - 1; i >= 0; i--)
+    if (same_settings(&c->datasets[i], &key)) return &c->datasets[i];
   return NULL;
 }
 
@@ -306,7 +340,11 @@ void pb_ceilings_lookup(const pb_config *cfg, bool synthetic, bool gpu, pb_ceili
   if (gpu) out->h2d_gb_per_s = h2d_pinned(cfg) ? c->h2d_pinned_gb_per_s : c->h2d_pageable_gb_per_s;
   const pb_calib_dataset *d = synthetic ? NULL : find_for_run(c, cfg);
   if (d) {
-    pb_read_mode m = read_direct(cfg) ? PB_READ_DIRECT_RAND : PB_READ_BUFFERED_RAND;
+    /* The read stage reads each file whole, in blocks, in a shuffled file order: a file of one block is
+     * a random read; files of many blocks are read in order, which the sequential figure measures. */
+    bool multi_block = d->block_bytes > 0 && d->bytes > d->files * (uint64_t)d->block_bytes;
+    pb_read_mode m = read_direct(cfg) ? (multi_block ? PB_READ_DIRECT_SEQ : PB_READ_DIRECT_RAND)
+                                      : (multi_block ? PB_READ_BUFFERED_SEQ : PB_READ_BUFFERED_RAND);
     out->dataset = true;
     out->decode_images_per_s = d->decode_images_per_s;
     out->read_mb_per_s = d->read_mb_per_s[m];

@@ -31,9 +31,13 @@ typedef struct pb_calib_dataset {
   uint64_t files, bytes;         /* the listing it was measured on: a changed dataset is measured again */
   int block_bytes;               /* the read stage's block size (0: no read stage) */
   char scale[8];                 /* the decode stage's scale ("" when it does not decode JPEG) */
-  /* decode: one core, the dataset's own files at its scale; NAN when not measured */
+  int decode_min_side;           /* scale auto: the crop/resize size it resolves against (0 otherwise) */
+  bool fused_crop;               /* the decode stage decodes only the crop's region */
+  /* decode: one core, the dataset's own files at its scale (the crops' regions with fused_crop); NAN when
+   * not measured */
   double decode_images_per_s, decode_mb_per_s;
   int decode_files;              /* files decoded (cycled over) */
+  int decode_skipped;            /* sampled files that did not decode (corrupt, refused): left out */
   /* read: one thread; NAN when not measured (read_why says why, e.g. O_DIRECT refused) */
   double read_mb_per_s[PB_READ_MODES];
   char read_why[PB_READ_MODES][128];
@@ -70,11 +74,13 @@ int pb_calib_load(const char *file, const char *machine, pb_calibration *c, pb_e
 int pb_calib_save(const char *file, const pb_calibration *c, pb_err *err);
 struct cJSON *pb_calib_to_json(const pb_calibration *c);
 
-/* The dataset entry a config's run would use, or NULL: same path, files, bytes, block size and scale. */
+/* The entry measured for exactly this key, or NULL: same path, files, bytes, block size and decode
+ * settings (scale, what `auto` resolves against, fused_crop). */
 const pb_calib_dataset *pb_calib_find(const pb_calibration *c, const pb_calib_dataset *key);
-/* Replaces the entry with the same key or adds it (dropping the oldest when full). */
+/* Adds the entry as the newest, replacing one with the same key (dropping the oldest when full). */
 void pb_calib_put(pb_calibration *c, const pb_calib_dataset *d);
-/* The key of a config's dataset (files and bytes from the listing, which the caller fills). */
+/* The key of a config's dataset (files and bytes from the listing, which the caller fills).  The path
+ * is made absolute when it names an existing file or directory, so `data/x` and `./data/x` are one. */
 void pb_calib_dataset_key(const pb_config *cfg, pb_calib_dataset *d);
 
 const char *pb_read_mode_name(pb_read_mode m);
@@ -92,7 +98,9 @@ typedef struct pb_ceilings {
   bool dataset;                  /* the dataset part matched (path, format, block size, scale) */
   double decode_images_per_s;    /* one core; NAN when not measured */
   double read_mb_per_s;          /* one thread, the mode the read stage reads in; NAN when not measured */
-  char read_mode[24];            /* buffered_random or direct_random (the read stage shuffles files) */
+  char read_mode[24];            /* buffered or direct as the read stage reads; random when a file is one
+                                  * block or less (the stage's shuffled file order is all the pattern
+                                  * there is), sequential when files span blocks (read in order) */
 } pb_ceilings;
 
 /* No ceilings (every rate NAN), and why. */

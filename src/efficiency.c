@@ -24,7 +24,11 @@ static double per_thread_ceiling(const pb_stage_report *sr, const pb_ceilings *c
   double bytes_per_sample = sr->samples > 0 ? (double)sr->bytes_in / (double)sr->samples : NAN;
   if (!(bytes_per_sample > 0)) return NAN;
   if (strcmp(sr->type, "read") == 0 && isfinite(c->read_mb_per_s)) {
-    *source = c->read_mode[0] == 'd' ? "read_direct_random_mb_per_s" : "read_buffered_random_mb_per_s";
+    static const char *const k_sources[] = {"read_buffered_sequential_mb_per_s", "read_buffered_random_mb_per_s",
+                                            "read_direct_sequential_mb_per_s", "read_direct_random_mb_per_s"};
+    *source = k_sources[1]; /* a calibration's read_mode is one of the four (calibration.c) */
+    for (int m = 0; m < PB_READ_MODES; m++)
+      if (strcmp(c->read_mode, pb_read_mode_name((pb_read_mode)m)) == 0) *source = k_sources[m];
     return c->read_mb_per_s * 1e6 / bytes_per_sample;
   }
   if (strcmp(sr->type, "batch") == 0 && isfinite(c->memcpy_gb_per_s)) {

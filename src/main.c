@@ -172,6 +172,19 @@ static int analyze_arg(cli *c, const char *a) {
   return usage_error("analyze: option \"%s\" does not apply (expected --out, --format, --json or --quiet)", a);
 }
 
+/* calibrate measures the machine and (with --config) its dataset: options about a run (--data, --device,
+ * --seed, --no-trace) do not apply, and saying so beats ignoring them.  0, or the usage error's status. */
+static int calibrate_arg(const char *a) {
+  static const char *refused[] = {"--data", "--device", "--seed", "--no-trace"};
+  size_t len = strcspn(a, "=");
+  for (size_t i = 0; i < PB_ARRAY_LEN(refused); i++)
+    if (strlen(refused[i]) == len && strncmp(a, refused[i], len) == 0)
+      return usage_error("calibrate: option \"%s\" does not apply (expected --config, --set, --force, --out, "
+                         "--format, --json, --quiet or --no-progress)",
+                         refused[i]);
+  return 0;
+}
+
 static int parse_args(cli *c, int argc, char **argv) {
   c->command = "run";
   c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML | PB_FMT_TRACE;
@@ -182,8 +195,9 @@ static int parse_args(cli *c, int argc, char **argv) {
     c->command = argv[1];
     first = 2;
   }
-  bool analyze = strcmp(c->command, "analyze") == 0;
+  bool analyze = strcmp(c->command, "analyze") == 0, calibrate = strcmp(c->command, "calibrate") == 0;
   for (int i = first; i < argc; i++) {
+    if (calibrate && argv[i][0] == '-' && calibrate_arg(argv[i])) return PB_EXIT_USAGE;
     if (analyze) {
       int rc = analyze_arg(c, argv[i]);
       if (rc < 0) continue; /* the PATH */
@@ -239,9 +253,16 @@ static int cmd_run(cli *c, pb_config *cfg) {
   return pb_run(cfg, &c->run);
 }
 
+/* --format for calibrate: text (the summary on stdout) and json (DIR/calibration.json with --out), both
+ * by default; a report format it has no use for is a usage error. */
 static int cmd_calibrate(cli *c, const pb_config *cfg) {
-  pb_calibrate_opts o = {.cfg = cfg, .out_dir = c->run.out_dir, .force = c->force, .json_stdout = c->run.json_stdout,
-                         .quiet = c->run.quiet};
+  unsigned formats = c->run.formats_given ? c->run.formats : PB_FMT_TEXT | PB_FMT_JSON;
+  if (formats & ~(unsigned)(PB_FMT_TEXT | PB_FMT_JSON))
+    return usage_error("calibrate: --format: %s does not apply (expected text, json or both)",
+                       formats & PB_FMT_CSV ? "csv" : formats & PB_FMT_HTML ? "html" : "trace");
+  pb_calibrate_opts o = {.cfg = cfg, .out_dir = formats & PB_FMT_JSON ? c->run.out_dir : NULL, .force = c->force,
+                         .json_stdout = c->run.json_stdout, .quiet = c->run.quiet,
+                         .no_text = !(formats & PB_FMT_TEXT)};
   return pb_calibrate(&o);
 }
 

@@ -163,11 +163,86 @@ static void test_other_machines_calibration_is_not_used(void **state) {
   assert_null(strstr(str(cache_json(), "machine"), "elsewhere"));
 }
 
+/* A corrupt file among the sampled ones is left out with a warning naming it (a run would count it as
+ * a failed sample), not a reason to measure nothing; fused_crop measures the crops' regions, under its
+ * own key; a dataset of nothing but corrupt files is one error line naming the first. */
+static void test_bad_files_and_fused_crop(void **state) {
+  const char *cfg = write_config("calib-bad",
+                                 "{'name':'calib-bad','seed':1,'dataset':{'path':'%s/bad','format':'jpeg',"
+                                 "'generate':{'num_files':8,'image':{'width':160,'height':120,'quality':90}}},"
+                                 "'stages':[{'name':'read','type':'read','block_bytes':65536},"
+                                 "{'name':'decode','type':'decode','fused_crop':true},"
+                                 "{'name':'aug','type':'map','ops':[{'op':'random_resized_crop','size':64}]},"
+                                 "{'name':'batch','type':'batch','size':4}],"
+                                 "'device':{'kind':'emulated','step_ms':0},'run':{'steps':10}}",
+                                 g_tmp);
+  calibrate_ok(ARGS("gen", "--config", cfg, "--quiet"), "gen");
+  char bad[600];
+  snprintf(bad, sizeof bad, "%s/bad/zz-corrupt.jpg", g_tmp);
+  FILE *f = fopen(bad, "w");
+  assert_non_null(f);
+  fputs("this is not a JPEG", f);
+  fclose(f);
+  result *r = run_pb(ARGS("calibrate", "--config", cfg));
+  if (r->status != 0) fail_msg("calibrate with one corrupt file: exit %d: %s", r->status, r->err);
+  assert_non_null(strstr(r->err, "zz-corrupt.jpg"));
+  assert_non_null(strstr(r->err, "left out"));
+  assert_non_null(strstr(r->out, "fused_crop"));
+  cJSON *ds = at(cache_json(), "datasets"), *d, *mine = NULL;
+  cJSON_ArrayForEach(d, ds) if (strstr(str(d, "path"), "/bad")) mine = d;
+  assert_non_null(mine);
+  assert_true(cJSON_IsTrue(at(mine, "decode.fused_crop")));
+  assert_float_equal(num(mine, "decode.min_side"), 64, 0); /* scale auto resolves against the 64 crop */
+  assert_float_equal(num(mine, "decode.files_skipped"), 1, 0);
+  assert_float_equal(num(mine, "decode.files"), 8, 0);
+  assert_true(num(mine, "decode.images_per_s_per_core") > 0);
+  /* every file corrupt: one line, the dataset and the first file, exit 1 */
+  const char *cfg2 = write_config("calib-allbad",
+                                  "{'name':'calib-allbad','dataset':{'path':'%s/allbad','format':'jpeg'},"
+                                  "'stages':[{'name':'read','type':'read'},{'name':'decode','type':'decode'},"
+                                  "{'name':'batch','type':'batch','size':1}],'device':{'kind':'emulated'}}",
+                                  g_tmp);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/allbad", g_tmp);
+  mkdir(dir, 0755);
+  for (int i = 0; i < 2; i++) {
+    snprintf(bad, sizeof bad, "%s/allbad/x%d.jpg", g_tmp, i);
+    f = fopen(bad, "w");
+    fputs("nope", f);
+    fclose(f);
+  }
+  r = run_pb(ARGS("calibrate", "--config", cfg2, "--quiet"));
+  assert_one_error_line(r, 1, "x0.jpg");
+  assert_non_null(strstr(r->err, "none of the 2 sampled files decodes"));
+}
+
 static void test_bad_usage(void **state) {
   result *r = run_pb(ARGS("calibrate", "--budget-s", "3"));
   assert_one_error_line(r, 2, "--budget-s");
   r = run_pb(ARGS("calibrate", "--config", "/nonexistent/x.json"));
   assert_one_error_line(r, 2, "/nonexistent/x.json");
+  /* run options do not apply (and are not silently ignored); --format takes text and json only */
+  r = run_pb(ARGS("calibrate", "--data", "synthetic"));
+  assert_one_error_line(r, 2, "--data");
+  r = run_pb(ARGS("calibrate", "--seed=3"));
+  assert_one_error_line(r, 2, "--seed");
+  r = run_pb(ARGS("calibrate", "--format", "csv"));
+  assert_one_error_line(r, 2, "csv");
+  /* json only: the copy in --out, no summary on stdout */
+  const char *copy = out_dir("calib-json-only");
+  r = run_pb(ARGS("calibrate", "--format", "json", "--out", copy));
+  assert_int_equal(r->status, 0);
+  assert_int_equal(strlen(r->out), 0);
+  char path[600];
+  snprintf(path, sizeof path, "%s/calibration.json", copy);
+  assert_non_null(load_json(path));
+  /* text only: the summary, no copy */
+  copy = out_dir("calib-text-only");
+  r = run_pb(ARGS("calibrate", "--format", "text", "--out", copy));
+  assert_int_equal(r->status, 0);
+  assert_non_null(strstr(r->out, "memcpy"));
+  snprintf(path, sizeof path, "%s/calibration.json", copy);
+  assert_int_equal(access(path, F_OK), -1);
 }
 
 static int setup(void **state) {
@@ -185,6 +260,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_run_reports_efficiency, free_reports),
       cmocka_unit_test_teardown(test_run_without_calibration, free_reports),
       cmocka_unit_test_teardown(test_other_machines_calibration_is_not_used, free_reports),
+      cmocka_unit_test_teardown(test_bad_files_and_fused_crop, free_reports),
       cmocka_unit_test_teardown(test_bad_usage, free_reports),
   };
   return cmocka_run_group_tests(tests, setup, remove_tmp);

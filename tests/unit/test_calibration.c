@@ -91,6 +91,93 @@ static void test_put_replaces_and_bounds(void **state) {
   free(c);
 }
 
+/* A re-measured entry becomes the newest (a run looks from the end), whatever its place before. */
+static void test_put_moves_remeasured_last(void **state) {
+  (void)state;
+  pb_calibration *c = sample();
+  pb_calib_dataset a = c->datasets[0], b = a;
+  b.files = 2000;
+  pb_calib_put(c, &b);
+  a.decode_images_per_s = 900;
+  pb_calib_put(c, &a); /* --force on the first dataset again */
+  assert_int_equal(c->ndatasets, 2);
+  assert_int_equal(c->datasets[1].files, 10);
+  assert_float_equal(c->datasets[1].decode_images_per_s, 900, 0);
+  free(c);
+}
+
+/* A hand-edited file: a zero or negative rate is "not measured", a count out of range is 0 (never a NAN
+ * cast to an integer), and a file without a positive core count is not a calibration. */
+static void test_load_sanitizes(void **state) {
+  (void)state;
+  char dir[] = "/tmp/pb-calib-XXXXXX", file[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(file, sizeof file, "%s/calibration.json", dir);
+  FILE *f = fopen(file, "w");
+  fputs("{\"machine\":\"m\",\"cores\":2,\"memcpy\":{\"gb_per_s_one_core\":0,\"gb_per_s_all_cores\":-3},"
+        "\"gpu\":{\"step_kernel\":{\"error_pct\":-1.5}},"
+        "\"datasets\":[{\"path\":\"/d\",\"files\":-4,\"bytes\":\"x\",\"decode\":{\"images_per_s_per_core\":0},"
+        "\"read\":{\"block_bytes\":1e300}}]}",
+        f);
+  fclose(f);
+  pb_calibration *c = calloc(1, sizeof *c);
+  pb_err err;
+  assert_int_equal(pb_calib_load(file, NULL, c, &err), 0);
+  assert_true(isnan(c->memcpy_gb_per_s) && isnan(c->memcpy_all_gb_per_s));
+  assert_float_equal(c->step_kernel_error_pct, -1.5, 0); /* an error may be negative */
+  assert_int_equal(c->ndatasets, 1);
+  assert_int_equal(c->datasets[0].files, 0);
+  assert_int_equal(c->datasets[0].bytes, 0);
+  assert_int_equal(c->datasets[0].block_bytes, 0);
+  assert_true(isnan(c->datasets[0].decode_images_per_s));
+  f = fopen(file, "w");
+  fputs("{\"machine\":\"m\",\"cores\":0,\"memcpy\":{}}", f);
+  fclose(f);
+  assert_int_equal(pb_calib_load(file, NULL, c, &err), -EINVAL);
+  unlink(file);
+  rmdir(dir);
+  free(c);
+}
+
+/* The key holds what changes the measured work: what scale `auto` resolves against (the next crop),
+ * fused_crop; and the path made absolute when it exists. */
+static void test_dataset_key(void **state) {
+  (void)state;
+  char dir[] = "/tmp/pb-calib-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char json[1024], cwd[1024];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir("/tmp"), 0);
+  pb_calib_dataset k[4];
+  const char *variants[4][3] = {{"./", "224", "false"}, {"", "224", "false"}, {"", "64", "false"}, {"", "224", "true"}};
+  for (int v = 0; v < 4; v++) {
+    snprintf(json, sizeof json,
+             "{\"name\":\"t\",\"dataset\":{\"path\":\"%s%s\",\"format\":\"jpeg\"},\"stages\":["
+             "{\"type\":\"read\"},{\"type\":\"decode\",\"fused_crop\":%s},{\"type\":\"map\",\"ops\":"
+             "[{\"op\":\"random_resized_crop\",\"size\":%s}]},{\"type\":\"batch\",\"size\":2}]}",
+             variants[v][0], dir + 5, variants[v][2], variants[v][1]);
+    pb_config *cfg = calloc(1, sizeof *cfg);
+    pb_err err;
+    if (pb_config_parse(cfg, "t.json", json, NULL, 0, &err)) fail_msg("%s", err.msg);
+    pb_calib_dataset_key(cfg, &k[v]);
+    free(cfg);
+  }
+  assert_int_equal(chdir(cwd), 0);
+  assert_string_equal(k[0].path, dir); /* ./pb-calib-x and pb-calib-x from /tmp: the same directory */
+  assert_string_equal(k[1].path, dir);
+  assert_int_equal(k[1].decode_min_side, 224);
+  assert_int_equal(k[2].decode_min_side, 64);
+  assert_false(k[1].fused_crop);
+  assert_true(k[3].fused_crop);
+  pb_calibration *c = calloc(1, sizeof *c);
+  pb_calib_put(c, &k[1]);
+  assert_non_null(pb_calib_find(c, &k[0]));
+  assert_null(pb_calib_find(c, &k[2])); /* another crop size: measured again */
+  assert_null(pb_calib_find(c, &k[3]));
+  free(c);
+  rmdir(dir);
+}
+
 static void test_run_lookup(void **state) {
   (void)state;
   char dir[] = "/tmp/pb-calib-XXXXXX", file[PB_PATH_LEN];
@@ -113,6 +200,12 @@ static void test_run_lookup(void **state) {
   assert_float_equal(k.read_mb_per_s, 200, 0); /* buffered, random: the read stage shuffles files */
   assert_string_equal(k.read_mode, "buffered_random");
   assert_float_equal(k.h2d_gb_per_s, 8, 0);    /* pageable, as the h2d stage copies */
+  /* files of many blocks are read in order: the sequential figure is their ceiling */
+  c->datasets[0].bytes = 10 * 4 * 65536;
+  assert_int_equal(pb_calib_save(file, c, &err), 0);
+  pb_ceilings_lookup(cfg, false, true, &k);
+  assert_float_equal(k.read_mb_per_s, 100, 0);
+  assert_string_equal(k.read_mode, "buffered_sequential");
   pb_ceilings_lookup(cfg, true, false, &k);    /* synthetic: no dataset part; emulated: no link */
   assert_true(k.have && !k.dataset && isnan(k.h2d_gb_per_s) && isnan(k.decode_images_per_s));
   unlink(file);
@@ -174,6 +267,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_save_load_round_trip),
       cmocka_unit_test(test_put_replaces_and_bounds),
+      cmocka_unit_test(test_put_moves_remeasured_last),
+      cmocka_unit_test(test_load_sanitizes),
+      cmocka_unit_test(test_dataset_key),
       cmocka_unit_test(test_run_lookup),
       cmocka_unit_test(test_efficiency),
   };
