@@ -8,8 +8,8 @@
 
 2. The gradient exchange: `mpirun -np N` with device.allreduce mpi at several sizes (and barrier), the
    measured time per step (report.json allreduce.measured_ms) beside the model bytes / gb_per_s, with
-   gb_per_s the algorithm bandwidth measured at the largest size (the model's one parameter, as a user
-   would take it from nccl-tests' algbw there).  Where the linear model holds, the error is small; at
+   gb_per_s the algorithm bandwidth measured at one size, 4 MB and then the largest (the model's one
+   parameter, as a user would take it from nccl-tests' algbw there).  Where the linear model holds, the error is small; at
    small sizes the exchange's latency, which the model leaves out, dominates.
 
     bench/mpi_scaling.py [--bin build-release/pipebench] [--ranks 2] [--rounds 5]

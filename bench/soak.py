@@ -110,10 +110,12 @@ def main():
     print(f"machine: {platform.node()} ({os.cpu_count()} CPUs), {platform.platform()}")
     print(f"run: {a.seconds} s, step_ms {a.step_ms}, {'traced' if a.trace else 'untraced'}, "
           f"{steps} steps, {rep['throughput']['samples_per_s']:.1f} samples/s, {len(samples)} RSS samples")
-    print(f"RSS: at 60 s {first[0] / 1024:.1f} MB, at the end {last[0] / 1024:.1f} MB, max {peak / 1024:.1f} MB")
-    print(f"growth after the first minute: {(last[0] - first[0]) / 1024:+.2f} MB raw; step records "
-          f"{record_kb / 1024:.2f} MB; net {(last[0] - first[0] - record_kb) / 1024:+.2f} MB "
-          f"(anonymous {(last[1] - first[1]) / 1024:+.2f} MB, file {(last[2] - first[2]) / 1024:+.2f} MB; "
+    # /proc gives KiB: these are MiB (the report's figures below are bytes / 1e6: MB)
+    print(f"RSS: at 60 s {first[0] / 1024:.1f} MiB, at the end {last[0] / 1024:.1f} MiB, max {peak / 1024:.1f} MiB "
+          f"({peak * 1024 / 1e6:.1f} MB)")
+    print(f"growth after the first minute: {(last[0] - first[0]) / 1024:+.2f} MiB raw; step records "
+          f"{record_kb / 1024:.2f} MiB; net {(last[0] - first[0] - record_kb) / 1024:+.2f} MiB "
+          f"(anonymous {(last[1] - first[1]) / 1024:+.2f} MiB, file {(last[2] - first[2]) / 1024:+.2f} MiB; "
           f"mappings {first[3]} -> {last[3]})")
     m = rep["memory"]
     print(f"report memory: planned {m['planned_bytes'] / 1e6:.0f} MB, trace {m['trace_bytes'] / 1e6:.0f} MB, "

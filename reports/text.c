@@ -228,6 +228,9 @@ static void print_efficiency(const pb_report *r, FILE *out) {
     fprintf(out, "%-*s%s%% of the machine's best, %s samples/s (%s%s; calibrated %s)\n", LABEL, "efficiency",
             fmtd(&a, "%.0f", e->pipeline_pct), fmtd(&b, "%.1f", e->best_samples_per_s), e->limited_by,
             strcmp(e->limited_by, "device") ? " on every core" : "", e->measured_at);
+  else if (isfinite(e->best_samples_per_s))
+    fprintf(out, "%-*sn/a (no measured window); the machine's best %s samples/s (%s; calibrated %s)\n", LABEL,
+            "efficiency", fmtd(&b, "%.1f", e->best_samples_per_s), e->limited_by, e->measured_at);
   else
     line(out, "%-*sno stage with a calibrated ceiling (calibrated %s)", LABEL, "efficiency", e->measured_at);
   for (int i = 0; i < r->nstages; i++) {

@@ -370,6 +370,9 @@ static cJSON *record_json(const pb_record *rec) {
   put(ce, "decode_images_per_s", j_dbl(cl->decode_images_per_s), &ok);
   put(ce, "read_mb_per_s", j_dbl(cl->read_mb_per_s), &ok);
   put(ce, "read_mode", cJSON_CreateString(cl->read_mode), &ok);
+  put(ce, "read_latency_us", cJSON_CreateNumber(cl->read_latency_us), &ok);
+  put(ce, "read_cap_mb_per_s", cJSON_CreateNumber(cl->read_cap_mb_per_s), &ok);
+  put(ce, "read_block_bytes", cJSON_CreateNumber(cl->read_block_bytes), &ok);
   put(o, "ceilings", ce, &ok);
   if (ok && rec->timeline) put(o, "queue_fill", timeline_json(rec->timeline, rec->start_ns, &ok), &ok);
   return finish(o, ok);
@@ -828,6 +831,23 @@ static int load_ceilings(loader *l, const cJSON *m) {
   if (!rc) rc = v_dbl(l, member(m, "decode_images_per_s"), "pipebench.ceilings.decode_images_per_s", &c->decode_images_per_s);
   if (!rc) rc = v_dbl(l, member(m, "read_mb_per_s"), "pipebench.ceilings.read_mb_per_s", &c->read_mb_per_s);
   if (!rc) rc = v_str(l, member(m, "read_mode"), "pipebench.ceilings.read_mode", c->read_mode, sizeof c->read_mode);
+  /* the read stage's emulation: optional (older traces), never negative */
+  const char *emu[] = {"read_latency_us", "read_cap_mb_per_s"};
+  double *emu_out[] = {&c->read_latency_us, &c->read_cap_mb_per_s};
+  for (int k = 0; k < 2 && !rc; k++) {
+    char where[64];
+    snprintf(where, sizeof where, "pipebench.ceilings.%s", emu[k]);
+    if (member(m, emu[k]) && !(rc = v_dbl(l, member(m, emu[k]), where, emu_out[k])) &&
+        !(*emu_out[k] >= 0 && isfinite(*emu_out[k])))
+      rc = bad(l, "%s: %g (expected a finite number >= 0)", where, *emu_out[k]);
+  }
+  if (!rc && member(m, "read_block_bytes"))
+    rc = v_int(l, member(m, "read_block_bytes"), "pipebench.ceilings.read_block_bytes", 0, INT32_MAX,
+               &c->read_block_bytes);
+  /* with a calibration, a hand-edited rate of 0 or less is "not measured", as in calibration.json */
+  double *rates[] = {&c->memcpy_gb_per_s, &c->h2d_gb_per_s, &c->decode_images_per_s, &c->read_mb_per_s};
+  for (int k = 0; k < 4 && c->have; k++)
+    if (!(*rates[k] > 0) || isinf(*rates[k])) *rates[k] = NAN;
   return rc;
 }
 

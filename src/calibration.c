@@ -303,6 +303,19 @@ static bool read_direct(const pb_config *cfg) {
   return false;
 }
 
+/* The read stage's emulation caps: what it adds to the storage calibrate measured. */
+static void read_emulation(const pb_config *cfg, pb_ceilings *out) {
+  for (int i = 0; i < cfg->nstages; i++) {
+    const pb_stage_cfg *s = &cfg->stages[i];
+    if (s->type != PB_STAGE_READ) continue;
+    out->read_latency_us = (double)s->latency_us;
+    out->read_cap_mb_per_s = s->bandwidth_mb_per_s > 0 ? s->bandwidth_mb_per_s : 0;
+    int64_t block = s->direct ? (s->block_bytes + 4095) / 4096 * 4096 : s->block_bytes; /* as stage_read.c */
+    out->read_block_bytes = block > 0 && block <= INT32_MAX ? (int)block : 0;
+    return;
+  }
+}
+
 /* The newest entry for the config's dataset (same path, format, block size and decode settings): a
  * dataset that gained files since is still best described by its latest calibration. */
 static const pb_calib_dataset *find_for_run(const pb_calibration *c, const pb_config *cfg) {
@@ -338,6 +351,7 @@ void pb_ceilings_lookup(const pb_config *cfg, bool synthetic, bool gpu, pb_ceili
   out->cores = c->cores;
   out->memcpy_gb_per_s = c->memcpy_gb_per_s;
   if (gpu) out->h2d_gb_per_s = h2d_pinned(cfg) ? c->h2d_pinned_gb_per_s : c->h2d_pageable_gb_per_s;
+  read_emulation(cfg, out);
   const pb_calib_dataset *d = synthetic ? NULL : find_for_run(c, cfg);
   if (d) {
     /* The read stage reads each file whole, in blocks, in a shuffled file order: a file of one block is

@@ -101,6 +101,10 @@ typedef struct pb_ceilings {
   char read_mode[24];            /* buffered or direct as the read stage reads; random when a file is one
                                   * block or less (the stage's shuffled file order is all the pattern
                                   * there is), sequential when files span blocks (read in order) */
+  /* the read stage's emulated storage (its config, not the calibration; 0: none): latency_us added per
+   * block read, bandwidth_mb_per_s a cap on the whole stage; block_bytes as the stage reads */
+  double read_latency_us, read_cap_mb_per_s;
+  int read_block_bytes;
 } pb_ceilings;
 
 /* No ceilings (every rate NAN), and why. */

@@ -6,6 +6,8 @@
  *   decode  the dataset's own JPEGs, one core, at the decode stage's scale (images/s)
  *   batch   memcpy on one core (GB/s -> samples/s by the bytes collated per sample)
  *   h2d     the GPU link (pinned or pageable as the stage copies): one link, not per thread
+ * A read stage with emulated storage (latency_us, bandwidth_mb_per_s) has those added to the calibrated
+ * rate: per block, and as a cap on the whole stage.
  * Other stages (map, shuffle, prefetch, cache, the in-memory source) have no machine ceiling: null. */
 #include <math.h>
 #include <stdio.h>
@@ -13,34 +15,48 @@
 
 #include "efficiency.h"
 
-/* Samples/s one thread of the stage could reach at the calibrated rate, or NAN; *source names it. */
-static double per_thread_ceiling(const pb_stage_report *sr, const pb_ceilings *c, const char **source, bool *per_link) {
-  *per_link = false;
-  *source = NULL;
-  if (strcmp(sr->type, "decode") == 0 && isfinite(c->decode_images_per_s)) {
-    *source = "decode_images_per_s_per_core";
-    return c->decode_images_per_s;
+/* A stage's ceiling: samples/s per thread, and a cap on the whole stage whatever its threads (the GPU
+ * link, an emulated storage bandwidth; INFINITY when none). */
+typedef struct ceiling {
+  double per_thread, stage_cap;
+  const char *source;
+} ceiling;
+
+/* The read stage: the calibrated storage, slowed by its emulated latency per block and capped by its
+ * emulated bandwidth when the config sets them (calibrate measures the real disk, not the emulation). */
+static ceiling read_ceiling(const pb_ceilings *c, double bytes_per_sample) {
+  static const char *const k_sources[] = {"read_buffered_sequential_mb_per_s", "read_buffered_random_mb_per_s",
+                                          "read_direct_sequential_mb_per_s", "read_direct_random_mb_per_s"};
+  ceiling k = {c->read_mb_per_s * 1e6 / bytes_per_sample, INFINITY, k_sources[1]};
+  for (int m = 0; m < PB_READ_MODES; m++)
+    if (strcmp(c->read_mode, pb_read_mode_name((pb_read_mode)m)) == 0) k.source = k_sources[m];
+  if (c->read_latency_us > 0 && c->read_block_bytes > 0) {
+    double blocks = ceil(bytes_per_sample / c->read_block_bytes);
+    k.per_thread = 1.0 / (1.0 / k.per_thread + blocks * c->read_latency_us * 1e-6);
+    k.source = "read_emulated_storage";
   }
+  if (c->read_cap_mb_per_s > 0) {
+    k.stage_cap = c->read_cap_mb_per_s * 1e6 / bytes_per_sample;
+    k.source = "read_emulated_storage";
+  }
+  return k;
+}
+
+/* The stage's ceiling, or per_thread NAN when it has none. */
+static ceiling stage_ceiling(const pb_stage_report *sr, const pb_ceilings *c) {
+  ceiling none = {NAN, INFINITY, NULL};
+  if (strcmp(sr->type, "decode") == 0 && isfinite(c->decode_images_per_s))
+    return (ceiling){c->decode_images_per_s, INFINITY, "decode_images_per_s_per_core"};
   double bytes_per_sample = sr->samples > 0 ? (double)sr->bytes_in / (double)sr->samples : NAN;
-  if (!(bytes_per_sample > 0)) return NAN;
-  if (strcmp(sr->type, "read") == 0 && isfinite(c->read_mb_per_s)) {
-    static const char *const k_sources[] = {"read_buffered_sequential_mb_per_s", "read_buffered_random_mb_per_s",
-                                            "read_direct_sequential_mb_per_s", "read_direct_random_mb_per_s"};
-    *source = k_sources[1]; /* a calibration's read_mode is one of the four (calibration.c) */
-    for (int m = 0; m < PB_READ_MODES; m++)
-      if (strcmp(c->read_mode, pb_read_mode_name((pb_read_mode)m)) == 0) *source = k_sources[m];
-    return c->read_mb_per_s * 1e6 / bytes_per_sample;
-  }
-  if (strcmp(sr->type, "batch") == 0 && isfinite(c->memcpy_gb_per_s)) {
-    *source = "memcpy_gb_per_s_one_core";
-    return c->memcpy_gb_per_s * 1e9 / bytes_per_sample;
-  }
+  if (!(bytes_per_sample > 0)) return none;
+  if (strcmp(sr->type, "read") == 0 && isfinite(c->read_mb_per_s)) return read_ceiling(c, bytes_per_sample);
+  if (strcmp(sr->type, "batch") == 0 && isfinite(c->memcpy_gb_per_s))
+    return (ceiling){c->memcpy_gb_per_s * 1e9 / bytes_per_sample, INFINITY, "memcpy_gb_per_s_one_core"};
   if (strcmp(sr->type, "h2d") == 0 && isfinite(c->h2d_gb_per_s)) {
-    *source = "h2d_gb_per_s";
-    *per_link = true;
-    return c->h2d_gb_per_s * 1e9 / bytes_per_sample;
+    double link = c->h2d_gb_per_s * 1e9 / bytes_per_sample; /* one link, not per thread */
+    return (ceiling){link, link, "h2d_gb_per_s"};
   }
-  return NAN;
+  return none;
 }
 
 void pb_efficiency_compute(pb_report *r, const pb_ceilings *c) {
@@ -53,20 +69,25 @@ void pb_efficiency_compute(pb_report *r, const pb_ceilings *c) {
   snprintf(e->measured_at, sizeof e->measured_at, "%s", c->measured_at);
   int cores = r->ncpu > 0 ? r->ncpu : 1;
   e->cores = cores;
+  double delivered = r->measured_s > 0 && isfinite(r->samples_per_s) ? r->samples_per_s * r->measured_s : 0;
   for (int i = 0; i < r->nstages; i++) {
     pb_stage_report *sr = &r->stages[i];
     sr->ceiling_per_thread_per_s = sr->ceiling_per_s = sr->efficiency_pct = NAN;
     sr->ceiling_source = NULL;
-    if (!c->have || sr->skipped) continue;
-    bool per_link;
-    double one = per_thread_ceiling(sr, c, &sr->ceiling_source, &per_link);
-    if (!isfinite(one)) continue;
-    sr->ceiling_per_thread_per_s = one;
-    sr->ceiling_per_s = per_link ? one : one * sr->threads;
+    /* No samples in the window (upstream of a cache that replays): no work to put against a ceiling. */
+    if (!c->have || sr->skipped || sr->samples == 0) continue;
+    ceiling k = stage_ceiling(sr, c);
+    if (!isfinite(k.per_thread)) continue;
+    sr->ceiling_source = k.source;
+    sr->ceiling_per_thread_per_s = k.per_thread;
+    sr->ceiling_per_s = fmin(k.per_thread * sr->threads, k.stage_cap);
     double rate = r->measured_s > 0 ? (double)sr->samples / r->measured_s : NAN;
     sr->efficiency_pct = rate / sr->ceiling_per_s * 100.0;
-    /* The best the machine allows: every core on this stage alone (the link is one, whatever the cores). */
-    double best = per_link ? one : one * cores;
+    /* The best the machine allows: every core on this stage alone (a stage cap holds whatever the
+     * cores).  A stage that saw only part of the pipeline's samples (a cache replays past it) bounds the
+     * pipeline at that divided by its share. */
+    double best = fmin(k.per_thread * cores, k.stage_cap);
+    if (delivered > (double)sr->samples) best *= delivered / (double)sr->samples;
     if (!isfinite(e->best_samples_per_s) || best < e->best_samples_per_s) {
       e->best_samples_per_s = best;
       snprintf(e->limited_by, sizeof e->limited_by, "%s", sr->name);

@@ -127,6 +127,20 @@ static void test_run_reports_efficiency(void **state) {
   assert_int_equal(r->status, 0);
   assert_non_null(strstr(r->out, "of the machine's best"));
   assert_non_null(strstr(r->out, "decode: "));
+  /* emulated storage: the read stage's bandwidth cap bounds its ceiling and the machine's best (the
+   * calibrated disk does not), and analyze keeps it */
+  rep = run_report(cfg, "eff-emu", ARGS("--format", "json,trace", "--set", "stages.read.bandwidth_mb_per_s=1"));
+  rd = stage(rep, "read");
+  assert_string_equal(str(rd, "ceiling_source"), "read_emulated_storage");
+  double per_sample = num(rd, "bytes_in") / (num(rd, "calls") > 0 ? num(rd, "calls") : 1);
+  assert_float_equal(num(rd, "ceiling_per_s"), 1e6 / per_sample, 1e6 / per_sample * 0.01);
+  assert_string_equal(str(rep, "efficiency.limited_by"), "read");
+  assert_true(num(rd, "efficiency_pct") > 50 && num(rd, "efficiency_pct") < 110); /* the cap binds, and holds */
+  again = out_dir("eff-emu-again");
+  r = run_pb(ARGS("analyze", out_dir("eff-emu"), "--out", again, "--format", "json", "--quiet"));
+  assert_int_equal(r->status, 0);
+  assert_float_equal(num(load_report(again), "efficiency.best_samples_per_s"), num(rep, "efficiency.best_samples_per_s"),
+                     0);
 }
 
 static void test_run_without_calibration(void **state) {

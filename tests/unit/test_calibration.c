@@ -263,6 +263,50 @@ static void test_efficiency(void **state) {
   assert_true(isnan(r.stages[1].efficiency_pct));
 }
 
+/* A stage a cache replays past: no work in the window, no ceiling; part of the samples, a bound relaxed by
+ * its share.  A read stage with emulated storage: its latency per block and bandwidth cap count. */
+static void test_efficiency_cache_and_emulation(void **state) {
+  (void)state;
+  static pb_report r;
+  memset(&r, 0, sizeof r);
+  r.ncpu = 4;
+  r.measured_s = 2;
+  r.samples_per_s = 300; /* 600 delivered */
+  r.device_rate_per_s = 5000;
+  r.nstages = 3;
+  r.stages[0] = (pb_stage_report){.type = "read", .threads = 1, .samples = 0};
+  r.stages[1] = (pb_stage_report){.type = "decode", .threads = 2, .samples = 100}; /* a sixth of them */
+  r.stages[2] = (pb_stage_report){.type = "batch", .threads = 1, .samples = 600, .bytes_in = 600 * 150528};
+  for (int i = 0; i < 3; i++) snprintf(r.stages[i].name, sizeof r.stages[i].name, "%s", r.stages[i].type);
+  pb_ceilings k = {.have = true, .cores = 4, .memcpy_gb_per_s = 10, .h2d_gb_per_s = NAN, .dataset = true,
+                   .decode_images_per_s = 500, .read_mb_per_s = 200};
+  snprintf(k.read_mode, sizeof k.read_mode, "buffered_random");
+  pb_efficiency_compute(&r, &k);
+  assert_true(isnan(r.stages[0].ceiling_per_s) && isnan(r.stages[0].efficiency_pct));
+  assert_float_equal(r.stages[1].efficiency_pct, 5, 1e-9); /* 50/s of 1000/s: its own work */
+  /* decode would bound at 500 x 4 x 6 = 12000; the device's 5000 is lower */
+  assert_string_equal(r.efficiency.limited_by, "device");
+  assert_float_equal(r.efficiency.best_samples_per_s, 5000, 1e-9);
+  /* emulated storage: 100 kB samples in 64 KiB blocks = 2 blocks, 1 ms each on top of 200 MB/s (0.5 ms):
+   * 400/s a thread; a 20 MB/s cap on the stage = 200/s whatever its threads or the cores */
+  r.samples_per_s = 150; /* 300 delivered, all read in the window */
+  r.stages[0] = (pb_stage_report){.type = "read", .threads = 3, .samples = 300, .bytes_in = 300 * 100000};
+  snprintf(r.stages[0].name, sizeof r.stages[0].name, "read");
+  k.read_latency_us = 1000;
+  k.read_block_bytes = 65536;
+  pb_efficiency_compute(&r, &k);
+  assert_float_equal(r.stages[0].ceiling_per_thread_per_s, 400, 1e-9);
+  assert_float_equal(r.stages[0].ceiling_per_s, 1200, 1e-9);
+  assert_string_equal(r.stages[0].ceiling_source, "read_emulated_storage");
+  k.read_cap_mb_per_s = 20;
+  pb_efficiency_compute(&r, &k);
+  assert_float_equal(r.stages[0].ceiling_per_s, 200, 1e-9);
+  assert_float_equal(r.stages[0].efficiency_pct, 75, 1e-9); /* 150/s of 200 */
+  assert_string_equal(r.efficiency.limited_by, "read");
+  assert_float_equal(r.efficiency.best_samples_per_s, 200, 1e-9);
+  assert_float_equal(r.efficiency.pipeline_pct, 75, 1e-9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_save_load_round_trip),
@@ -272,6 +316,7 @@ int main(void) {
       cmocka_unit_test(test_dataset_key),
       cmocka_unit_test(test_run_lookup),
       cmocka_unit_test(test_efficiency),
+      cmocka_unit_test(test_efficiency_cache_and_emulation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
