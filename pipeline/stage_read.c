@@ -51,14 +51,20 @@ typedef struct read_worker {
   size_t sample_bytes, nsamples, emitted;
   uint32_t record;              /* tfrecord: records seen in this file */
   const uint8_t *data;          /* raw/npy: first sample */
+  char label[PB_PATH_LEN + 80];  /* npy errors' prefix: the file, or the npz and its member */
 } read_worker;
 
 /* ---------- the file dispenser ---------- */
 
-static void shuffle_epoch(read_state *st, const pb_engine *e) {
+/* The next epoch's file order; false (and an empty order) when there is no memory for it. */
+static bool shuffle_epoch(read_state *st, const pb_engine *e) {
   pb_file_list_free(&st->order);
-  pb_file_list_clone(&e->files, &st->order);
+  if (pb_file_list_clone(&e->files, &st->order)) {
+    st->order.count = 0;
+    return false;
+  }
   pb_file_list_shuffle(&st->order, e->cfg->seed, st->epoch);
+  return true;
 }
 
 /* The next file to read, or false when every epoch is done. */
@@ -74,7 +80,10 @@ static bool claim_file(pb_stage *s, uint32_t *index, uint32_t *epoch) {
     } else {
       st->epoch++;
       st->next = 0;
-      shuffle_epoch(st, s->engine);
+      if (!shuffle_epoch(st, s->engine)) {
+        st->finished = true;
+        pb_engine_fail(s->engine, "out of memory for the next epoch's file order");
+      }
     }
   }
   bool ok = !st->finished;
@@ -108,7 +117,10 @@ static void apply_caps(pb_stage *s, size_t bytes) {
 /* Reads all of fd into buf (capacity cap, a multiple of DIRECT_ALIGN) in block_bytes pieces. */
 static int read_blocks(pb_stage *s, int fd, uint8_t *buf, size_t file_bytes, size_t cap, size_t *got) {
   size_t block = (size_t)s->cfg->block_bytes, done = 0;
-  if (s->cfg->direct) block = (block + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+  if (s->cfg->direct) { /* O_DIRECT wants whole logical blocks: 4 KiB covers every device */
+    block = (block + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+    cap = cap / DIRECT_ALIGN * DIRECT_ALIGN;
+  }
   while (done < file_bytes) {
     size_t want = PB_MIN(block, cap - done);
     ssize_t n = pread(fd, buf + done, want, (off_t)done);
@@ -256,10 +268,17 @@ static int start_npy(pb_worker *w, read_worker *rw) {
   pb_npy_info info;
   pb_err err;
   const char *path = pb_engine_file_path(w->stage->engine, rw->file_index);
-  if (pb_npy_parse(rw->file_buf, rw->file_bytes, &info, path, &err))
+  if (!rw->label[0]) snprintf(rw->label, sizeof rw->label, "%s", path);
+  if (pb_npy_parse(rw->file_buf, rw->file_bytes, &info, rw->label, &err))
     return read_error(w, rw->file_index, err.msg), 0;
   size_t spf = samples_per_file(w->stage->engine->cfg);
-  bool split = spf > 1 && info.ndims >= 1 && (size_t)info.shape[0] == spf && !info.fortran_order;
+  bool split = spf > 1 && info.ndims >= 1 && (size_t)info.shape[0] == spf;
+  if (split && info.fortran_order) { /* its samples are not contiguous rows: refuse, never one big sample */
+    char msg[PB_PATH_LEN + 240];
+    snprintf(msg, sizeof msg, "%s: a Fortran-order array of %zu samples (expected C order: save it with "
+                              "np.ascontiguousarray)", rw->label, spf);
+    return read_error(w, rw->file_index, msg), 0;
+  }
   rw->nsamples = split ? spf : 1;
   rw->sample_bytes = info.data_bytes / rw->nsamples;
   rw->data = rw->file_buf + info.data_offset_bytes;
@@ -270,9 +289,13 @@ static int start_npy(pb_worker *w, read_worker *rw) {
 static int load_npz(pb_worker *w, read_worker *rw) {
   const char *path = pb_engine_file_path(w->stage->engine, rw->file_index);
   pb_npz *z = NULL;
-  pb_err err;
+  pb_err err = {.msg = ""};
   int n = 0;
-  if (pb_npz_open(path, &z, &err)) return read_error(w, rw->file_index, err.msg), -EBADMSG;
+  int open_rc = pb_npz_open(path, &z, &err);
+  if (open_rc) {
+    if (!err.msg[0]) snprintf(err.msg, sizeof err.msg, "%s: cannot open it: %s", path, strerror(-open_rc));
+    return read_error(w, rw->file_index, err.msg), -EBADMSG;
+  }
   const pb_npz_member *m = pb_npz_list(z, &n);
   int rc = n > 0 ? 0 : -EBADMSG;
   if (rc) snprintf(err.msg, sizeof err.msg, "%s: no members (expected an array saved with np.savez)", path);
@@ -283,6 +306,8 @@ static int load_npz(pb_worker *w, read_worker *rw) {
   }
   if (!rc) rc = pb_npz_read_member(z, 0, rw->file_buf, rw->file_cap, &err);
   if (!rc) rw->file_bytes = m[0].bytes;
+  /* npy errors inside it name the member: their offsets are the member's, not the archive's */
+  if (!rc) snprintf(rw->label, sizeof rw->label, "%s: member '%.60s'", path, m[0].name);
   pb_npz_close(z);
   if (rc) return read_error(w, rw->file_index, err.msg), rc;
   apply_caps(w->stage, rw->file_bytes);
@@ -302,6 +327,8 @@ static void start_file(pb_worker *w, uint32_t fi, uint32_t epoch) {
     if (rc) return read_errno(w, fi, rc, "cannot read");
   }
   w->ctr.files_read_total++;
+  if (rw->file_bytes == 0) /* no record in it: an error, as an empty JPEG is, never a silent nothing */
+    return read_error(w, fi, "empty file (expected at least one record)");
   rw->pending = true;
   if (fmt == PB_FMT_RAW) start_raw(w, rw);
   else if (fmt == PB_FMT_NPY || fmt == PB_FMT_NPZ) start_npy(w, rw);
@@ -438,8 +465,8 @@ static int read_init(pb_stage *s, pb_err *err) {
   uv_mutex_init(&st->bw_lock);
   st->epochs = pb_engine_source_epochs(e);
   s->state = st;
-  shuffle_epoch(st, e);
   for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];
+  if (!shuffle_epoch(st, e)) return pb_err_set(err, "out of memory for the read stage's file order"), -ENOMEM;
   return 0;
 }
 

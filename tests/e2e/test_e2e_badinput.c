@@ -499,6 +499,24 @@ static void test_npy_headers_that_lie(void **state) {
   expect_bad_sample(k_npy_cfg, dir, f, ".npy", 1, k_no_prefix);
 }
 
+/* A Fortran-order array of samples_per_file rows: its samples are not contiguous, so it is an error on
+ * that file, never one big sample passed on as if it were one. */
+static void test_npy_fortran_order(void **state) {
+  const char *dir = copy_dataset("npy", "fortran");
+  const char *f = in_dir(dir, "sample-00000000.npy");
+  npy_set_shape(f, "'fortran_order': False", "'fortran_order': True");
+  expect_bad_sample(k_npy_cfg, dir, f, "Fortran-order", 1, k_no_prefix);
+}
+
+/* An empty file of a multi-record format is an error naming it, as an empty JPEG is: before, it yielded
+ * nothing and no error, and a dataset of only such files failed with an empty first_errors. */
+static void test_empty_record_file(void **state) {
+  const char *dir = copy_dataset("tfr", "empty");
+  const char *f = in_dir(dir, "shard-00000.tfrecord");
+  assert_int_equal(truncate(f, 0), 0);
+  expect_bad_sample(k_tfr_cfg, dir, f, "empty file", 1, k_no_prefix);
+}
+
 static void test_broken_npz(void **state) {
   const char *dir = copy_dataset("npz", "trunc");
   const char *f = in_dir(dir, "records-00000000.npz");
@@ -569,6 +587,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_unreadable_and_broken_links, free_reports),
       cmocka_unit_test_teardown(test_bad_tfrecords, free_reports),
       cmocka_unit_test_teardown(test_npy_headers_that_lie, free_reports),
+      cmocka_unit_test_teardown(test_npy_fortran_order, free_reports),
+      cmocka_unit_test_teardown(test_empty_record_file, free_reports),
       cmocka_unit_test_teardown(test_broken_npz, free_reports),
       cmocka_unit_test_teardown(test_outputs_that_cannot_be_written, free_reports),
       cmocka_unit_test_teardown(test_full_file_system, free_reports),
