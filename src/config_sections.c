@@ -207,6 +207,12 @@ int pb_cfg_check_dataset(pb_cfg_ctx *c, const cJSON *obj, const char *path, void
   if (rc) return rc;
   d->sample.known = d->format == PB_FMT_SYNTHETIC;
   if (!has(obj, "record_bytes")) d->record_bytes = d->generate.record_bytes;
+  if (d->format == PB_FMT_RAW && d->record_bytes <= 0) { /* else every file fails, sample by sample */
+    char p[PB_CFG_PATH_MAX];
+    pb_cfg_path_key(p, path, "record_bytes");
+    return pb_cfg_fail(c, p, "missing (expected the bytes of one record with dataset.format \"raw\", here or as "
+                             "dataset.generate.record_bytes)");
+  }
   return 0;
 }
 

@@ -147,8 +147,9 @@ static int apply_op(pb_cfg_ctx *c, const char *path, const pb_op_cfg *op, pb_sha
     break;
   }
   case PB_OP_FLIP: rc = need_image(c, path, op, cur, true); break;
-  case PB_OP_NORMALIZE:
-    rc = check_normalize_channels(c, path, op, cur);
+  case PB_OP_NORMALIZE: /* per-channel: the map stage runs it on decoded images only */
+    rc = need_image(c, path, op, cur, true);
+    if (!rc) rc = check_normalize_channels(c, path, op, cur);
     if (!op->on_device) cur->dtype = op->dtype; /* on the device the host stage still emits its input */
     break;
   case PB_OP_TO_CHW: {

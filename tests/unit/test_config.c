@@ -195,7 +195,13 @@ static void test_shapes(void **state) {
   parse_ok(RAW, NULL);
   assert_string_equal(shape_of(0), "[4096] uint8");
   assert_string_equal(shape_of(2), "[4096] uint8");
-  parse_ok(RAW, "dataset.record_bytes=null"); /* unknown record size */
+  /* raw without a record size: refused here, not file by file at run time */
+  expect_error(RAW, "dataset.record_bytes=null",
+               "cfg.json: dataset.record_bytes: missing (expected the bytes of one record with dataset.format "
+               "\"raw\", here or as dataset.generate.record_bytes)");
+  /* tfrecord raw payloads may vary in size: unknown */
+  const char *tf_var[] = {"dataset.format=tfrecord", "dataset.payload=raw", "stages.decode=null", "stages.augment.ops=[]"};
+  assert_int_equal(parse_sets(EXAMPLE, tf_var, 4), 0);
   assert_string_equal(shape_of(0), "[?] uint8");
   assert_false(cfg.stages[0].out_shape.known);
   assert_int_equal(pb_shape_bytes(&cfg.stages[0].out_shape), 0);
@@ -528,6 +534,11 @@ static void test_error_shapes(void **state) {
                    "is [3,375,500] uint8, channels first)");
   expect_error_has(EXAMPLE, "stages.augment.ops=[{\"op\": \"to_chw\"}, {\"op\": \"to_chw\"}]", "stages[2].ops[1]: to_chw needs");
   parse_ok(EXAMPLE, "stages.augment.ops=[{\"op\": \"to_chw\"}, {\"op\": \"flip\"}]"); /* flip takes CHW too */
+  /* normalize is per channel: the map stage runs it on images only (before, every sample failed at run time) */
+  expect_error(RAW, "stages[1].ops=[{\"op\": \"normalize\", \"mean\": [0], \"std\": [1]}]",
+               "cfg.json: stages[1].ops[0]: normalize needs an image [H,W,C] (expected a decode stage before it; the "
+               "input is [4096] uint8)");
+  parse_ok(EXAMPLE, "stages.augment.ops=[{\"op\": \"to_chw\"}, {\"op\": \"normalize\", \"dtype\": \"float32\"}]");
 }
 
 static void test_error_synthetic_shape_op(void **state) {
