@@ -267,10 +267,13 @@ static void print_engine(const pb_report *r, FILE *out) {
   numbuf a, b;
   fprintf(out, "%-*scpu %s s (%s ns per sample)\n", LABEL, "engine", fmtd(&a, "%.3f", r->cpu_s),
           fmtd(&b, "%.1f", r->cpu_ns_per_sample));
-  if (r->memory_peak_rss_bytes)
-    fprintf(out, "%-*splanned %.0f MB of the %.0f MB limit (+ trace %.0f MB), peak RSS %.0f MB\n", LABEL, "memory",
+  if (r->memory_planned_bytes || r->memory_peak_rss_bytes) { /* an unknown RSS is n/a, not the whole line */
+    char rss[32] = "n/a";
+    if (r->memory_peak_rss_bytes) snprintf(rss, sizeof rss, "%.0f MB", (double)r->memory_peak_rss_bytes / 1e6);
+    fprintf(out, "%-*splanned %.0f MB of the %.0f MB limit (+ trace %.0f MB), peak RSS %s\n", LABEL, "memory",
             (double)r->memory_planned_bytes / 1e6, (double)r->memory_limit_bytes / 1e6,
-            (double)r->memory_trace_bytes / 1e6, (double)r->memory_peak_rss_bytes / 1e6);
+            (double)r->memory_trace_bytes / 1e6, rss);
+  }
   if (r->out_dir[0]) line(out, "%-*s%s", LABEL, "output", r->out_dir);
 }
 

@@ -184,7 +184,11 @@ static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s
   sr->utilization = wall_s > 0 ? sr->self_ms / 1e3 / (s->threads * wall_s) : NAN;
   uint64_t samples = s->is_source ? c->samples_out : c->samples_in;
   sr->samples = samples;
-  sr->capacity_per_s = c->busy_ns ? s->threads * (double)samples / ((double)c->busy_ns / 1e9) : NAN;
+  /* Over the calls that ended in the window: the same calls `samples` and `mean_us` count (busy_ns also
+   * holds the in-window part of calls cut by the window's edges, which moved a batch-level stage's
+   * capacity by up to ~20 %).  A source counts samples as it makes them, so its busy time fits. */
+  double service_s = s->is_source ? (double)c->busy_ns / 1e9 : (double)s->hist.sum_ns / 1e9;
+  sr->capacity_per_s = service_s > 0 ? s->threads * (double)samples / service_s : NAN;
   sr->bytes_in = c->bytes_in;
   sr->bytes_out = c->bytes_out;
   sr->queue_mean_fill = s->queue_mean_fill;

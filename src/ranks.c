@@ -108,10 +108,14 @@ static void sum_accounting(cJSON *job, cJSON *const *reports, int n) {
     for (int i = 0; i < n; i++) sum += number(obj(reports[i], "accounting"), keys[k], 0);
     cJSON_AddNumberToObject(acc, keys[k], sum);
   }
-  cJSON *errors = cJSON_CreateArray();
+  cJSON *errors = cJSON_CreateArray(), *unaccounted = cJSON_CreateArray();
   for (int i = 0; i < n; i++) {
     const cJSON *a = obj(reports[i], "accounting");
-    if (!a) continue;
+    if (!a) { /* a rank that sent no accounting: what it read is unknown, so the job cannot say balanced */
+      balanced = false;
+      cJSON_AddItemToArray(unaccounted, cJSON_CreateNumber(number(reports[i], "rank", i)));
+      continue;
+    }
     balanced = balanced && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "balanced"));
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(a, "first_errors")) {
@@ -123,6 +127,8 @@ static void sum_accounting(cJSON *job, cJSON *const *reports, int n) {
   }
   cJSON_AddBoolToObject(acc, "balanced", balanced);
   cJSON_AddItemToObject(acc, "first_errors", errors);
+  if (cJSON_GetArraySize(unaccounted) > 0) cJSON_AddItemToObject(acc, "unaccounted_ranks", unaccounted);
+  else cJSON_Delete(unaccounted);
   cJSON_ReplaceItemInObjectCaseSensitive(job, "accounting", acc);
 }
 

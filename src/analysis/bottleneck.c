@@ -87,7 +87,6 @@ void pb_bottleneck(pb_report *r, const pb_record *rec) {
   }
   const pb_path_segment *p = r->critical_path_available ? path_bottleneck(r) : NULL;
   if (p) {
-    const pb_stage_report *sr = stage_named(r, p->stage);
     if (r->model_stage[0] && strcmp(r->model_stage, p->stage) != 0) disagreement(r, extra, sizeof extra);
     else snprintf(extra, sizeof extra, "; the capacity model agrees (lowest capacity, %.1f samples/s)",
                   r->model_capacity_per_s);
@@ -95,7 +94,7 @@ void pb_bottleneck(pb_report *r, const pb_record *rec) {
              "input-bound (%.1f %% of step time waiting): most self time on the critical path, %.1f of %.1f ms "
              "(%.1f %%)%s",
              r->input_bound_pct, p->self_ms, r->critical_path_total_ms,
-             sr && !isnan(sr->critical_path_pct) ? sr->critical_path_pct : NAN, extra);
+             r->critical_path_total_ms > 0 ? p->self_ms / r->critical_path_total_ms * 100.0 : NAN, extra);
     blame_stage(r, p->stage, why);
     return;
   }

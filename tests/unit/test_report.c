@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ranks.h"
 #include "report.h"
 
 /* Stage 0: the in-memory source; 1: a skipped decode; 2: batch; 3: prefetch with NAN figures. */
@@ -433,6 +434,34 @@ static void test_text_not_balanced_and_long_text(void **state) {
   free_report(r);
 }
 
+/* A job report sums the ranks' accounting; a rank that sent none (it wrote no report) leaves what it
+ * read unknown: the job is then not balanced, and says which rank. */
+static void test_job_accounting_with_a_silent_rank(void **state) {
+  (void)state;
+  cJSON *r[2];
+  r[0] = cJSON_Parse("{\"rank\":0,\"status\":0,\"throughput\":{\"samples_per_s\":10},\"accounting\":{"
+                     "\"samples_read\":8,\"samples_consumed\":8,\"balanced\":true,\"first_errors\":[]}}");
+  r[1] = cJSON_Parse("{\"rank\":1,\"status\":1}");
+  cJSON *job = pb_ranks_aggregate(r, 2);
+  assert_non_null(job);
+  const cJSON *acc = cJSON_GetObjectItemCaseSensitive(job, "accounting");
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(acc, "balanced")));
+  const cJSON *who = cJSON_GetObjectItemCaseSensitive(acc, "unaccounted_ranks");
+  assert_int_equal(cJSON_GetArraySize(who), 1);
+  assert_int_equal(cJSON_GetArrayItem(who, 0)->valueint, 1);
+  cJSON_Delete(job);
+  cJSON_Delete(r[1]);
+  r[1] = cJSON_Duplicate(r[0], true); /* both accounted and balanced: balanced, no list */
+  cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(r[1], "rank"), 1);
+  job = pb_ranks_aggregate(r, 2);
+  acc = cJSON_GetObjectItemCaseSensitive(job, "accounting");
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(acc, "balanced")));
+  assert_null(cJSON_GetObjectItemCaseSensitive(acc, "unaccounted_ranks"));
+  cJSON_Delete(job);
+  cJSON_Delete(r[0]);
+  cJSON_Delete(r[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_has_contract_keys),
@@ -446,6 +475,7 @@ int main(void) {
       cmocka_unit_test(test_write_json_round_trip),
       cmocka_unit_test(test_text_summary),
       cmocka_unit_test(test_text_not_balanced_and_long_text),
+      cmocka_unit_test(test_job_accounting_with_a_silent_rank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
