@@ -87,10 +87,26 @@ const char *pb_cfg_invalid_utf8(const char *text) {
   return NULL;
 }
 
+/* A \u0000 escape inside a string, or NULL: cJSON would end the string there and silently keep only
+ * what came before ("a\u0000b" read as "a").  An escape is one whose backslash is not itself escaped. */
+static const char *escaped_nul(const char *text) {
+  bool in_string = false;
+  for (const char *p = text; *p; p++) {
+    if (*p == '"') in_string = !in_string;
+    else if (in_string && *p == '\\') {
+      if (p[1] == 'u' && p[2] == '0' && p[3] == '0' && p[4] == '0' && p[5] == '0') return p;
+      if (p[1]) p++; /* skip the escaped character (\" or \\ among them) */
+    }
+  }
+  return NULL;
+}
+
 static int parse_json(pb_cfg_ctx *c, const char *text, cJSON **out) {
   if (strncmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3; /* a UTF-8 byte order mark, as some editors write */
   const char *bad = pb_cfg_invalid_utf8(text);
   if (bad) return text_error(c->err, c->file, text, bad, "not UTF-8 text (expected a JSON document in UTF-8)");
+  if ((bad = escaped_nul(text)))
+    return text_error(c->err, c->file, text, bad, "a \\u0000 in a string (expected text without NUL characters)");
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
   if (!root) return json_error(c->err, c->file, text, end ? end : cJSON_GetErrorPtr());

@@ -207,4 +207,7 @@ char *pb_shape_str(const pb_shape *s, char *buf, size_t len);
 /* Index of the batch stage (validation guarantees exactly one). */
 int pb_config_batch_index(const pb_config *cfg);
 
+/* s with control characters as '?', cut to max_chars (then "..."), in buf: safe to print in one line. */
+const char *pb_cfg_clean(const char *s, size_t max_chars, char *buf, size_t len);
+
 #endif

@@ -122,7 +122,6 @@ const char *pb_cfg_describe(const cJSON *item, char *buf, size_t len);
 const char *pb_cfg_kind(const cJSON *item);
 const char *pb_cfg_num(double v, char *buf, size_t len);
 const char *pb_cfg_quote(const char *s, char *buf, size_t len);
-const char *pb_cfg_clean(const char *s, size_t max_chars, char *buf, size_t len);
 const char *pb_cfg_join(const char *const *words, int n, char *buf, size_t len);
 const char *pb_cfg_suggest(const char *word, const char *const *cands, int n, char *buf, size_t len);
 void pb_cfg_path_key(char *out, const char *parent, const char *key);

@@ -432,6 +432,57 @@ static void run_workers(gen_job *job, const pb_gen_opts *opts) {
   free(gw);
 }
 
+/* The counts the manifest of a complete dataset holds (what an up-to-date gen reports). */
+static void manifest_counts(const char *dir, uint64_t *files, uint64_t *samples, uint64_t *bytes) {
+  char path[PB_PATH_LEN + 64];
+  snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+  char *text = NULL;
+  size_t len;
+  *files = *samples = *bytes = 0;
+  if (pb_read_file(path, 1u << 20, &text, &len)) return;
+  cJSON *m = cJSON_Parse(text);
+  free(text);
+  const char *keys[] = {"files", "samples", "bytes"};
+  uint64_t *out[] = {files, samples, bytes};
+  for (int k = 0; k < 3; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, keys[k]);
+    if (cJSON_IsNumber(v) && v->valuedouble >= 0) *out[k] = (uint64_t)v->valuedouble;
+  }
+  cJSON_Delete(m);
+}
+
+/* --json and --out: what gen did, as JSON (stdout, and <out_dir>/gen.json).  0 or the exit status. */
+static int write_summary(const pb_config *cfg, const pb_gen_opts *opts, bool generated, uint64_t files,
+                         uint64_t samples, uint64_t bytes, double secs) {
+  if (!opts->json_stdout && !opts->out_dir) return 0;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "pipebench_version", PB_VERSION);
+  cJSON_AddStringToObject(o, "path", cfg->dataset.path);
+  cJSON_AddStringToObject(o, "format", pb_format_name(cfg->dataset.format));
+  cJSON_AddBoolToObject(o, "generated", generated); /* false: it was up to date */
+  cJSON_AddNumberToObject(o, "files", (double)files);
+  cJSON_AddNumberToObject(o, "samples", (double)samples);
+  cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+  cJSON_AddNumberToObject(o, "seconds", generated ? round(secs * 1e3) / 1e3 : 0);
+  char *text = cJSON_Print(o);
+  cJSON_Delete(o);
+  if (!text) return PB_EXIT_RUNTIME;
+  if (opts->json_stdout) printf("%s\n", text);
+  int rc = 0;
+  if (opts->out_dir) {
+    char path[PB_PATH_LEN + 16];
+    snprintf(path, sizeof path, "%s/gen.json", opts->out_dir);
+    int mk = pb_mkdir_p(opts->out_dir);
+    FILE *f = mk ? NULL : fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fputc('\n', f) == EOF) rc = PB_EXIT_RUNTIME;
+    if (f && fclose(f)) rc = PB_EXIT_RUNTIME;
+    if (rc) fprintf(stderr, "pipebench: %s: cannot write: %s (expected a writable --out)\n", mk ? opts->out_dir : path,
+                    strerror(mk ? -mk : errno ? errno : EIO));
+  }
+  free(text);
+  return rc;
+}
+
 int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
   int rc = check_generable(cfg);
   if (rc) return rc;
@@ -442,7 +493,10 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
     if (existing == 1 && !opts->quiet)
       fprintf(stderr, "pipebench: gen: %s is up to date (same settings); nothing to do\n", cfg->dataset.path);
     cJSON_Delete(spec);
-    return existing == 1 ? PB_EXIT_OK : existing;
+    if (existing != 1) return existing;
+    uint64_t files, samples, bytes;
+    manifest_counts(cfg->dataset.path, &files, &samples, &bytes);
+    return write_summary(cfg, opts, false, files, samples, bytes, 0);
   }
   if ((opts->force || ours) && (rc = remove_generated(cfg->dataset.path))) {
     fprintf(stderr, "pipebench: %s: cannot remove the old dataset: %s\n", cfg->dataset.path, strerror(-rc));
@@ -485,5 +539,5 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
             samples ? (double)atomic_load(&job.payload_bytes) / (double)samples : 0.0, atomic_load(&job.max_sample));
   uv_mutex_destroy(&job.err_lock);
   cJSON_Delete(spec);
-  return job.failed ? PB_EXIT_RUNTIME : PB_EXIT_OK;
+  return job.failed ? PB_EXIT_RUNTIME : write_summary(cfg, opts, true, files, samples, bytes, secs);
 }

@@ -11,6 +11,8 @@ typedef struct pb_gen_opts {
   bool force;    /* overwrite a dataset written for another spec */
   bool quiet;    /* no progress, no summary */
   bool no_progress; /* no live progress line (it is shown only on a terminal anyway) */
+  bool json_stdout; /* --json: the summary as JSON on stdout */
+  const char *out_dir; /* --out: also write <out_dir>/gen.json, the same summary (NULL: none) */
 } pb_gen_opts;
 
 /* Returns the process exit status; prints its own errors and summary (stderr). */

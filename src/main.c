@@ -25,7 +25,8 @@ static const char *const k_usage =
     "usage:\n"
     "  pipebench [run] --config FILE [OPTIONS]     run the pipeline and write the report\n"
     "  pipebench validate --config FILE [--set ..] check a config, print the resolved config\n"
-    "  pipebench gen --config FILE [--force]       write the dataset of the config's dataset.generate\n"
+    "  pipebench gen --config FILE [--force] [--json] [--out DIR]\n"
+    "                                              write the dataset of the config's dataset.generate\n"
     "  pipebench analyze PATH [--out DIR] [--format LIST] [--json] [--quiet]\n"
     "                                              recompute the report from a saved trace.json (or the run\n"
     "                                              directory holding one); --out DIR writes DIR/report.json\n"
@@ -34,7 +35,7 @@ static const char *const k_usage =
     "  pipebench tune --config FILE [--budget-s N] [--write FILE] [--set PATH=V1,V2,..]\n"
     "                                              search thread counts and prefetch depth; --set lists\n"
     "                                              narrow the search to those values\n"
-    "  pipebench calibrate [--config FILE] [--force] [--out DIR] [--json]\n"
+    "  pipebench calibrate [--config FILE] [--force] [--out DIR] [--format text,json] [--json]\n"
     "                                              measure this machine's ceilings (memcpy, cores, GPU copies;\n"
     "                                              with a config, its dataset's decode and read rates), kept in\n"
     "                                              the machine's calibration.json for every later run\n"
@@ -67,8 +68,9 @@ typedef struct cli {
 } cli;
 
 static int usage_error(const char *fmt, const char *arg) {
+  char clean[256]; /* a control character in an argument must not break the one-line error */
   fprintf(stderr, "pipebench: ");
-  fprintf(stderr, fmt, arg);
+  fprintf(stderr, fmt, pb_cfg_clean(arg, 160, clean, sizeof clean));
   fputc('\n', stderr);
   return PB_EXIT_USAGE;
 }
@@ -172,16 +174,19 @@ static int analyze_arg(cli *c, const char *a) {
   return usage_error("analyze: option \"%s\" does not apply (expected --out, --format, --json or --quiet)", a);
 }
 
-/* calibrate measures the machine and (with --config) its dataset: options about a run (--data, --device,
- * --seed, --no-trace) do not apply, and saying so beats ignoring them.  0, or the usage error's status. */
-static int calibrate_arg(const char *a) {
-  static const char *refused[] = {"--data", "--device", "--seed", "--no-trace"};
+/* Options about a run (--data, --device, --no-trace; and for calibrate --seed) do not apply to calibrate,
+ * gen and validate: saying so beats ignoring them.  0, or the usage error's status. */
+static int run_only_arg(const char *command, const char *a) {
+  static const char *refused[] = {"--data", "--device", "--no-trace", "--seed"};
+  bool calibrate = strcmp(command, "calibrate") == 0;
+  if (!calibrate && strcmp(command, "gen") != 0 && strcmp(command, "validate") != 0) return 0;
   size_t len = strcspn(a, "=");
-  for (size_t i = 0; i < PB_ARRAY_LEN(refused); i++)
-    if (strlen(refused[i]) == len && strncmp(a, refused[i], len) == 0)
-      return usage_error("calibrate: option \"%s\" does not apply (expected --config, --set, --force, --out, "
-                         "--format, --json, --quiet or --no-progress)",
-                         refused[i]);
+  for (size_t i = 0; i < PB_ARRAY_LEN(refused) - (calibrate ? 0 : 1); i++)
+    if (strlen(refused[i]) == len && strncmp(a, refused[i], len) == 0) {
+      fprintf(stderr, "pipebench: %s: option \"%s\" does not apply (expected it with run, ab, tune or sweep)\n",
+              command, refused[i]);
+      return PB_EXIT_USAGE;
+    }
   return 0;
 }
 
@@ -195,9 +200,9 @@ static int parse_args(cli *c, int argc, char **argv) {
     c->command = argv[1];
     first = 2;
   }
-  bool analyze = strcmp(c->command, "analyze") == 0, calibrate = strcmp(c->command, "calibrate") == 0;
+  bool analyze = strcmp(c->command, "analyze") == 0;
   for (int i = first; i < argc; i++) {
-    if (calibrate && argv[i][0] == '-' && calibrate_arg(argv[i])) return PB_EXIT_USAGE;
+    if (argv[i][0] == '-' && run_only_arg(c->command, argv[i])) return PB_EXIT_USAGE;
     if (analyze) {
       int rc = analyze_arg(c, argv[i]);
       if (rc < 0) continue; /* the PATH */
@@ -266,6 +271,19 @@ static int cmd_calibrate(cli *c, const pb_config *cfg) {
   return pb_calibrate(&o);
 }
 
+/* gen's --format: text (the summary line on stderr) and json (with --out, DIR/gen.json), both by
+ * default; --json prints the JSON summary on stdout. */
+static int cmd_gen(cli *c, const pb_config *cfg) {
+  unsigned formats = c->run.formats_given ? c->run.formats : PB_FMT_TEXT | PB_FMT_JSON;
+  if (formats & ~(unsigned)(PB_FMT_TEXT | PB_FMT_JSON))
+    return usage_error("gen: --format: %s does not apply (expected text, json or both)",
+                       formats & PB_FMT_CSV ? "csv" : formats & PB_FMT_HTML ? "html" : "trace");
+  pb_gen_opts g = {.force = c->force, .quiet = c->run.quiet || !(formats & PB_FMT_TEXT),
+                   .no_progress = c->run.no_progress, .json_stdout = c->run.json_stdout,
+                   .out_dir = formats & PB_FMT_JSON ? c->run.out_dir : NULL};
+  return pb_gen(cfg, &g);
+}
+
 static int cmd_analyze(cli *c) {
   if (!c->path) return usage_error("%s: no PATH (expected pipebench analyze TRACE.json|RUN_DIR)", c->command);
   if (!c->run.formats_given) c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML;
@@ -317,7 +335,10 @@ static int cmd_world(cli *c) {
 static int dispatch(cli *c) {
   if (pb_world_get()->size > 1) return cmd_world(c);
   if (strcmp(c->command, "analyze") == 0) return cmd_analyze(c);
-  if (strcmp(c->command, "calibrate") == 0 && !c->config) return cmd_calibrate(c, NULL);
+  if (strcmp(c->command, "calibrate") == 0 && !c->config) {
+    if (c->nsets) return usage_error("calibrate: --set %s without --config (expected a config to apply it to)", c->sets[0]);
+    return cmd_calibrate(c, NULL);
+  }
   if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
   if (strcmp(c->command, "ab") == 0 || strcmp(c->command, "sweep") == 0 || strcmp(c->command, "tune") == 0)
     return cmd_multi(c);
@@ -333,8 +354,7 @@ static int dispatch(cli *c) {
   } else if (strcmp(c->command, "calibrate") == 0) {
     rc = cmd_calibrate(c, cfg);
   } else if (strcmp(c->command, "gen") == 0) {
-    pb_gen_opts g = {.force = c->force, .quiet = c->run.quiet, .no_progress = c->run.no_progress};
-    rc = pb_gen(cfg, &g);
+    rc = cmd_gen(c, cfg);
   } else {
     rc = cmd_run(c, cfg);
   }

@@ -26,14 +26,17 @@
 int pb_parse_formats(const char *list, unsigned *formats, pb_err *err) {
   static const char *names[] = {"text", "json", "csv", "html", "trace"};
   *formats = 0;
-  char buf[256];
+  char buf[256], clean[96];
+  if (strlen(list) >= sizeof buf)
+    return pb_err_set(err, "--format: a list of %zu characters (expected at most %zu: text, json, csv, html, trace)",
+                      strlen(list), sizeof buf - 1);
   snprintf(buf, sizeof buf, "%s", list);
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     size_t i = 0;
     while (i < PB_ARRAY_LEN(names) && strcmp(tok, names[i]) != 0) i++;
     if (i == PB_ARRAY_LEN(names))
       return pb_err_set(err, "--format: unknown format \"%s\" (expected a comma list of text, json, csv, "
-                             "html, trace)", tok);
+                             "html, trace)", pb_cfg_clean(tok, 60, clean, sizeof clean));
     *formats |= 1u << i;
   }
   if (!*formats) return pb_err_set(err, "--format: empty list (expected a comma list of text, json, csv, html, trace)");

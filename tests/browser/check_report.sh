@@ -38,7 +38,7 @@ cat > "$tmp/small.json" <<JSON
 JSON
 
 pb() { "$bin" "$@" --config "$tmp/small.json" --quiet --device emulated; }
-pb gen
+"$bin" gen --config "$tmp/small.json" --quiet # gen takes no --device: it writes files only
 pb run --out "$tmp/run"
 pb ab --out "$tmp/ab" --set run.steps=10
 pb sweep --out "$tmp/sweep" --data synthetic --set run.steps=10 --set stages.batch.size=8,16

@@ -36,6 +36,53 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(g), 2, "/nonexistent/x.json");
   const char *f[] = {"--config", write_config_text("small", k_small), "--data", "fake", NULL};
   assert_one_error_line(run_pb(f), 2, "--data");
+  /* a control character in an argument stays inside the one line */
+  const char *h[] = {"--config", write_config_text("small", k_small), "--device", "a\nb", NULL};
+  assert_one_error_line(run_pb(h), 2, "--device");
+  /* a --format list too long to check is refused, not cut short */
+  static char formats[400];
+  for (int i = 0; i < 60; i++) strcat(formats, "text,");
+  strcat(formats, "bogus");
+  const char *i[] = {"--config", write_config_text("small", k_small), "--format", formats, NULL};
+  assert_one_error_line(run_pb(i), 2, "--format");
+  /* options about a run do not apply to gen and validate, and are refused rather than ignored */
+  const char *j[] = {"validate", "--config", write_config_text("small", k_small), "--device", "gpu", NULL};
+  assert_one_error_line(run_pb(j), 2, "--device");
+  const char *k[] = {"gen", "--config", write_config_text("small", k_small), "--no-trace", NULL};
+  assert_one_error_line(run_pb(k), 2, "--no-trace");
+  const char *l[] = {"calibrate", "--set", "seed=1", NULL};
+  assert_one_error_line(run_pb(l), 2, "without --config");
+}
+
+/* gen takes --json (a summary on stdout) and --out (DIR/gen.json), as the contract says; an up-to-date
+ * dataset is reported as not generated, with the manifest's counts. */
+static void test_gen_summary(void **state) {
+  char json[800];
+  snprintf(json, sizeof json,
+           "{\"name\":\"gs\",\"dataset\":{\"path\":\"%s/gs-data\",\"format\":\"raw\",\"generate\":"
+           "{\"num_files\":3,\"samples_per_file\":2,\"record_bytes\":100}},\"stages\":[{\"type\":\"read\"},"
+           "{\"type\":\"batch\",\"size\":2}],\"device\":{\"kind\":\"emulated\"}}",
+           g_tmp);
+  const char *cfg = write_config_text("gs", json), *dir = out_dir("gs-out");
+  const char *a[] = {"gen", "--config", cfg, "--json", "--out", dir, NULL};
+  result *r = run_pb(a);
+  assert_int_equal(r->status, 0);
+  cJSON *o = keep_json(cJSON_Parse(r->out));
+  assert_non_null(o);
+  assert_true(cJSON_IsTrue(at(o, "generated")));
+  assert_float_equal(num(o, "files"), 3, 0);
+  assert_float_equal(num(o, "samples"), 6, 0);
+  assert_float_equal(num(o, "bytes"), 600, 0);
+  char path[600];
+  snprintf(path, sizeof path, "%s/gen.json", dir);
+  assert_float_equal(num(load_json(path), "samples"), 6, 0);
+  r = run_pb(a); /* again: up to date */
+  assert_int_equal(r->status, 0);
+  o = keep_json(cJSON_Parse(r->out));
+  assert_false(cJSON_IsTrue(at(o, "generated")));
+  assert_float_equal(num(o, "samples"), 6, 0);
+  const char *b[] = {"gen", "--config", cfg, "--format", "html", NULL};
+  assert_one_error_line(run_pb(b), 2, "html");
 }
 
 /* ---------- bad configs: exit 2, one line naming the JSON path ---------- */
@@ -249,6 +296,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_version_and_help, free_reports),
       cmocka_unit_test_teardown(test_usage_errors, free_reports),
+      cmocka_unit_test_teardown(test_gen_summary, free_reports),
       cmocka_unit_test_teardown(test_bad_configs_exit_2, free_reports),
       cmocka_unit_test_teardown(test_bad_set_exit_2, free_reports),
       cmocka_unit_test_teardown(test_memory_limit_refused, free_reports),

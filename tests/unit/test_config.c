@@ -541,6 +541,19 @@ static void test_error_shapes(void **state) {
   parse_ok(EXAMPLE, "stages.augment.ops=[{\"op\": \"to_chw\"}, {\"op\": \"normalize\", \"dtype\": \"float32\"}]");
 }
 
+/* A \u0000 escape would end the string inside cJSON and silently shorten the value. */
+static void test_escaped_nul_refused(void **state) {
+  (void)state;
+  expect_error("{\"name\": \"a\\u0000b\", \"dataset\": {\"format\": \"synthetic\", \"shape\": [8]}, "
+               "\"stages\": [{\"type\": \"batch\", \"size\": 1}]}",
+               NULL, "cfg.json: line 1, column 12: a \\u0000 in a string (expected text without NUL characters)");
+  /* an escaped backslash followed by u0000 is text, not a NUL */
+  parse_ok("{\"name\": \"a\\\\u0000b\", \"dataset\": {\"format\": \"synthetic\", \"shape\": [8]}, "
+           "\"stages\": [{\"type\": \"batch\", \"size\": 1}]}",
+           NULL);
+  assert_string_equal(cfg.name, "a\\u0000b");
+}
+
 static void test_error_synthetic_shape_op(void **state) {
   (void)state;
   const char *json = "{\"dataset\": {\"format\": \"synthetic\", \"shape\": [10]}, \"stages\": ["
@@ -776,6 +789,7 @@ int main(void) {
       cmocka_unit_test(test_error_structure),
       cmocka_unit_test(test_error_shapes),
       cmocka_unit_test(test_error_synthetic_shape_op),
+      cmocka_unit_test(test_escaped_nul_refused),
       cmocka_unit_test(test_load_file),
       cmocka_unit_test(test_set_variants),
       cmocka_unit_test(test_set_errors),
