@@ -17,10 +17,11 @@
 /* PATH itself, or PATH/trace.json when PATH is a directory.  0, or the exit status after an error line. */
 static int resolve(const char *path, char *out, size_t len) {
   struct stat st;
-  if (stat(path, &st) != 0) {
+  if (stat(path, &st) != 0) { /* a PATH that is not there is a usage error, as a missing --config is */
+    int e = errno;
     fprintf(stderr, "pipebench: %s: cannot read: %s (expected a trace.json or a run directory holding one)\n",
-            path, strerror(errno));
-    return PB_EXIT_RUNTIME;
+            path, strerror(e));
+    return e == ENOENT || e == ENOTDIR ? PB_EXIT_USAGE : PB_EXIT_RUNTIME;
   }
   if (!S_ISDIR(st.st_mode)) {
     snprintf(out, len, "%s", path);

@@ -52,6 +52,8 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(k), 2, "--no-trace");
   const char *l[] = {"calibrate", "--set", "seed=1", NULL};
   assert_one_error_line(run_pb(l), 2, "without --config");
+  const char *m[] = {"analyze", "/nonexistent/run", NULL}; /* like a missing --config: usage */
+  assert_one_error_line(run_pb(m), 2, "/nonexistent/run");
 }
 
 /* gen takes --json (a summary on stdout) and --out (DIR/gen.json), as the contract says; an up-to-date
