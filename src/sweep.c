@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
+#include "gen.h"
+
 #define PB_SWEEP_MAX_TRIALS 4096
 
 typedef struct sweep {
@@ -87,12 +90,65 @@ static int check_all(sweep *s, pb_config *cfg) {
   pb_err err;
   for (int t = 0; t < s->ntrials; t++) {
     trial_sets(s, t, buf, sets);
-    if (pb_multi_load(s->m, sets, s->naxes, cfg, &err)) {
+    if (pb_multi_load(s->m, sets, s->naxes, cfg, &err) || pb_engine_check(cfg, s->m->run.synthetic, &err)) {
       fprintf(stderr, "pipebench: %s\n", err.msg);
       return PB_EXIT_USAGE;
     }
   }
   return 0;
+}
+
+/* Whether one combination's pipeline fits limits.max_memory_mb, as `run` plans it (exit 2 and run's line
+ * when it does not). */
+static int check_memory(const pb_config *cfg, bool synthetic) {
+  pb_engine *e = calloc(1, sizeof *e);
+  if (!e) return PB_EXIT_RUNTIME;
+  pb_err err;
+  int rc = 0;
+  char who[512] = "";
+  if (pb_engine_plan(e, cfg, synthetic, cfg->device.count, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    rc = PB_EXIT_USAGE;
+  } else {
+    uint64_t bytes = pb_engine_memory_bytes(e, who, sizeof who);
+    if (bytes > (uint64_t)cfg->max_memory_mb * 1000000u) {
+      fprintf(stderr,
+              "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %.0f MB, more than the limit of "
+              "%lld MB (expected a larger limit or smaller buffers; %s)\n",
+              cfg->file, (double)bytes / 1e6, (long long)cfg->max_memory_mb, who[0] ? who : "-");
+      rc = PB_EXIT_USAGE;
+    }
+  }
+  pb_engine_close(e);
+  free(e);
+  return rc;
+}
+
+/* Before the first run: every combination's dataset generated (a swept dataset.path or dataset.generate
+ * key names one the base config does not, and `run` would generate it too) and its memory planned, so
+ * that a combination that cannot run fails now, not after the ones before it have run. */
+static int prepare_all(sweep *s, pb_config *cfg) {
+  char buf[PB_SWEEP_MAX_AXES][320];
+  const char *sets[PB_SWEEP_MAX_AXES];
+  pb_err err;
+  bool real = !s->m->run.synthetic;
+  for (int t = 0; t < s->ntrials && !pb_signalled(); t++) {
+    trial_sets(s, t, buf, sets);
+    if (pb_multi_load(s->m, sets, s->naxes, cfg, &err)) {
+      fprintf(stderr, "pipebench: %s\n", err.msg);
+      return PB_EXIT_USAGE;
+    }
+    if (real && pb_gen_missing(cfg)) {
+      fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
+              cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
+      pb_gen_opts g = {.quiet = s->m->run.quiet, .no_progress = s->m->run.no_progress};
+      int rc = pb_gen(cfg, &g);
+      if (rc) return rc;
+    }
+    int rc = check_memory(cfg, !real);
+    if (rc) return rc;
+  }
+  return pb_signalled() ? PB_EXIT_INTERRUPTED : 0;
 }
 
 /* ---------- output ---------- */
@@ -293,6 +349,7 @@ int pb_sweep(pb_multi *m) {
   int rc = s && cfg ? setup(s, m) : PB_EXIT_RUNTIME;
   if (!rc) rc = check_all(s, cfg);
   if (!rc) rc = pb_multi_begin(m, cfg, !m->run.synthetic);
+  if (!rc) rc = prepare_all(s, cfg);
   if (!rc) {
     bool interrupted = false;
     if (!m->run.quiet) fprintf(stderr, "pipebench: sweep: %d combinations into %s\n", s->ntrials, m->out_dir);

@@ -25,10 +25,12 @@
  * See docs/TUNING.md. */
 #include "tune.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis.h"
@@ -637,7 +639,8 @@ static int list_values(knob *k, const pb_axis *ax) {
     char *end;
     long v = strtol(ax->values[i], &end, 10);
     if (*end || v < 1 || v > PB_MAX_THREADS) {
-      fprintf(stderr, "pipebench: tune: --set %s: \"%s\" is not a count (expected integers >= 1)\n", ax->path, ax->values[i]);
+      fprintf(stderr, "pipebench: tune: --set %s: \"%s\" is not a count (expected integers from 1 to %d)\n", ax->path,
+              ax->values[i], PB_MAX_THREADS);
       return PB_EXIT_USAGE;
     }
     k->values[k->nvalues++] = (int)v;
@@ -814,10 +817,12 @@ static int write_config(tuner *t, const char *path) {
   if (load_point(t, &t->trials[t->best].p, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_RUNTIME;
   cJSON *json = pb_config_to_json(t->cfg);
   char *text = json ? cJSON_Print(json) : NULL;
+  errno = 0;
   FILE *f = text ? fopen(path, "w") : NULL;
   int rc = f && fprintf(f, "%s\n", text) >= 0 ? 0 : PB_EXIT_RUNTIME;
   if (f && fclose(f) != 0) rc = PB_EXIT_RUNTIME;
-  if (rc) fprintf(stderr, "pipebench: %s: cannot write the tuned config (expected a writable path)\n", path);
+  if (rc) fprintf(stderr, "pipebench: %s: cannot write the tuned config: %s (expected a writable path)\n", path,
+                  errno ? strerror(errno) : "out of memory");
   free(text);
   cJSON_Delete(json);
   return rc;
@@ -827,22 +832,45 @@ static int finish(tuner *t, const pb_tune_opts *o, int rc) {
   bool have = t->ntrials > 0 && t->best >= 0 && !isnan(measured(&t->trials[t->best]));
   char tuned[PB_PATH_LEN + 32];
   snprintf(tuned, sizeof tuned, "%s/tuned.json", t->m->out_dir);
+  /* Every output is attempted whatever failed before it (a --write that fails must not cost tune.json);
+   * the summary names only a tuned config that was written. */
   int wrc = have ? write_config(t, tuned) : 0;
-  if (!wrc && have && o->write_file) wrc = write_config(t, o->write_file);
-  cJSON *json = tune_json(t, have ? tuned : NULL, rc == PB_EXIT_INTERRUPTED);
-  if (!wrc) wrc = pb_multi_write_json(t->m, "tune.json", json);
+  int user_rc = have && o->write_file ? write_config(t, o->write_file) : 0;
+  cJSON *json = tune_json(t, have && !wrc ? tuned : NULL, rc == PB_EXIT_INTERRUPTED);
+  int jrc = pb_multi_write_json(t->m, "tune.json", json);
   if (t->m->run.json_stdout) {
     char *text = cJSON_Print(json);
     if (text) printf("%s\n", text);
     free(text);
   } else if (!t->m->run.quiet && have) {
-    print_summary(t, o->write_file ? o->write_file : tuned, stdout);
+    print_summary(t, o->write_file && !user_rc ? o->write_file : !wrc ? tuned : NULL, stdout);
   }
   cJSON_Delete(json);
-  return rc ? rc : wrc;
+  return rc ? rc : wrc ? wrc : user_rc ? user_rc : jrc;
 }
 
 /* ---------- the command ---------- */
+
+/* --write's directory exists and can be written: 0, or exit 2 with one line. */
+static int check_writable(const char *path) {
+  char dir[PB_PATH_LEN];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == dir) dir[1] = '\0';
+  else *slash = '\0';
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "pipebench: tune: --write %s: a directory (expected a file path)\n", path);
+    return PB_EXIT_USAGE;
+  }
+  if (access(dir, W_OK) != 0) {
+    fprintf(stderr, "pipebench: tune: --write %s: cannot write in %s: %s (expected a writable directory)\n", path, dir,
+            strerror(errno));
+    return PB_EXIT_USAGE;
+  }
+  return 0;
+}
 
 static int setup(tuner *t, pb_multi *m, const pb_tune_opts *o) {
   pb_axis *axes = calloc(PB_SWEEP_MAX_AXES, sizeof *axes);
@@ -856,6 +884,7 @@ static int setup(tuner *t, pb_multi *m, const pb_tune_opts *o) {
   t->m = m;
   m->base_sets = t->fixed;
   m->nbase_sets = t->nfixed;
+  if (!rc && o->write_file) rc = check_writable(o->write_file); /* before the search, not after it */
   if (!rc) rc = pb_multi_begin(m, t->cfg, !m->run.synthetic);
   if (!rc) rc = find_knobs(t, axes, naxes);
   free(axes);

@@ -111,6 +111,28 @@ static void test_sweep_errors(void **state) {
   assert_one_error_line(r, 2, "empty value");
   r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=1,2", "--set", "stages.aug.threads=3,4"));
   assert_one_error_line(r, 2, "has a list already");
+  /* a combination over the memory limit fails before the first run, as run would refuse it */
+  dir = out_dir("sweep-mem");
+  r = run_pb(ARGS("sweep", "--config", cfg, "--set", "limits.max_memory_mb=2", "--set",
+                  "stages.prefetch.depth=1,1000", "--out", dir));
+  assert_one_error_line(r, 2, "limits.max_memory_mb");
+  assert_false(exists(file_in(dir, "trial-001")));
+}
+
+/* A swept dataset.path names datasets the base config does not: each is generated before the first run,
+ * as `run` would generate it. */
+static void test_sweep_generates_each_dataset(void **state) {
+  (void)state;
+  char set[700];
+  snprintf(set, sizeof set, "dataset.path=%s,%s", tmp_path("sweep-data-a"), tmp_path("sweep-data-b"));
+  const char *dir = out_dir("sweep-data");
+  result *r = run_pb(ARGS("sweep", "--config", spin_config(), "--set", set, "--set", "run.steps=5", "--set",
+                          "dataset.generate.num_files=32", "--out", dir, "--quiet"));
+  if (r->status != 0) fail_msg("sweep over datasets: exit %d: %s", r->status, r->err);
+  assert_true(exists(file_in(dir, "trial-002")));
+  cJSON *sj = load_json(file_in(dir, "sweep.json"));
+  cJSON *t;
+  cJSON_ArrayForEach(t, at(sj, "trials")) assert_int_equal((int)num(t, "status"), 0);
 }
 
 /* ---------- tune ---------- */
@@ -235,12 +257,20 @@ static void test_tune_budget_and_errors(void **state) {
   assert_one_error_line(r, 2, "not a knob");
   r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,x"));
   assert_one_error_line(r, 2, "not a count");
+  r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,2000"));
+  assert_one_error_line(r, 2, "from 1 to 1024");
+  /* --write where nothing can be written: refused before the search, not after it */
+  dir = out_dir("tune-write");
+  r = run_pb(ARGS("tune", "--config", cfg, "--out", dir, "--write", "/nonexistent/x.json"));
+  assert_one_error_line(r, 2, "/nonexistent");
+  assert_false(exists(file_in(dir, "trial-001")));
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_sweep_table, free_reports),
       cmocka_unit_test_teardown(test_sweep_errors, free_reports),
+      cmocka_unit_test_teardown(test_sweep_generates_each_dataset, free_reports),
       cmocka_unit_test_teardown(test_tune_cpu_bound, free_reports),
       cmocka_unit_test_teardown(test_tune_latency_more_threads_than_cores, free_reports),
       cmocka_unit_test_teardown(test_tune_listed_space, free_reports),
