@@ -315,6 +315,12 @@ static void run_transform(pb_worker *w) {
         produce_end(w);
         count_source_rest(w, pb_now_ns());
         w->per_element = false;
+        if (rc < 0 && rc != -ECANCELED) { /* e.g. out of memory merging a remainder: what it holds is counted */
+          if (s->ops->abandon) w->ctr.samples_in_flight += s->ops->abandon(w);
+          char msg[PB_NAME_LEN + 96];
+          snprintf(msg, sizeof msg, "stage %s: %s at the end of the data", s->name, strerror(-rc));
+          pb_engine_fail(s->engine, msg);
+        }
         if (rc < 0) return;
       }
       flush_out(w);

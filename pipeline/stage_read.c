@@ -111,7 +111,12 @@ static void apply_caps(pb_stage *s, size_t bytes) {
     uv_mutex_unlock(&st->bw_lock);
     if (start + cost_ns > until) until = start + cost_ns;
   }
-  if (until > now) pb_sleep_until_ns(until);
+  /* in slices, so that a cancel (SIGINT) is not held up by a long emulated latency or a slow cap */
+  while (until > now && !atomic_load_explicit(&s->engine->cancelled, memory_order_relaxed)) {
+    uint64_t slice = until - now > 50000000u ? now + 50000000u : until;
+    pb_sleep_until_ns(slice);
+    now = pb_now_ns();
+  }
 }
 
 /* Reads all of fd into buf (capacity cap, a multiple of DIRECT_ALIGN) in block_bytes pieces. */
@@ -212,7 +217,10 @@ static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
   int rc = !b ? -ECANCELED : pb_buf_reserve(b, room);
   if (!rc) rc = read_blocks(w->stage, fd, b->data, bytes, b->capacity_bytes, &got);
   close(fd);
-  if (rc == -ECANCELED) return rc;
+  if (rc == -ECANCELED) {
+    pb_buf_release(b); /* NULL when the pool itself was cancelled */
+    return rc;
+  }
   if (rc || got == 0) {
     pb_buf_release(b);
     return rc ? read_errno(w, fi, rc, "cannot read") : read_error(w, fi, "empty file (expected a sample)"), 0;

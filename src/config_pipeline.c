@@ -104,6 +104,22 @@ static int check_fused_crop(pb_cfg_ctx *c, int decode) {
                            "a random_resized_crop op)");
 }
 
+/* A cache keeps its first epoch and replays it: an endless synthetic source has no first epoch to end,
+ * so the cache would copy every sample of the run and never replay (memory without bound, and none of it
+ * planned). */
+static int check_cache_epoch(pb_cfg_ctx *c) {
+  const pb_dataset_cfg *d = &c->cfg->dataset;
+  if (d->format != PB_FMT_SYNTHETIC || d->num_samples > 0) return 0;
+  for (int i = 0; i < c->cfg->nstages; i++) {
+    if (c->cfg->stages[i].type != PB_STAGE_CACHE) continue;
+    char p[PB_CFG_PATH_MAX];
+    snprintf(p, sizeof p, "stages[%d].type", i);
+    return pb_cfg_fail(c, p, "a cache of an endless synthetic dataset would never replay and grows without bound "
+                             "(expected dataset.num_samples > 0 with a cache stage)");
+  }
+  return 0;
+}
+
 int pb_cfg_check_pipeline(pb_cfg_ctx *c) {
   int batch = -1, h2d = -1, decode = -1;
   int rc = check_source(c);
@@ -113,5 +129,6 @@ int pb_cfg_check_pipeline(pb_cfg_ctx *c) {
   }
   if (!rc && batch < 0) rc = pb_cfg_fail(c, "stages", "no batch stage (expected exactly one stage of type batch)");
   if (!rc) rc = check_fused_crop(c, decode);
+  if (!rc) rc = check_cache_epoch(c);
   return rc;
 }

@@ -542,6 +542,17 @@ static void test_error_shapes(void **state) {
 }
 
 /* A \u0000 escape would end the string inside cJSON and silently shorten the value. */
+/* A cache over an endless synthetic source never replays: refused, not an unbounded copy at run time. */
+static void test_cache_of_endless_source_refused(void **state) {
+  (void)state;
+  const char *json = "{\"dataset\": {\"format\": \"synthetic\", \"shape\": [8]}, \"stages\": ["
+                     "{\"type\": \"cache\"}, {\"type\": \"batch\", \"size\": 1}]}";
+  expect_error(json, NULL,
+               "cfg.json: stages[0].type: a cache of an endless synthetic dataset would never replay and grows "
+               "without bound (expected dataset.num_samples > 0 with a cache stage)");
+  parse_ok(json, "dataset.num_samples=64");
+}
+
 static void test_escaped_nul_refused(void **state) {
   (void)state;
   expect_error("{\"name\": \"a\\u0000b\", \"dataset\": {\"format\": \"synthetic\", \"shape\": [8]}, "
@@ -790,6 +801,7 @@ int main(void) {
       cmocka_unit_test(test_error_shapes),
       cmocka_unit_test(test_error_synthetic_shape_op),
       cmocka_unit_test(test_escaped_nul_refused),
+      cmocka_unit_test(test_cache_of_endless_source_refused),
       cmocka_unit_test(test_load_file),
       cmocka_unit_test(test_set_variants),
       cmocka_unit_test(test_set_errors),
