@@ -483,6 +483,14 @@ static int write_summary(const pb_config *cfg, const pb_gen_opts *opts, bool gen
   return rc;
 }
 
+int pb_gen_if_missing(const pb_config *cfg, bool quiet, bool no_progress) {
+  if (!pb_gen_missing(cfg)) return 0;
+  fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
+          cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
+  pb_gen_opts g = {.quiet = quiet, .no_progress = no_progress};
+  return pb_gen(cfg, &g);
+}
+
 int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
   int rc = check_generable(cfg);
   if (rc) return rc;

@@ -21,5 +21,8 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts);
 /* True when the config can generate its dataset and dataset.path holds nothing yet (the first run of a
  * preset generates it). */
 bool pb_gen_missing(const pb_config *cfg);
+/* What run, sweep and tune do before reading a dataset: when it is missing, say so and generate it.  0, or
+ * gen's exit status. */
+int pb_gen_if_missing(const pb_config *cfg, bool quiet, bool no_progress);
 
 #endif

@@ -248,14 +248,8 @@ static int cmd_run(cli *c, pb_config *cfg) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }
-  if (!c->run.synthetic && pb_gen_missing(cfg)) {
-    fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
-            cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
-    pb_gen_opts g = {.quiet = c->run.quiet, .no_progress = c->run.no_progress};
-    int rc = pb_gen(cfg, &g);
-    if (rc) return rc;
-  }
-  return pb_run(cfg, &c->run);
+  int rc = c->run.synthetic ? 0 : pb_gen_if_missing(cfg, c->run.quiet, c->run.no_progress);
+  return rc ? rc : pb_run(cfg, &c->run);
 }
 
 /* --format for calibrate: text (the summary on stdout) and json (DIR/calibration.json with --out), both
@@ -320,12 +314,8 @@ static int cmd_world(cli *c) {
     rc = PB_EXIT_USAGE;
   }
   rc = pb_world_max_status(rc);
-  if (!rc && w->rank == 0 && !c->run.synthetic && pb_gen_missing(cfg)) { /* one writer; the others wait */
-    fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
-            cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
-    pb_gen_opts g = {.quiet = c->run.quiet, .no_progress = c->run.no_progress};
-    rc = pb_gen(cfg, &g);
-  }
+  if (!rc && w->rank == 0 && !c->run.synthetic) /* one writer; the others wait */
+    rc = pb_gen_if_missing(cfg, c->run.quiet, c->run.no_progress);
   rc = pb_world_max_status(rc);
   if (!rc) rc = pb_ranks_run(cfg, &c->run);
   free(cfg);

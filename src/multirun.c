@@ -29,13 +29,8 @@ int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }
-  if (needs_real_data && pb_gen_missing(base)) {
-    fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
-            base->dataset.path, (long long)base->dataset.generate.num_files);
-    pb_gen_opts g = {.quiet = m->run.quiet, .no_progress = m->run.no_progress};
-    int rc = pb_gen(base, &g);
-    if (rc) return rc;
-  }
+  int rc = needs_real_data ? pb_gen_if_missing(base, m->run.quiet, m->run.no_progress) : 0;
+  if (rc) return rc;
   snprintf(m->name, sizeof m->name, "%s", base->name);
   return pb_run_make_out_dir(base, m->run.out_dir, m->command, m->out_dir, sizeof m->out_dir);
 }

@@ -138,14 +138,8 @@ static int prepare_all(sweep *s, pb_config *cfg) {
       fprintf(stderr, "pipebench: %s\n", err.msg);
       return PB_EXIT_USAGE;
     }
-    if (real && pb_gen_missing(cfg)) {
-      fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
-              cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
-      pb_gen_opts g = {.quiet = s->m->run.quiet, .no_progress = s->m->run.no_progress};
-      int rc = pb_gen(cfg, &g);
-      if (rc) return rc;
-    }
-    int rc = check_memory(cfg, !real);
+    int rc = real ? pb_gen_if_missing(cfg, s->m->run.quiet, s->m->run.no_progress) : 0;
+    if (!rc) rc = check_memory(cfg, !real);
     if (rc) return rc;
   }
   return pb_signalled() ? PB_EXIT_INTERRUPTED : 0;
