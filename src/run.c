@@ -98,6 +98,17 @@ static double cpu_seconds(void) {
          ru.ru_stime.tv_usec / 1e6;
 }
 
+int pb_run_check_memory(const pb_config *cfg, const pb_engine *e) {
+  char who[512];
+  uint64_t bytes = pb_engine_memory_bytes(e, who, sizeof who);
+  if (bytes <= (uint64_t)cfg->max_memory_mb * 1000000u) return 0;
+  fprintf(stderr,
+          "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %.0f MB, more than the limit of "
+          "%lld MB (expected a larger limit or smaller buffers; %s)\n",
+          cfg->file, (double)bytes / 1e6, (long long)cfg->max_memory_mb, who[0] ? who : "-");
+  return PB_EXIT_USAGE;
+}
+
 /* Plans the pipeline and checks its memory against limits.max_memory_mb: exit 2 on refusal. */
 static int plan(run_ctx *c) {
   pb_err err;
@@ -107,17 +118,7 @@ static int plan(run_ctx *c) {
     return PB_EXIT_USAGE;
   }
   c->engine.tracing = !c->opts->no_trace;
-  char who[512];
-  uint64_t bytes = pb_engine_memory_bytes(&c->engine, who, sizeof who);
-  uint64_t limit = (uint64_t)c->cfg->max_memory_mb * 1000000u;
-  if (bytes > limit) {
-    fprintf(stderr,
-            "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %.0f MB, more than the limit of "
-            "%lld MB (expected a larger limit or smaller buffers; %s)\n",
-            c->cfg->file, (double)bytes / 1e6, (long long)c->cfg->max_memory_mb, who[0] ? who : "-");
-    return PB_EXIT_USAGE;
-  }
-  return 0;
+  return pb_run_check_memory(c->cfg, &c->engine);
 }
 
 static int open_device(run_ctx *c) {

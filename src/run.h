@@ -43,5 +43,9 @@ int pb_run_write_views(unsigned formats, const char *out_dir, const struct pb_re
 
 /* For main.c: parse a --format list.  -EINVAL with err set on an unknown name. */
 int pb_parse_formats(const char *list, unsigned *formats, pb_err *err);
+struct pb_engine;
+/* The planned engine's buffers against limits.max_memory_mb: 0, or exit 2 after run's one-line refusal
+ * (run and sweep's pre-check say the same). */
+int pb_run_check_memory(const pb_config *cfg, const struct pb_engine *e);
 
 #endif

@@ -105,19 +105,11 @@ static int check_memory(const pb_config *cfg, bool synthetic) {
   if (!e) return PB_EXIT_RUNTIME;
   pb_err err;
   int rc = 0;
-  char who[512] = "";
   if (pb_engine_plan(e, cfg, synthetic, cfg->device.count, &err)) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     rc = PB_EXIT_USAGE;
   } else {
-    uint64_t bytes = pb_engine_memory_bytes(e, who, sizeof who);
-    if (bytes > (uint64_t)cfg->max_memory_mb * 1000000u) {
-      fprintf(stderr,
-              "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %.0f MB, more than the limit of "
-              "%lld MB (expected a larger limit or smaller buffers; %s)\n",
-              cfg->file, (double)bytes / 1e6, (long long)cfg->max_memory_mb, who[0] ? who : "-");
-      rc = PB_EXIT_USAGE;
-    }
+    rc = pb_run_check_memory(cfg, e);
   }
   pb_engine_close(e);
   free(e);
