@@ -41,17 +41,21 @@ static cJSON *spec_json(const pb_config *cfg) {
 }
 
 /* The spec an earlier gen recorded (NULL: no manifest), and whether that gen finished. */
-static cJSON *read_manifest(const char *dir, bool *complete) {
+/* The whole manifest, parsed, or NULL when there is none. */
+static cJSON *load_manifest(const char *dir) {
   char path[PB_PATH_LEN + 64];
   snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
-  *complete = false;
   FILE *f = fopen(path, "r");
   if (!f) return NULL;
   static char text[1 << 16];
   size_t n = fread(text, 1, sizeof text - 1, f);
   fclose(f);
   text[n] = '\0';
-  cJSON *m = cJSON_Parse(text);
+  return cJSON_Parse(text);
+}
+
+static cJSON *read_manifest(const char *dir, bool *complete) {
+  cJSON *m = load_manifest(dir);
   *complete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "complete"));
   cJSON *spec = cJSON_DetachItemFromObject(m, "spec");
   cJSON_Delete(m);
@@ -434,14 +438,8 @@ static void run_workers(gen_job *job, const pb_gen_opts *opts) {
 
 /* The counts the manifest of a complete dataset holds (what an up-to-date gen reports). */
 static void manifest_counts(const char *dir, uint64_t *files, uint64_t *samples, uint64_t *bytes) {
-  char path[PB_PATH_LEN + 64];
-  snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
-  char *text = NULL;
-  size_t len;
   *files = *samples = *bytes = 0;
-  if (pb_read_file(path, 1u << 20, &text, &len)) return;
-  cJSON *m = cJSON_Parse(text);
-  free(text);
+  cJSON *m = load_manifest(dir);
   const char *keys[] = {"files", "samples", "bytes"};
   uint64_t *out[] = {files, samples, bytes};
   for (int k = 0; k < 3; k++) {

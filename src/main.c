@@ -161,6 +161,14 @@ static int parse_flag(cli *c, const char *a) {
 
 /* analyze takes one PATH and only --out, --format, --json and --quiet: -1 for the PATH, 0 for an option it
  * takes, else the usage error's exit status. */
+/* Which of names[0..n) option `a` is ("--out" and "--out=DIR" alike), or -1. */
+static int option_index(const char *a, const char *const *names, size_t n) {
+  size_t len = strcspn(a, "=");
+  for (size_t i = 0; i < n; i++)
+    if (strlen(names[i]) == len && strncmp(a, names[i], len) == 0) return (int)i;
+  return -1;
+}
+
 static int analyze_arg(cli *c, const char *a) {
   static const char *allowed[] = {"--out", "--format", "--json", "--quiet"};
   if (a[0] != '-' || !a[1]) {
@@ -168,9 +176,7 @@ static int analyze_arg(cli *c, const char *a) {
     c->path = a;
     return -1;
   }
-  size_t len = strcspn(a, "=");
-  for (size_t i = 0; i < PB_ARRAY_LEN(allowed); i++)
-    if (strlen(allowed[i]) == len && strncmp(a, allowed[i], len) == 0) return 0;
+  if (option_index(a, allowed, PB_ARRAY_LEN(allowed)) >= 0) return 0;
   return usage_error("analyze: option \"%s\" does not apply (expected --out, --format, --json or --quiet)", a);
 }
 
@@ -180,14 +186,11 @@ static int run_only_arg(const char *command, const char *a) {
   static const char *refused[] = {"--data", "--device", "--no-trace", "--seed"};
   bool calibrate = strcmp(command, "calibrate") == 0;
   if (!calibrate && strcmp(command, "gen") != 0 && strcmp(command, "validate") != 0) return 0;
-  size_t len = strcspn(a, "=");
-  for (size_t i = 0; i < PB_ARRAY_LEN(refused) - (calibrate ? 0 : 1); i++)
-    if (strlen(refused[i]) == len && strncmp(a, refused[i], len) == 0) {
-      fprintf(stderr, "pipebench: %s: option \"%s\" does not apply (expected it with run, ab, tune or sweep)\n",
-              command, refused[i]);
-      return PB_EXIT_USAGE;
-    }
-  return 0;
+  int i = option_index(a, refused, PB_ARRAY_LEN(refused) - (calibrate ? 0 : 1));
+  if (i < 0) return 0;
+  fprintf(stderr, "pipebench: %s: option \"%s\" does not apply (expected it with run, ab, tune or sweep)\n", command,
+          refused[i]);
+  return PB_EXIT_USAGE;
 }
 
 static int parse_args(cli *c, int argc, char **argv) {
