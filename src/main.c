@@ -58,9 +58,10 @@ typedef struct cli {
   const char *command;
   const char *config;
   const char *path;             /* analyze: the trace.json or run directory */
-  const char *sets[MAX_SETS + 1];
+  const char *sets[MAX_SETS + 2];
   int nsets;
   char seed_set[64];
+  char device_set[32];
   bool device_given;
   bool force;
   pb_tune_opts tune;
@@ -99,6 +100,7 @@ static int set_device(cli *c, const char *v) {
   else if (strcmp(v, "emulated") == 0) c->run.device = PB_DEVICE_EMULATED;
   else return usage_error("--device: unknown device \"%s\" (expected auto, gpu or emulated)", v);
   c->device_given = true;
+  snprintf(c->device_set, sizeof c->device_set, "device.kind=%s", v);
   return 0;
 }
 
@@ -216,6 +218,8 @@ static int parse_args(cli *c, int argc, char **argv) {
     if (rc) return rc;
   }
   if (c->seed_set[0]) c->sets[c->nsets++] = c->seed_set; /* --seed is applied last, like a --set */
+  /* --device is device.kind's override: applied last too, so the report's config says the device it ran */
+  if (c->device_set[0]) c->sets[c->nsets++] = c->device_set;
   return 0;
 }
 

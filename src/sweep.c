@@ -45,6 +45,19 @@ static int add_axis(pb_axis *a, const char *set, size_t path_len, const char *li
   return 0;
 }
 
+/* A path given one value and also a list: the list's values would silently replace the one value in every
+ * combination, so the user's intent is unclear; refuse it. */
+static int fixed_not_swept(const char *const *fixed, int nfixed, const pb_axis *axes, int naxes, pb_err *err) {
+  for (int i = 0; i < nfixed; i++) {
+    size_t len = strcspn(fixed[i], "=");
+    for (int a = 0; a < naxes; a++)
+      if (strlen(axes[a].path) == len && strncmp(axes[a].path, fixed[i], len) == 0)
+        return pb_err_set(err, "--set %s: %s is also given a list (expected one value or one list per path)",
+                          fixed[i], axes[a].path);
+  }
+  return 0;
+}
+
 int pb_sweep_split_sets(const char *const *sets, int nsets, pb_axis *axes, int *naxes, const char **fixed,
                         int *nfixed, pb_err *err) {
   *naxes = *nfixed = 0;
@@ -66,7 +79,7 @@ int pb_sweep_split_sets(const char *const *sets, int nsets, pb_axis *axes, int *
                           axes[a].path);
     ++*naxes;
   }
-  return 0;
+  return fixed_not_swept(fixed, *nfixed, axes, *naxes, err);
 }
 
 /* Trial t's value index on axis a: the last axis varies fastest. */

@@ -111,6 +111,9 @@ static void test_sweep_errors(void **state) {
   assert_one_error_line(r, 2, "empty value");
   r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=1,2", "--set", "stages.aug.threads=3,4"));
   assert_one_error_line(r, 2, "has a list already");
+  /* one value and a list for the same path: the list would silently win; refused */
+  r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=2", "--set", "stages.aug.threads=1,2"));
+  assert_one_error_line(r, 2, "also given a list");
   /* a combination over the memory limit fails before the first run, as run would refuse it */
   dir = out_dir("sweep-mem");
   r = run_pb(ARGS("sweep", "--config", cfg, "--set", "limits.max_memory_mb=2", "--set",
