@@ -54,6 +54,7 @@ enum {
   PB_KF_OMIT_ZERO = 1u << 4, /* to_json leaves it out when 0 (an optional key without a default) */
   PB_KF_PRESENCE = 1u << 5,  /* objects: set the bool at `count_off` when the object is given */
   PB_KF_SYNTHETIC = 1u << 6, /* dataset: only with format "synthetic" */
+  PB_KF_TFRECORD = 1u << 7,  /* dataset: only with format "tfrecord" */
 };
 
 typedef struct pb_key_table {
@@ -140,6 +141,7 @@ int pb_cfg_check_allreduce(pb_cfg_ctx *c, const cJSON *obj, const char *path, vo
 int pb_cfg_check_run(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
 int pb_cfg_check_normalize(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
 bool pb_cfg_emit_if_synthetic(const void *dataset);
+bool pb_cfg_emit_if_tfrecord(const void *dataset);
 bool pb_cfg_emit_if_steps(const void *run);
 bool pb_cfg_emit_if_epochs(const void *run);
 bool pb_cfg_emit_if_duration(const void *run);

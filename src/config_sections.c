@@ -183,18 +183,21 @@ int pb_cfg_check_allreduce(pb_cfg_ctx *c, const cJSON *obj, const char *path, vo
 /* ---- dataset ---- */
 
 /* shape, dtype and num_samples describe the in-memory synthetic dataset and mean nothing for files;
- * the shape is what a synthetic dataset is, so it is required there. */
-static int check_synthetic_keys(pb_cfg_ctx *c, const cJSON *obj, const char *path, const pb_dataset_cfg *d) {
-  bool synthetic = d->format == PB_FMT_SYNTHETIC;
+ * the shape is what a synthetic dataset is, so it is required there.  feature and payload say what a
+ * tf.train.Example holds and mean nothing for other formats: given there, they were meant for a
+ * tfrecord dataset and would be silently ignored. */
+static int check_format_keys(pb_cfg_ctx *c, const cJSON *obj, const char *path, const pb_dataset_cfg *d) {
   char p[PB_CFG_PATH_MAX], text[256];
   for (int i = 0; i < pb_cfg_dataset_table.nkeys; i++) {
     const pb_key *k = &pb_cfg_dataset_table.keys[i];
-    if (!(k->flags & PB_KF_SYNTHETIC)) continue;
+    pb_format only = k->flags & PB_KF_SYNTHETIC ? PB_FMT_SYNTHETIC : PB_FMT_TFRECORD;
+    if (!(k->flags & (PB_KF_SYNTHETIC | PB_KF_TFRECORD))) continue;
     pb_cfg_path_key(p, path, k->name);
-    if (!synthetic && has(obj, k->name))
-      return pb_cfg_fail(c, p, "not used with format %s (expected %s only with dataset.format \"synthetic\")",
-                         pb_cfg_quote(pb_format_name(d->format), text, sizeof text), k->name);
-    if (synthetic && !has(obj, k->name) && strcmp(k->name, "shape") == 0)
+    if (d->format != only && has(obj, k->name))
+      return pb_cfg_fail(c, p, "not used with format %s (expected %s only with dataset.format \"%s\")",
+                         pb_cfg_quote(pb_format_name(d->format), text, sizeof text), k->name, pb_format_name(only));
+    if (d->format == PB_FMT_SYNTHETIC && only == PB_FMT_SYNTHETIC && !has(obj, k->name) &&
+        strcmp(k->name, "shape") == 0)
       return pb_cfg_fail(c, p, "missing (expected %s with dataset.format \"synthetic\")",
                          pb_cfg_key_expect(k, text, sizeof text));
   }
@@ -203,7 +206,7 @@ static int check_synthetic_keys(pb_cfg_ctx *c, const cJSON *obj, const char *pat
 
 int pb_cfg_check_dataset(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base) {
   pb_dataset_cfg *d = base;
-  int rc = check_synthetic_keys(c, obj, path, d);
+  int rc = check_format_keys(c, obj, path, d);
   if (rc) return rc;
   d->sample.known = d->format == PB_FMT_SYNTHETIC;
   if (!has(obj, "record_bytes")) d->record_bytes = d->generate.record_bytes;
@@ -218,6 +221,10 @@ int pb_cfg_check_dataset(pb_cfg_ctx *c, const cJSON *obj, const char *path, void
 
 bool pb_cfg_emit_if_synthetic(const void *dataset) {
   return ((const pb_dataset_cfg *)dataset)->format == PB_FMT_SYNTHETIC;
+}
+
+bool pb_cfg_emit_if_tfrecord(const void *dataset) {
+  return ((const pb_dataset_cfg *)dataset)->format == PB_FMT_TFRECORD;
 }
 
 /* ---- run ---- */

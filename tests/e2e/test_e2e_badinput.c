@@ -130,11 +130,12 @@ static const char *copy_dataset(const char *name, const char *tag) {
 
 /* ---------- 1. config ---------- */
 
-/* A config that uses every key of the schema (every stage type, every op, every device and run key). */
+/* A config that uses every key of the schema (every stage type, every op, every device and run key; a
+ * tfrecord dataset, the one format that takes feature and payload). */
 static const char *maximal_config(void) {
   return write_config(
       "maximal",
-      "{'name':'max','seed':7,'dataset':{'path':'%s/data-jpeg','format':'jpeg','feature':'image/encoded','payload':'jpeg',"
+      "{'name':'max','seed':7,'dataset':{'path':'%s/data-tfrecord','format':'tfrecord','feature':'image/encoded','payload':'jpeg',"
       "  'generate':{'num_files':16,'samples_per_file':1,'image':{'width':64,'height':48,'quality':90},"
       "              'record_bytes':100,'record_bytes_stdev':10}},"
       "'stages':[{'name':'read','type':'read','threads':2,'block_bytes':65536,'direct':false,'latency_us':10,"

@@ -513,6 +513,8 @@ static void test_error_structure(void **state) {
                                "read or decode stage: the synthetic dataset is generated in memory)");
   expect_error(EXAMPLE, "dataset.shape=[3]",
                "cfg.json: dataset.shape: not used with format \"jpeg\" (expected shape only with dataset.format \"synthetic\")");
+  expect_error(EXAMPLE, "dataset.payload=\"raw\"",
+               "cfg.json: dataset.payload: not used with format \"jpeg\" (expected payload only with dataset.format \"tfrecord\")");
   expect_error(SYNTH, "dataset.shape=null",
                "cfg.json: dataset.shape: missing (expected an array of 1 to 4 integers from 1 to 1000000000 with "
                "dataset.format \"synthetic\")");
