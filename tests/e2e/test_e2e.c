@@ -126,6 +126,12 @@ static void test_memory_limit_refused(void **state) {
                         "--set", "limits.max_memory_mb=10", NULL};
   assert_one_error_line(run_pb(args), 2, "limits.max_memory_mb");
   assert_non_null(strstr(run_pb(args)->err, "batch"));
+  /* validate refuses it the same way (k_small's dataset is synthetic: nothing to generate first) */
+  const char *vargs[] = {"validate", "--config", write_config_text("small", k_small), "--set",
+                         "stages.batch.size=100000", "--set", "limits.max_memory_mb=10", NULL};
+  result *r = run_pb(vargs);
+  assert_one_error_line(r, 2, "limits.max_memory_mb");
+  assert_string_equal(r->out, "");
 }
 
 static void test_gpu_required_without_gpu(void **state) {
