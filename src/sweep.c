@@ -347,7 +347,9 @@ int pb_sweep(pb_multi *m) {
   pb_config *cfg = calloc(1, sizeof *cfg);
   int rc = s && cfg ? setup(s, m) : PB_EXIT_RUNTIME;
   if (!rc) rc = check_all(s, cfg);
-  if (!rc) rc = pb_multi_begin(m, cfg, !m->run.synthetic);
+  /* the base config's own dataset is not generated here: a swept dataset.path may never use it, and
+   * prepare_all generates each combination's (the base's among them when a combination uses it) */
+  if (!rc) rc = pb_multi_begin(m, cfg, false);
   if (!rc) rc = prepare_all(s, cfg);
   if (!rc) {
     bool interrupted = false;

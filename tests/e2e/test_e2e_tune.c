@@ -129,10 +129,18 @@ static void test_sweep_generates_each_dataset(void **state) {
   char set[700];
   snprintf(set, sizeof set, "dataset.path=%s,%s", tmp_path("sweep-data-a"), tmp_path("sweep-data-b"));
   const char *dir = out_dir("sweep-data");
-  result *r = run_pb(ARGS("sweep", "--config", spin_config(), "--set", set, "--set", "run.steps=5", "--set",
+  /* the base config names a dataset no combination uses: it is not generated */
+  const char *cfg = write_config("sweep-base", "{'name':'sb','dataset':{'path':'%s','format':'raw','record_bytes':64,"
+                                 "'generate':{'num_files':8,'samples_per_file':1,'record_bytes':64}},"
+                                 "'stages':[{'name':'read','type':'read'},{'name':'batch','type':'batch','size':4},"
+                                 "{'name':'h2d','type':'h2d'}],'device':{'kind':'emulated','step_ms':1}}",
+                                 tmp_path("sweep-data-unused"));
+  result *r = run_pb(ARGS("sweep", "--config", cfg, "--set", set, "--set", "run.steps=5", "--set",
                           "dataset.generate.num_files=32", "--out", dir, "--quiet"));
   if (r->status != 0) fail_msg("sweep over datasets: exit %d: %s", r->status, r->err);
   assert_true(exists(file_in(dir, "trial-002")));
+  assert_true(exists(tmp_path("sweep-data-b")));
+  assert_false(exists(tmp_path("sweep-data-unused")));
   cJSON *sj = load_json(file_in(dir, "sweep.json"));
   cJSON *t;
   cJSON_ArrayForEach(t, at(sj, "trials")) assert_int_equal((int)num(t, "status"), 0);
