@@ -47,13 +47,18 @@ static size_t batch_bytes(const pb_stage *s) { return (size_t)s->sample_bytes; }
 
 static uint64_t batch_memory(const pb_stage *s) { return (uint64_t)pool_buffers(s) * batch_bytes(s); }
 
+static void free_workers(const pb_stage *s, batch_worker *ws) {
+  for (int k = 0; ws && k < s->threads; k++) free(ws[k].sizes);
+  free(ws);
+}
+
 /* On a GPU the pool is pinned host memory (the device's allocator), so batches are collated straight
  * into memory the copy engine can read by DMA. */
 static int pinned_failed(const pb_stage *s, batch_state *st, batch_worker *ws, pb_err *err) {
   const pb_device *dev = s->engine->device;
   int n = pool_buffers(s);
   free(st);
-  free(ws);
+  free_workers(s, ws);
   return pb_err_set(err,
                     "cannot allocate %d pinned batch buffers of %zu bytes (%.1f MB in all): %s (expected less: "
                     "lower the prefetch depth or the batch size, or set stages.<h2d>.pinned=false)",
@@ -61,10 +66,14 @@ static int pinned_failed(const pb_stage *s, batch_state *st, batch_worker *ws, p
          -ENOMEM;
 }
 
+/* Everything that can fail (the workers' size arrays, then the pool) comes before anything that needs
+ * undoing (the mutex, the workers' state pointers), so a failure frees what it allocated and no more. */
 static int batch_init(pb_stage *s, pb_err *err) {
   batch_state *st = calloc(1, sizeof *st);
   batch_worker *ws = calloc((size_t)s->threads, sizeof *ws);
   if (!st || !ws) goto oom;
+  for (int k = 0; k < s->threads; k++)
+    if (!(ws[k].sizes = malloc((size_t)s->cfg->size * sizeof *ws[k].sizes))) goto oom;
   st->batch_bytes = batch_bytes(s);
   const pb_device *dev = s->engine->device;
   const pb_pool_mem *mem = dev && dev->pinned_host ? &dev->host_mem : NULL;
@@ -75,16 +84,12 @@ static int batch_init(pb_stage *s, pb_err *err) {
   }
   st->pool_ready = true;
   uv_mutex_init(&st->merge_lock);
-  for (int k = 0; k < s->threads; k++) {
-    ws[k].sizes = malloc((size_t)s->cfg->size * sizeof *ws[k].sizes);
-    if (!ws[k].sizes) goto oom;
-    s->workers[k].state = &ws[k];
-  }
+  for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];
   s->state = st;
   return 0;
 oom:
   free(st);
-  free(ws);
+  free_workers(s, ws);
   return pb_err_set(err, "out of memory for %d batch buffers of %zu bytes", pool_buffers(s), batch_bytes(s)),
          -ENOMEM;
 }
