@@ -13,22 +13,41 @@
 typedef struct cache_state {
   pb_elem *entries; /* payload copies: data owned by the cache */
   size_t count, capacity;
-  uint64_t bytes;
+  uint64_t bytes;        /* payload copies plus their entries */
+  uint64_t budget_bytes; /* what limits.max_memory_mb leaves the cache after the other stages' buffers */
 } cache_state;
 
+/* Samples in one epoch, for the memory plan.  raw files split exactly by record_bytes; a generated
+ * dataset has samples_per_file; otherwise one per file, a floor (a TFRecord or npy file holds many):
+ * cache_process enforces the budget on what it really holds. */
 static uint64_t epoch_samples_estimate(const pb_stage *s) {
   const pb_engine *e = s->engine;
   const pb_config *cfg = e->cfg;
   if (cfg->dataset.format == PB_FMT_SYNTHETIC) return (uint64_t)cfg->dataset.num_samples;
+  if (cfg->dataset.format == PB_FMT_RAW && cfg->dataset.record_bytes > 0) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < e->files.count; i++) n += e->files.files[i].bytes / (uint64_t)cfg->dataset.record_bytes;
+    return n;
+  }
   uint64_t spf = cfg->dataset.generate.present ? (uint64_t)cfg->dataset.generate.samples_per_file : 1;
   return (uint64_t)e->files.count * spf;
 }
 
-static uint64_t cache_memory(const pb_stage *s) { return epoch_samples_estimate(s) * s->sample_bytes; }
+/* Each cached sample: its payload and its entry (as store counts them). */
+static uint64_t cache_memory(const pb_stage *s) {
+  return epoch_samples_estimate(s) * ((uint64_t)s->sample_bytes + sizeof(pb_elem));
+}
+
+static uint64_t cache_budget(const pb_stage *s) {
+  uint64_t limit = (uint64_t)s->engine->cfg->max_memory_mb * 1000000u;
+  uint64_t others = pb_engine_memory_bytes(s->engine, NULL, 0) - cache_memory(s);
+  return limit > others ? limit - others : 0;
+}
 
 static int cache_init(pb_stage *s, pb_err *err) {
   cache_state *st = calloc(1, sizeof *st);
   if (!st) return pb_err_set(err, "out of memory for the cache"), -ENOMEM;
+  st->budget_bytes = cache_budget(s);
   s->state = st;
   s->workers[0].state = st;
   return 0;
@@ -50,12 +69,24 @@ static int store(cache_state *st, const pb_elem *in) {
   *e = *in;
   e->data = copy;
   e->buf = NULL;
-  st->bytes += in->bytes;
+  st->bytes += in->bytes + sizeof *e;
   return 0;
 }
 
 static int cache_process(pb_worker *w, pb_elem *in) {
-  if (store(w->state, in)) {
+  cache_state *st = w->state;
+  char msg[300];
+  if (st->bytes + in->bytes + sizeof *in > st->budget_bytes) {
+    /* the plan's estimate was low (e.g. a TFRecord file holds many samples): stop rather than grow past
+     * the limit, or replay a cache that lost samples */
+    snprintf(msg, sizeof msg,
+             "the first epoch does not fit the cache: over %.0f MB after %zu samples, what limits.max_memory_mb "
+             "leaves it (expected a larger limit, or the cache after a stage with smaller samples)",
+             (double)st->budget_bytes / 1e6, st->count);
+    pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index), msg, true);
+    return 0;
+  }
+  if (store(st, in)) {
     pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index),
                     "out of memory for the cache (expected a dataset that fits in memory)", true);
     return 0;

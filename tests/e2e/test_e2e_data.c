@@ -338,6 +338,30 @@ static void test_tfrecord_raw_payload(void **state) {
   assert_accounting_balances(rep);
 }
 
+/* A cache over real TFRecords (no generate section): the plan counts one sample per file, a floor, so the
+ * cache itself stops at what limits.max_memory_mb leaves it: exit 1 naming the limit, never an
+ * unbounded first epoch.  The same data with a larger limit runs and replays. */
+static void test_cache_over_limit_fails(void **state) {
+  const char *data = tmp_path("tfcache-data");
+  gen_ok(plain_config("tfcache-gen", data,
+                      "'format':'tfrecord','payload':'raw','generate':{'num_files':2,'samples_per_file':1000,"
+                      "'record_bytes':8192}",
+                      "", 4, 1));
+  const char *cfg = write_config(
+      "tfcache", "{'name':'tfcache','dataset':{'path':'%s','format':'tfrecord','payload':'raw','record_bytes':8192},"
+      "'stages':[{'type':'read'},{'type':'cache'},{'type':'batch','size':4},{'type':'h2d'}],"
+      "'device':{'kind':'emulated','step_ms':0},'run':{'epochs':2,'warmup_steps':0},"
+      "'limits':{'max_memory_mb':16}}", data);
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--format", "json", "--out", out_dir("tfcache-small")));
+  if (r->status != 1) fail_msg("expected exit 1, got %d: %s", r->status, r->err);
+  assert_non_null(strstr(r->err, "does not fit the cache"));
+  assert_non_null(strstr(r->err, "limits.max_memory_mb"));
+  cJSON *rep = run_report(cfg, "tfcache-big", ARGS("--set", "limits.max_memory_mb=64"));
+  expect_count(rep, "samples_consumed", 4000);
+  expect_count(rep, "errors", 0);
+  assert_accounting_balances(rep);
+}
+
 /* ---------- 5. npy, npz ---------- */
 
 static void npy_like(const char *format) {
@@ -781,6 +805,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_run_generates_missing_dataset, free_reports),
       cmocka_unit_test_teardown(test_tfrecord_jpeg_payload, free_reports),
       cmocka_unit_test_teardown(test_tfrecord_raw_payload, free_reports),
+      cmocka_unit_test_teardown(test_cache_over_limit_fails, free_reports),
       cmocka_unit_test_teardown(test_npy, free_reports),
       cmocka_unit_test_teardown(test_npz, free_reports),
       cmocka_unit_test_teardown(test_warmup0_read_stage_counts_whole_run, free_reports),
