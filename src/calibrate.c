@@ -454,12 +454,8 @@ static int measure_dataset(pb_calibration *c, const pb_calibrate_opts *o, bool *
         cfg->file);
     return 0;
   }
-  if (pb_gen_missing(cfg)) {
-    say(o, "pipebench: %s holds no complete dataset yet; generating it first\n", cfg->dataset.path);
-    pb_gen_opts g = {.quiet = o->quiet, .no_progress = o->quiet};
-    int rc = pb_gen(cfg, &g);
-    if (rc) return rc;
-  }
+  int rc = pb_gen_if_missing(cfg, o->quiet, o->quiet); /* as run would, before measuring its files */
+  if (rc) return rc;
   pb_file_list files;
   pb_err err;
   if (pb_files_list(cfg->dataset.path, &files, &err)) {
@@ -470,7 +466,7 @@ static int measure_dataset(pb_calibration *c, const pb_calibrate_opts *o, bool *
   pb_calib_dataset_key(cfg, &key);
   key.files = files.count;
   key.bytes = files.total_bytes;
-  int rc = 0;
+  rc = 0;
   if (!o->force && pb_calib_find(c, &key)) {
     say(o, "pipebench: calibrate: %s: measured before (the cache); --force measures again\n", cfg->dataset.path);
   } else {

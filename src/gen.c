@@ -97,15 +97,50 @@ static int count_entries(const char *dir) {
   return n;
 }
 
-bool pb_gen_missing(const pb_config *cfg) {
+/* The first key whose value differs between two specs, as "KEY OLD, not NEW" in buf; false when equal. */
+static bool spec_difference(const cJSON *old, const cJSON *spec, char *buf, size_t len) {
+  const cJSON *v;
+  cJSON_ArrayForEach(v, spec) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(old, v->string);
+    if (o && cJSON_Compare(o, v, true)) continue;
+    char *a = o ? cJSON_PrintUnformatted(o) : NULL, *b = cJSON_PrintUnformatted(v);
+    snprintf(buf, len, "%s %s, not %s", v->string, a ? a : "unset", b ? b : "?");
+    free(a);
+    free(b);
+    return true;
+  }
+  if (cJSON_GetArraySize(old) == cJSON_GetArraySize(spec)) return false;
+  snprintf(buf, len, "settings of another pipebench version");
+  return true;
+}
+
+/* Whether run must generate the dataset first, and why (into why): the directory holds no files, a gen
+ * was cut short, or the complete dataset there was generated with other settings (the config changed
+ * since: reading it would measure other data than the report's config names).  *ours: dataset.path has
+ * pipebench's manifest, so what is there may be replaced as `gen --force` would. */
+static bool gen_needed(const pb_config *cfg, char *why, size_t len, bool *ours) {
   const pb_dataset_cfg *d = &cfg->dataset;
+  *ours = false;
   if (!d->generate.present || d->format == PB_FMT_SYNTHETIC || !d->path[0]) return false;
   if (d->path[0] == '@' || strpbrk(d->path, "*?[{")) return false;
   bool complete;
-  cJSON *spec = read_manifest(d->path, &complete);
-  cJSON_Delete(spec);
-  return count_entries(d->path) == 0 || (spec && !complete); /* empty, or a gen that was cut short */
+  cJSON *old = read_manifest(d->path, &complete);
+  *ours = old != NULL;
+  bool needed = true;
+  char diff[200];
+  if (old && !complete) snprintf(why, len, "holds an unfinished dataset (a gen was cut short)");
+  else if (count_entries(d->path) == 0) snprintf(why, len, "holds no dataset yet");
+  else if (!old) needed = false; /* files pipebench did not write: the user's dataset, read as it is */
+  else {
+    cJSON *spec = spec_json(cfg);
+    needed = spec_difference(old, spec, diff, sizeof diff);
+    if (needed) snprintf(why, len, "holds a dataset generated with other settings (%s)", diff);
+    cJSON_Delete(spec);
+  }
+  cJSON_Delete(old);
+  return needed;
 }
+
 
 /* ---------- one file's payloads ---------- */
 
@@ -341,12 +376,23 @@ static void gen_worker_main(void *arg) {
 
 /* ---------- pb_gen ---------- */
 
-/* Is `name` one of the files gen writes (any format), or a temporary one it left? */
+/* Does name read prefix, at least min_digits digits and nothing else, then suffix? */
+static bool name_matches(const char *name, const char *prefix, int min_digits, const char *suffix) {
+  size_t n = strlen(prefix);
+  if (strncmp(name, prefix, n) != 0) return false;
+  name += n;
+  int digits = 0;
+  while (*name >= '0' && *name <= '9') name++, digits++;
+  return digits >= min_digits && strcmp(name, suffix) == 0;
+}
+
+/* Is `name` one of the files gen writes (file_name's patterns, any format), its manifest, or a
+ * temporary one of those it left?  Exact patterns: a user's img-holiday.png is not ours. */
 static bool is_generated(const char *name) {
-  static const char *const prefixes[] = {"img-", "shard-", "sample-", "records-", ".tmp-", MANIFEST};
-  for (size_t i = 0; i < PB_ARRAY_LEN(prefixes); i++)
-    if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
-  return false;
+  if (strncmp(name, ".tmp-", 5) == 0) name += 5;
+  return strcmp(name, MANIFEST) == 0 || name_matches(name, "img-", 8, ".jpg") ||
+         name_matches(name, "shard-", 5, ".tfrecord") || name_matches(name, "sample-", 8, ".npy") ||
+         name_matches(name, "sample-", 8, ".npz") || name_matches(name, "records-", 5, ".bin");
 }
 
 /* --force: removes what an earlier gen wrote (only its own file names), so fewer files leave no
@@ -482,10 +528,13 @@ static int write_summary(const pb_config *cfg, const pb_gen_opts *opts, bool gen
 }
 
 int pb_gen_if_missing(const pb_config *cfg, bool quiet, bool no_progress) {
-  if (!pb_gen_missing(cfg)) return 0;
-  fprintf(stderr, "pipebench: %s holds no complete dataset yet; generating it first (%lld files, `pipebench gen`)\n",
-          cfg->dataset.path, (long long)cfg->dataset.generate.num_files);
-  pb_gen_opts g = {.quiet = quiet, .no_progress = no_progress};
+  char why[300];
+  bool ours;
+  if (!gen_needed(cfg, why, sizeof why, &ours)) return 0;
+  fprintf(stderr, "pipebench: %s %s; generating it first (%lld files, `pipebench gen`)\n", cfg->dataset.path,
+          why, (long long)cfg->dataset.generate.num_files);
+  /* a dataset with pipebench's manifest is its own: replaced as `gen --force` would */
+  pb_gen_opts g = {.quiet = quiet, .no_progress = no_progress, .force = ours};
   return pb_gen(cfg, &g);
 }
 

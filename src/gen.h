@@ -18,11 +18,10 @@ typedef struct pb_gen_opts {
 /* Returns the process exit status; prints its own errors and summary (stderr). */
 int pb_gen(const pb_config *cfg, const pb_gen_opts *opts);
 
-/* True when the config can generate its dataset and dataset.path holds nothing yet (the first run of a
- * preset generates it). */
-bool pb_gen_missing(const pb_config *cfg);
-/* What run, sweep and tune do before reading a dataset: when it is missing, say so and generate it.  0, or
- * gen's exit status. */
+/* What run, sweep, tune, ab and calibrate do before reading a dataset that dataset.generate describes:
+ * when dataset.path holds no files, an unfinished gen, or a dataset of pipebench's generated with other
+ * settings (the manifest's), say so and generate it (replacing pipebench's own files).  0, or gen's exit
+ * status. */
 int pb_gen_if_missing(const pb_config *cfg, bool quiet, bool no_progress);
 
 #endif

@@ -237,10 +237,19 @@ static void test_gen_force_fewer_files_leaves_no_stale_files(void **state) {
   const char *cfg = jpeg_config("shrink", data);
   gen_ok(cfg);
   assert_int_equal(count_files(data, ".jpg"), 10);
+  /* the user's own files that merely share a prefix with gen's names are not gen's to remove */
+  char mine[2][500];
+  snprintf(mine[0], sizeof mine[0], "%s/img-holiday.png", data);
+  snprintf(mine[1], sizeof mine[1], "%s/sample-notes.txt", data);
+  for (int i = 0; i < 2; i++) write_bytes(mine[i], "mine\n", 5, false);
   result *r = run_pb(ARGS("gen", "--config", cfg, "--set", "dataset.generate.num_files=6", "--force"));
   if (r->status != 0) fail_msg("gen --force: exit %d: %s", r->status, r->err);
   int n = count_files(data, ".jpg");
   if (n != 6) fail_msg("after gen --force with num_files 6 the directory holds %d images (expected 6)", n);
+  for (int i = 0; i < 2; i++) {
+    if (access(mine[i], F_OK) != 0) fail_msg("gen --force removed %s, a file it did not write", mine[i]);
+    unlink(mine[i]);
+  }
   cJSON *rep = run_report(cfg, "shrink", ARGS("--set", "dataset.generate.num_files=6", "--set", "run.epochs=1"));
   expect_count(rep, "files_read", 6);
 }
@@ -266,6 +275,14 @@ static void test_run_generates_missing_dataset(void **state) {
   r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir));
   if (r->status != 0) fail_msg("second run: exit %d: %s", r->status, r->err);
   if (strstr(r->err, "generating")) fail_msg("second run generated again: %s", r->err);
+
+  /* other generate settings than the dataset there was made with: generated again (reading the old files
+   * would measure other data than the report's config names), saying which setting changed */
+  r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", "dataset.generate.num_files=12"));
+  if (r->status != 0) fail_msg("run with num_files 12: exit %d: %s", r->status, r->err);
+  if (!strstr(r->err, "other settings (num_files 10, not 12)")) fail_msg("stderr: %s", r->err);
+  assert_int_equal(count_files(data, ".jpg"), 12);
+  expect_count(load_report(dir), "files_read", 24);
 
   /* an existing, empty directory counts as missing data */
   const char *empty = tmp_path("auto-empty");
@@ -326,8 +343,11 @@ static void test_tfrecord_raw_payload(void **state) {
   assert_int_equal(batch_sample_bytes(rep), 256);
   assert_accounting_balances(rep);
 
-  /* dataset.feature naming a feature the Examples lack: every record is an error naming its file */
-  rep = run_report(cfg, "tfr-feature", ARGS("--set", "dataset.feature=image/other", "--set", "run.epochs=1"));
+  /* dataset.feature naming a feature the Examples lack: every record is an error naming its file.  (A
+   * config without generate: with it, another feature is another dataset, generated again.) */
+  const char *other = plain_config("tfr-other", data, "'format':'tfrecord','payload':'raw','feature':'image/other'",
+                                   ",'threads':2", 4, 1);
+  rep = run_report(other, "tfr-feature", NULL);
   expect_count(rep, "samples_read", 24);
   expect_count(rep, "errors", 24);
   expect_count(rep, "samples_consumed", 0);
