@@ -53,7 +53,10 @@ int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synth
   m->runs++;
   memset(report, 0, sizeof *report);
   report->samples_per_s = NAN;
-  return pb_run(cfg, &o);
+  /* a run whose generate settings differ from the dataset there (a sweep over a generate key that
+   * keeps one dataset.path) reads the files its config names, as `run` would */
+  int rc = synthetic ? 0 : pb_gen_if_missing(cfg, m->run.quiet, m->run.no_progress);
+  return rc ? rc : pb_run(cfg, &o);
 }
 
 void pb_multi_add_number(cJSON *o, const char *key, double v, int decimals) {

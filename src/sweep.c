@@ -129,24 +129,40 @@ static int check_memory(const pb_config *cfg, bool synthetic) {
   return rc;
 }
 
+static uint64_t path_hash(const char *p) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  return h;
+}
+
 /* Before the first run: every combination's dataset generated (a swept dataset.path or dataset.generate
  * key names one the base config does not, and `run` would generate it too) and its memory planned, so
- * that a combination that cannot run fails now, not after the ones before it have run. */
+ * that a combination that cannot run fails now, not after the ones before it have run.  Only the first
+ * combination of each dataset.path generates here: later ones with other generate settings for the same
+ * directory would only overwrite it; pb_multi_run generates again, before its run, when one differs. */
 static int prepare_all(sweep *s, pb_config *cfg) {
   char buf[PB_SWEEP_MAX_AXES][320];
   const char *sets[PB_SWEEP_MAX_AXES];
   pb_err err;
   bool real = !s->m->run.synthetic;
-  for (int t = 0; t < s->ntrials && !pb_signalled(); t++) {
+  uint64_t *paths = calloc((size_t)s->ntrials, sizeof *paths);
+  if (!paths) return PB_EXIT_RUNTIME;
+  int rc = 0;
+  for (int t = 0; t < s->ntrials && !rc && !pb_signalled(); t++) {
     trial_sets(s, t, buf, sets);
     if (pb_multi_load(s->m, sets, s->naxes, cfg, &err)) {
       fprintf(stderr, "pipebench: %s\n", err.msg);
-      return PB_EXIT_USAGE;
+      rc = PB_EXIT_USAGE;
+      break;
     }
-    int rc = real ? pb_gen_if_missing(cfg, s->m->run.quiet, s->m->run.no_progress) : 0;
+    paths[t] = path_hash(cfg->dataset.path);
+    bool first = true;
+    for (int u = 0; u < t && first; u++) first = paths[u] != paths[t];
+    if (real && first) rc = pb_gen_if_missing(cfg, s->m->run.quiet, s->m->run.no_progress);
     if (!rc) rc = check_memory(cfg, !real);
-    if (rc) return rc;
   }
+  free(paths);
+  if (rc) return rc;
   return pb_signalled() ? PB_EXIT_INTERRUPTED : 0;
 }
 

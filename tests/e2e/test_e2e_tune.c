@@ -141,6 +141,23 @@ static void test_sweep_generates_each_dataset(void **state) {
   assert_true(exists(file_in(dir, "trial-002")));
   assert_true(exists(tmp_path("sweep-data-b")));
   assert_false(exists(tmp_path("sweep-data-unused")));
+
+  /* a generate key swept over one dataset.path: each run reads the dataset its own settings describe
+   * (generated again before the run whose settings differ), never the previous combination's */
+  char one[600];
+  snprintf(one, sizeof one, "dataset.path=%s", tmp_path("sweep-data-shared"));
+  dir = out_dir("sweep-shared");
+  r = run_pb(ARGS("sweep", "--config", cfg, "--set", one, "--set", "dataset.generate.num_files=8,16,8", "--set",
+                  "run.epochs=1", "--out", dir, "--quiet"));
+  if (r->status != 0) fail_msg("sweep over num_files: exit %d: %s", r->status, r->err);
+  static const int want[] = {8, 16, 8};
+  for (int t = 0; t < 3; t++) {
+    char rep_path[300];
+    snprintf(rep_path, sizeof rep_path, "trial-%03d/report.json", t + 1);
+    cJSON *rep = load_json(file_in(dir, rep_path));
+    if ((int)num(rep, "accounting.files_read") != want[t])
+      fail_msg("trial %d read %.0f files (expected %d)", t + 1, num(rep, "accounting.files_read"), want[t]);
+  }
   cJSON *sj = load_json(file_in(dir, "sweep.json"));
   cJSON *t;
   cJSON_ArrayForEach(t, at(sj, "trials")) assert_int_equal((int)num(t, "status"), 0);
