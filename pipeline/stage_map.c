@@ -270,6 +270,8 @@ static bool needs_image(const pb_stage_cfg *sc) {
 
 /* The map's result becomes the element handed on: the pooled output, or the input's own buffer. */
 static int hand_on(map_ctx *c) {
+  /* not an image (a [16] float32 sample, say): only spin and sleep ran, so it goes on as it came */
+  if (c->in->height == 0 && !c->out_buf) return pb_emit(c->w, c->in);
   pb_elem out = *c->in;
   if (c->out_buf) {
     pb_buf_release(c->in->buf);

@@ -215,6 +215,26 @@ static void test_epochs_account_for_every_sample(void **state) {
   assert_accounting_balances(rep);
 }
 
+/* A map of spin ops over samples that are not images ([16] float32): the samples go on whole, so the
+ * bytes each stage hands on and the run's MB/s count them (they were 0 bytes after the map). */
+static void test_map_over_non_image_keeps_bytes(void **state) {
+  const char *dir = out_dir("flat");
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set",
+                        "dataset={\"format\":\"synthetic\",\"shape\":[16],\"dtype\":\"float32\",\"num_samples\":1000}",
+                        "--quiet", "--format", "json", "--out", dir, NULL};
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  cJSON *st;
+  cJSON_ArrayForEach(st, at(rep, "stages")) {
+    if (strcmp(str(st, "name"), "aug") != 0) continue;
+    assert_true(num(st, "bytes_out") > 0);
+    assert_int_equal((long long)num(st, "bytes_out") % 64, 0); /* whole 64-byte samples */
+  }
+  double per_sample = num(rep, "throughput.bytes_per_s") / num(rep, "throughput.samples_per_s");
+  if (per_sample < 63.9 || per_sample > 64.1) fail_msg("throughput: %.2f bytes per sample (expected 64)", per_sample);
+}
+
 static void test_json_stdout_and_duration(void **state) {
   const char *args[] = {"--config", write_config_text("small", k_small), "--set", "run={\"duration_s\":0.5}",
                         "--json", "--out", out_dir("json"), NULL};
@@ -312,6 +332,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_validate_prints_resolved_config, free_reports),
       cmocka_unit_test_teardown(test_resnet_synthetic_report, free_reports),
       cmocka_unit_test_teardown(test_epochs_account_for_every_sample, free_reports),
+      cmocka_unit_test_teardown(test_map_over_non_image_keeps_bytes, free_reports),
       cmocka_unit_test_teardown(test_json_stdout_and_duration, free_reports),
       cmocka_unit_test_teardown(test_planted_map_bottleneck, free_reports),
       cmocka_unit_test_teardown(test_device_bound, free_reports),
