@@ -1,4 +1,5 @@
 #include "html.h"
+#include "json_text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -213,7 +214,9 @@ static int page_body(FILE *f, const void *arg) {
 }
 
 int pb_html_write(const char *path, const char *title, const cJSON *data) {
-  char *json = data ? cJSON_PrintUnformatted(data) : NULL;
+  cJSON *copy = data ? cJSON_Duplicate(data, true) : NULL; /* made valid UTF-8 without touching data */
+  char *json = copy ? pb_json_print(copy, false) : NULL;
+  cJSON_Delete(copy);
   if (!json) return -ENOMEM;
   page p = {.title = title, .json = json};
   int rc = pb_write_atomic(path, page_body, &p);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "json_text.h"
 
 /* Decimals per kind of number (see docs/METRICS.md); INT = an integer count, added unrounded. */
 enum { INT = -1, MS = 3, US = 3, PCT = 2, PER_S = 1, FRAC = 4, SEC = 3 };
@@ -429,7 +430,7 @@ static int write_file(const char *path, const char *text) {
  * at the end of every run. */
 int pb_report_write_json(const pb_report *r, const char *path) {
   cJSON *tree = pb_report_to_json(r);
-  char *text = tree ? cJSON_Print(tree) : NULL;
+  char *text = tree ? pb_json_print(tree, true) : NULL;
   cJSON_Delete(tree);
   size_t tmp_len = strlen(path) + sizeof ".tmp";
   char *tmp = malloc(tmp_len);

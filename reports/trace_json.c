@@ -16,6 +16,7 @@
  * doubles are printed with %.17g; event times are written from integer nanoseconds as "%llu.%03llu" us
  * relative to start_ns and parsed back from the text, so a reloaded record is bit-identical. */
 #include "trace_json.h"
+#include "json_text.h"
 
 #include "timeline.h"
 
@@ -389,16 +390,6 @@ typedef struct writer {
   int tid_base[PB_MAX_STAGES + 1]; /* tid of worker 0 of each traced row */
 } writer;
 
-static void fput_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
-  }
-  fputc('"', f);
-}
-
 /* Signed ns as microseconds with exactly 3 decimals. */
 static const char *fmt_us(char *b, size_t len, int64_t ns) {
   uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
@@ -439,7 +430,7 @@ static void x_begin(writer *w, int pid, int tid, uint64_t t0, uint64_t t1, const
 static void meta(writer *w, const char *what, int pid, int tid, const char *name) {
   sep(w);
   fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s\",\"args\":{\"name\":", pid, tid, what);
-  fput_json_str(w->f, name);
+  pb_json_fput_str(w->f, name);
   fputs("}}", w->f);
 }
 
@@ -468,7 +459,7 @@ static void key_args(FILE *f, const char *sample_name, const char *batch_name, u
 static void worker_event(writer *w, const pb_stage_rec *s, int tid, const pb_event *e) {
   FILE *f = w->f;
   x_begin(w, PID_HOST, tid, e->t0_ns, e->t1_ns, kind_cat(e->kind));
-  if (e->kind == PB_EV_PROCESS) fput_json_str(f, s->name);
+  if (e->kind == PB_EV_PROCESS) pb_json_fput_str(f, s->name);
   else fputs(e->kind == PB_EV_WAIT      ? "\"wait_in\""
              : e->kind == PB_EV_BLOCKED ? "\"blocked_out\""
              : e->kind == PB_EV_HANDOFF ? "\"handoff\""
@@ -569,7 +560,7 @@ static void counter_events(writer *w) {
       fputs("{\"ph\":\"C\",\"pid\":1,\"name\":", w->f);
       char name[PB_NAME_LEN + 16];
       snprintf(name, sizeof name, "queue fill %s", tl->names[k]);
-      fput_json_str(w->f, name);
+      pb_json_fput_str(w->f, name);
       fprintf(w->f, ",\"ts\":%s,\"args\":{\"pct\":%.2f}}", fmt_us(ts, sizeof ts, (int64_t)(begin - w->rec->start_ns)),
               pb_timeline_fill_e4(tl->fill[k][i]) / 100.0);
     }
@@ -653,7 +644,7 @@ static void flow_events(writer *w) {
 
 static int write_trace(FILE *f, const pb_record *rec) {
   cJSON *header = record_json(rec);
-  char *text = header && !pb_signal_overdue() ? cJSON_PrintUnformatted(header) : NULL;
+  char *text = header && !pb_signal_overdue() ? pb_json_print(header, false) : NULL;
   cJSON_Delete(header);
   if (!text) return pb_signal_overdue() ? -ECANCELED : -ENOMEM;
   fprintf(f, "%s\n%s%s,\n%s\n", k_line1, k_line2, text, k_line3);

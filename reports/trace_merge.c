@@ -1,4 +1,5 @@
 #include "trace_merge.h"
+#include "json_text.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -210,7 +211,7 @@ static cJSON *job_header(const merge_ctx *m) {
 static int merge_body(FILE *f, const void *arg) {
   merge_ctx *m = (merge_ctx *)arg;
   cJSON *h = job_header(m);
-  char *text = h ? cJSON_PrintUnformatted(h) : NULL;
+  char *text = h ? pb_json_print(h, false) : NULL;
   cJSON_Delete(h);
   if (!text) return -ENOMEM;
   fprintf(f, "%s\n\"pipebench_job\":%s,\n%s\n", k_line1, text, k_line3);

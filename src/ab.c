@@ -1,6 +1,7 @@
 /* `pipebench ab`: synthetic, real with a cold page cache, real with a warm one (DS-Analyzer, VLDB 2021).
  * The method, every key of ab.json and the verdict rules are in docs/AB.md. */
 #include "ab.h"
+#include "json_text.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -457,7 +458,7 @@ static int finish(ab_ctx *c) {
   cJSON *j = ab_json(c);
   int rc = pb_multi_write_json(c->m, "ab.json", j);
   if (j && c->m->run.json_stdout) {
-    char *text = cJSON_Print(j);
+    char *text = pb_json_print(j, true);
     if (text) printf("%s\n", text);
     free(text);
   } else if (!c->m->run.quiet && (c->m->run.formats & PB_FMT_TEXT)) {

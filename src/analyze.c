@@ -1,6 +1,7 @@
 /* `pipebench analyze PATH`: load the record from trace.json, compute the report exactly as a run does,
  * print it and, with --out DIR, write it. */
 #include "analyze.h"
+#include "json_text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -80,7 +81,7 @@ static int write_outputs(pb_report *r, const pb_record *rec, const pb_run_opts *
 static int print_report(const pb_report *r, const pb_run_opts *o) {
   if (o->json_stdout) {
     cJSON *json = pb_report_to_json(r);
-    char *text = json ? cJSON_Print(json) : NULL;
+    char *text = json ? pb_json_print(json, true) : NULL;
     cJSON_Delete(json);
     if (!text) {
       fprintf(stderr, "pipebench: out of memory for the JSON report\n");

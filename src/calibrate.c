@@ -4,6 +4,7 @@
  * the median of its repetitions where it repeats. */
 #define _GNU_SOURCE /* O_DIRECT */
 #include "calibrate.h"
+#include "json_text.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -580,7 +581,7 @@ int pb_calibrate(const pb_calibrate_opts *o) {
   if (!rc && o->out_dir) rc = write_copy(c, o->out_dir);
   if (!rc && o->json_stdout) {
     cJSON *j = pb_calib_to_json(c);
-    char *text = j ? cJSON_Print(j) : NULL;
+    char *text = j ? pb_json_print(j, true) : NULL;
     if (text) printf("%s\n", text);
     free(text);
     cJSON_Delete(j);

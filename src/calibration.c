@@ -1,5 +1,6 @@
 #define _DEFAULT_SOURCE /* realpath */
 #include "calibration.h"
+#include "json_text.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -226,7 +227,7 @@ static int write_text(FILE *f, const void *text) {
 
 int pb_calib_save(const char *file, const pb_calibration *c, pb_err *err) {
   cJSON *j = pb_calib_to_json(c);
-  char *text = j ? cJSON_Print(j) : NULL;
+  char *text = j ? pb_json_print(j, true) : NULL;
   cJSON_Delete(j);
   if (!text) return pb_err_set(err, "%s: out of memory", file), -ENOMEM;
   int rc = pb_write_atomic(file, write_text, text); /* a reader never sees half a file */

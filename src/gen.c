@@ -1,4 +1,5 @@
 #include "gen.h"
+#include "json_text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -76,7 +77,7 @@ static int write_manifest(const char *dir, cJSON *spec, bool complete, uint64_t 
   cJSON_AddNumberToObject(m, "files", (double)files);
   cJSON_AddNumberToObject(m, "samples", (double)samples);
   cJSON_AddNumberToObject(m, "bytes", (double)bytes);
-  char *text = cJSON_Print(m);
+  char *text = pb_json_print(m, true);
   cJSON_Delete(m);
   FILE *f = fopen(tmp, "w");
   int rc = f && text && fputs(text, f) >= 0 ? 0 : -EIO;
@@ -508,7 +509,7 @@ static int write_summary(const pb_config *cfg, const pb_gen_opts *opts, bool gen
   cJSON_AddNumberToObject(o, "samples", (double)samples);
   cJSON_AddNumberToObject(o, "bytes", (double)bytes);
   cJSON_AddNumberToObject(o, "seconds", generated ? round(secs * 1e3) / 1e3 : 0);
-  char *text = cJSON_Print(o);
+  char *text = pb_json_print(o, true);
   cJSON_Delete(o);
   if (!text) return PB_EXIT_RUNTIME;
   if (opts->json_stdout) printf("%s\n", text);

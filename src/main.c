@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "analyze.h"
+#include "json_text.h"
 #include "calibrate.h"
 #include "common.h"
 #include "config.h"
@@ -258,7 +259,7 @@ static int cmd_validate(const pb_config *cfg) {
   if (rc) return rc;
   print_shapes(cfg);
   cJSON *json = pb_config_to_json(cfg);
-  char *text = json ? cJSON_Print(json) : NULL;
+  char *text = json ? pb_json_print(json, true) : NULL;
   if (!text) return PB_EXIT_RUNTIME;
   printf("%s\n", text);
   free(text);

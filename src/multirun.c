@@ -1,4 +1,5 @@
 #include "multirun.h"
+#include "json_text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -91,10 +92,10 @@ cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir) {
   return o;
 }
 
-int pb_multi_write_json(const pb_multi *m, const char *name, const cJSON *json) {
+int pb_multi_write_json(const pb_multi *m, const char *name, cJSON *json) {
   char path[PB_PATH_LEN + 64];
   snprintf(path, sizeof path, "%s/%s", m->out_dir, name);
-  char *text = json ? cJSON_Print(json) : NULL;
+  char *text = json ? pb_json_print(json, true) : NULL;
   FILE *f = text ? fopen(path, "w") : NULL;
   int rc = 0;
   if (!f || fprintf(f, "%s\n", text) < 0) rc = text ? -errno : -ENOMEM;

@@ -46,7 +46,7 @@ cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir);
 
 /* Writes `json` pretty-printed to <out_dir>/<name>, and the command's report.html from it when the formats
  * include html.  0, or PB_EXIT_RUNTIME after printing one line. */
-int pb_multi_write_json(const pb_multi *m, const char *name, const cJSON *json);
+int pb_multi_write_json(const pb_multi *m, const char *name, cJSON *json);
 
 /* Adds v rounded to `decimals` (as report.json rounds: samples/s 1, percentages 2), or null when NAN/inf. */
 void pb_multi_add_number(cJSON *o, const char *key, double v, int decimals);

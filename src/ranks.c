@@ -1,4 +1,5 @@
 #include "ranks.h"
+#include "json_text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -202,7 +203,7 @@ static char *rank_text(const char *report_json, int status, const char *dir, con
       pb_file_list_free(&files);
     }
   }
-  char *text = cJSON_PrintUnformatted(o);
+  char *text = pb_json_print(o, false);
   cJSON_Delete(o);
   return text;
 }
@@ -261,7 +262,7 @@ static int write_job(char **texts, int n, const pb_config *cfg, const pb_run_opt
   if (job) {
     cJSON_DeleteItemFromObjectCaseSensitive(job, "config");
     cJSON_AddItemToObject(job, "config", pb_config_to_json(cfg));
-    char path[PB_PATH_LEN + 32], *text = cJSON_Print(job);
+    char path[PB_PATH_LEN + 32], *text = pb_json_print(job, true);
     snprintf(path, sizeof path, "%s/report.json", dir);
     FILE *f = text ? fopen(path, "w") : NULL;
     if (!f || fprintf(f, "%s\n", text) < 0) rc = PB_EXIT_RUNTIME;

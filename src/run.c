@@ -1,4 +1,5 @@
 #include "run.h"
+#include "json_text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -304,7 +305,7 @@ static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
             want_trace && !trace_done ? " trace.json" : "", want_views && !views_done ? " report.html/CSV tables" : "");
   if (o->json_stdout) {
     cJSON *json = pb_report_to_json(r);
-    char *text = json ? cJSON_Print(json) : NULL;
+    char *text = json ? pb_json_print(json, true) : NULL;
     if (text) printf("%s\n", text);
     free(text);
     cJSON_Delete(json);
@@ -346,7 +347,7 @@ static int report(run_ctx *c, double cpu0) {
   if (c->opts->result) *c->opts->result = *r;
   if (c->opts->result_json) { /* while the record lives: the report's strings point into it */
     cJSON *j = pb_report_to_json(r);
-    *c->opts->result_json = j ? cJSON_PrintUnformatted(j) : NULL;
+    *c->opts->result_json = j ? pb_json_print(j, false) : NULL;
     cJSON_Delete(j);
   }
 out:

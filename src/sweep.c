@@ -2,6 +2,7 @@
  * lists (the last list varies fastest), each into <out>/trial-NNN.  Every combination's config is loaded
  * before the first run, so a bad value fails in a second, not after an hour of runs. */
 #include "sweep.h"
+#include "json_text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -320,7 +321,7 @@ static int finish(sweep *s, int rc, bool interrupted) {
   int wrc = pb_multi_write_json(s->m, "sweep.json", json);
   if (!wrc) wrc = write_csv(s);
   if (s->m->run.json_stdout) {
-    char *text = cJSON_Print(json);
+    char *text = pb_json_print(json, true);
     if (text) printf("%s\n", text);
     free(text);
   } else if (!s->m->run.quiet) {

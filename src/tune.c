@@ -24,6 +24,7 @@
  * next trial would end after --budget-s.  Every trial's prediction is compared with its measurement.
  * See docs/TUNING.md. */
 #include "tune.h"
+#include "json_text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -816,7 +817,7 @@ static int write_config(tuner *t, const char *path) {
   pb_err err;
   if (load_point(t, &t->trials[t->best].p, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_RUNTIME;
   cJSON *json = pb_config_to_json(t->cfg);
-  char *text = json ? cJSON_Print(json) : NULL;
+  char *text = json ? pb_json_print(json, true) : NULL;
   errno = 0;
   FILE *f = text ? fopen(path, "w") : NULL;
   int rc = f && fprintf(f, "%s\n", text) >= 0 ? 0 : PB_EXIT_RUNTIME;
@@ -839,7 +840,7 @@ static int finish(tuner *t, const pb_tune_opts *o, int rc) {
   cJSON *json = tune_json(t, have && !wrc ? tuned : NULL, rc == PB_EXIT_INTERRUPTED);
   int jrc = pb_multi_write_json(t->m, "tune.json", json);
   if (t->m->run.json_stdout) {
-    char *text = cJSON_Print(json);
+    char *text = pb_json_print(json, true);
     if (text) printf("%s\n", text);
     free(text);
   } else if (!t->m->run.quiet && have) {

@@ -407,6 +407,21 @@ static void test_bad_jpegs(void **state) {
     }
     expect_bad_sample(k_jpeg_cfg, dir, f, what[k], 1, k_no_prefix);
   }
+  /* a file name that is not UTF-8 (Latin-1 \xE9): report.json and trace.json stay valid JSON (UTF-8),
+   * the name's invalid bytes written as U+FFFD */
+  const char *dir = copy_dataset("jpeg", "latin1");
+  sh("rm -f '%s'/img-00000000.jpg && : > '%s'/$(printf 'img-\\351t\\351.jpg')", dir, dir);
+  char set_path[500];
+  snprintf(set_path, sizeof set_path, "dataset.path=%s", dir);
+  const char *out = out_dir("latin1");
+  result *r = run_pb(ARGS("run", "--config", k_jpeg_cfg, "--quiet", "--out", out, "--set", set_path, "--format",
+                          "json,trace,html"));
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  sh("iconv -f UTF-8 -t UTF-8 '%s/report.json' > /dev/null && iconv -f UTF-8 -t UTF-8 '%s/trace.json' > /dev/null",
+     out, out);
+  cJSON *e = cJSON_GetArrayItem(at(load_report(out), "accounting.first_errors"), 0);
+  assert_non_null(e);
+  if (!strstr(str(e, "file"), "img-\xEF\xBF\xBDt\xEF\xBF\xBD.jpg")) fail_msg("file: %s", str(e, "file"));
 }
 
 static void test_unreadable_and_broken_links(void **state) {

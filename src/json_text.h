@@ -1,0 +1,28 @@
+/* JSON text is UTF-8 (RFC 8259): every string pipebench writes into report.json, trace.json and the other
+ * JSON outputs passes through here.  File names and --out paths are bytes, not text: one in Latin-1 would
+ * make the whole file unreadable to a JSON parser, so invalid bytes are written as U+FFFD instead. */
+#ifndef PB_JSON_TEXT_H
+#define PB_JSON_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cJSON.h>
+
+/* Bytes of the well-formed UTF-8 character at p (RFC 3629: no overlongs, no surrogates, at most
+ * U+10FFFF), or 0 when p does not start one.  p[0] != 0. */
+size_t pb_utf8_char_bytes(const unsigned char *p);
+
+/* Replaces every string value in the tree (and its keys) that is not well-formed UTF-8 by one that is,
+ * each invalid byte becoming U+FFFD.  false when out of memory. */
+bool pb_json_fix_utf8(cJSON *item);
+
+/* cJSON_Print (pretty) or cJSON_PrintUnformatted of the tree after pb_json_fix_utf8; NULL when out of
+ * memory.  The caller frees the text. */
+char *pb_json_print(cJSON *item, bool pretty);
+
+/* Writes s as a JSON string literal (quotes, escapes, U+FFFD for invalid bytes). */
+void pb_json_fput_str(FILE *f, const char *s);
+
+#endif
