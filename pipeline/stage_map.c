@@ -323,6 +323,9 @@ static int map_process(pb_worker *w, pb_elem *in) {
     }
     if (rc < 0) return map_fail(w, in, &c, rc == -ENOMEM ? "out of memory" : "an op failed on this image");
   }
+  /* a sample carries 16-bit sides (the config refuses larger results when it knows the input's size) */
+  if (c.cur.height > 65535 || c.cur.width > 65535)
+    return map_fail(w, in, &c, "the result is wider or taller than 65535 pixels (expected a smaller resize)");
   return hand_on(&c);
 }
 

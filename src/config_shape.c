@@ -167,12 +167,27 @@ static int apply_op(pb_cfg_ctx *c, const char *path, const pb_op_cfg *op, pb_sha
   return rc;
 }
 
+/* A sample carries its image's height and width in 16 bits and its channels in 8 (pipeline/elem.h):
+ * an image op's input or output beyond that is refused here, not wrapped at run time (a 70000-pixel
+ * side read as 4464 would crop the wrong pixels without an error). */
+static int check_image_limits(pb_cfg_ctx *c, const char *path, const pb_op_cfg *op, const pb_shape *s,
+                              const char *which) {
+  if (op->kind == PB_OP_SPIN || op->kind == PB_OP_SLEEP || s->ndims != 3) return 0;
+  int64_t h = s->chw ? s->dims[1] : s->dims[0], w = s->chw ? s->dims[2] : s->dims[1], ch = channels(s);
+  if (h <= 65535 && w <= 65535 && ch <= 255) return 0;
+  char shape[96];
+  return pb_cfg_fail(c, path, "%s's %s is %s (expected images of at most 65535 x 65535 pixels and 255 channels)",
+                     pb_op_name(op->kind), which, pb_shape_str(s, shape, sizeof shape));
+}
+
 static int map_output(pb_cfg_ctx *c, int i, pb_shape *cur) {
   const pb_stage_cfg *st = &c->cfg->stages[i];
   for (int j = 0; j < st->nops; j++) {
     char p[PB_CFG_PATH_MAX];
     snprintf(p, sizeof p, "stages[%d].ops[%d]", i, j);
-    int rc = apply_op(c, p, &st->ops[j], cur);
+    int rc = check_image_limits(c, p, &st->ops[j], cur, "input");
+    if (!rc) rc = apply_op(c, p, &st->ops[j], cur);
+    if (!rc) rc = check_image_limits(c, p, &st->ops[j], cur, "output");
     if (rc) return rc;
   }
   return 0;

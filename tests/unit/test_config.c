@@ -513,6 +513,14 @@ static void test_error_structure(void **state) {
                                "read or decode stage: the synthetic dataset is generated in memory)");
   expect_error(EXAMPLE, "dataset.shape=[3]",
                "cfg.json: dataset.shape: not used with format \"jpeg\" (expected shape only with dataset.format \"synthetic\")");
+  /* image sides past 16 bits and channels past 8 would wrap in the sample's fields at run time */
+  static const char *wide =
+      "{\"dataset\": {\"format\": \"synthetic\", \"shape\": [10, 1000, 3]},"
+      " \"stages\": [{\"type\": \"map\", \"ops\": [{\"op\": \"resize\", \"size\": 700}]}, {\"type\": \"batch\", \"size\": 2}]}";
+  expect_error(wide, NULL,
+               "cfg.json: stages[0].ops[0]: resize's output is [700,70000,3] uint8 (expected images of at most "
+               "65535 x 65535 pixels and 255 channels)");
+  expect_error_has(wide, "dataset.shape=[3,3,1024]", "resize's input is [3,3,1024] uint8");
   expect_error(EXAMPLE, "dataset.payload=\"raw\"",
                "cfg.json: dataset.payload: not used with format \"jpeg\" (expected payload only with dataset.format \"tfrecord\")");
   expect_error(SYNTH, "dataset.shape=null",
