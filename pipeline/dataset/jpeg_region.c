@@ -8,6 +8,7 @@
  * tests/unit/test_jpeg.c checks it. */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,17 @@ size_t pb_jpeg_region_capacity(const pb_jpeg_rect *rect, int image_width) {
   return (size_t)w * (size_t)rect->h * 3u;
 }
 
+/* Whether an EOI marker (FF D9) follows the scan data that starts at byte scan_at.  Decoding stops after
+ * the region's last row, so libjpeg never reaches the end: without this a file cut short below the crop
+ * would pass here while the whole-image decode refuses it ("Premature end of JPEG file").  Inside
+ * entropy-coded data an FF is always followed by 00 or a restart marker, so FF D9 there is the end.
+ * Usually it is the last two bytes; trailing bytes after it (which libjpeg ignores too) cost a scan. */
+static bool has_eoi_after(const uint8_t *data, size_t bytes, size_t scan_at) {
+  for (size_t i = bytes - 1; i > scan_at; i--)
+    if (data[i] == 0xD9 && data[i - 1] == 0xFF) return true;
+  return false;
+}
+
 /* The body, under setjmp: libjpeg errors jump back to pb_jpeg_decode_region. */
 static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, const pb_jpeg_rect *rect,
                        int scale_denom, int64_t max_pixels, uint8_t *out, size_t out_capacity_bytes,
@@ -77,6 +89,10 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   struct jpeg_decompress_struct *c = &r->cinfo;
   jpeg_mem_src(c, data, (unsigned long)bytes);
   jpeg_read_header(c, TRUE);
+  if (!c->progressive_mode && !has_eoi_after(data, bytes, (size_t)(c->src->next_input_byte - data)))
+    return pb_err_set(err, "decoding: bad JPEG: Premature end of JPEG file (no end-of-image marker after the "
+                           "scan data; expected a complete, valid JPEG image)"),
+           -EBADMSG;
   if (max_pixels > 0 && (int64_t)c->image_width * c->image_height > max_pixels)
     return pb_err_set(err, "image is %ux%u = %lld pixels, over max_pixels %lld (expected at most %lld pixels)",
                       c->image_width, c->image_height, (long long)c->image_width * c->image_height,

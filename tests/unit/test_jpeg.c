@@ -425,6 +425,13 @@ static void test_region_equals_whole_decode_cropped(void **state) {
   assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &middle, 1, 0, part, 50 * 20 * 3, &got, &err), -ENOBUFS);
   assert_non_null(strstr(err.msg, "expected at least"));
   assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &all, 1, 0, part, 500 * 375 * 3, &got, &err), 0);
+  /* cut short below the region: the region decode never reaches the cut, yet refuses the file as the
+   * whole decode does (no end-of-image marker) */
+  pb_jpeg_rect top = {0, 0, 100, 16};
+  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes * 9 / 10, &top, 1, 0, part, 500 * 375 * 3, &got, &err),
+                   -EBADMSG);
+  assert_non_null(strstr(err.msg, "Premature end of JPEG file"));
+  assert_int_equal(pb_jpeg_decode_region(r, b.data, b.bytes, &top, 1, 0, part, 500 * 375 * 3, &got, &err), 0);
   free(whole);
   free(part);
   free(b.data);
