@@ -34,6 +34,8 @@ typedef struct pb_stage_report {
   double wait_in_ms, blocked_out_ms;
   double utilization;           /* self / (threads x measured wall), 0..1 */
   double capacity_per_s;        /* samples/s the stage could sustain: threads x samples / self seconds */
+  double pipeline_capacity_per_s; /* the same in the pipeline's samples: capacity / the share of the
+                                     delivered samples it handled (< 1 upstream of a cache that replays) */
   uint64_t bytes_in, bytes_out;
   double queue_mean_fill;       /* mean occupancy of the stage's output queue, 0..1 of its capacity */
   int queue_capacity;           /* elements */

@@ -192,8 +192,20 @@ bool pb_stage_cpu_bound(const pb_stage_report *s) {
 /* Every stage's CPU counts, not only the CPU-bound ones': a read that waits 75 % of its time may still
  * spend 2 ms of CPU per sample copying it, and those cores are not there for the other stages. */
 double pb_stage_cpu_s_per_sample(const pb_stage_report *s) {
-  if (isnan(s->cpu_fraction) || isnan(s->capacity_per_s) || s->capacity_per_s <= 0) return 0;
-  return s->cpu_fraction * s->threads / s->capacity_per_s;
+  if (isnan(s->cpu_fraction) || isnan(s->pipeline_capacity_per_s) || s->pipeline_capacity_per_s <= 0) return 0;
+  return s->cpu_fraction * s->threads / s->pipeline_capacity_per_s;
+}
+
+/* A stage upstream of a cache handles the first epoch only, while the pipeline delivers every epoch:
+ * its capacity bounds the pipeline at capacity / (its samples / the delivered ones).  The model and the
+ * recommendations compare stages with each other and with the device in the pipeline's samples. */
+void pb_pipeline_capacities(pb_report *r) {
+  double delivered = r->measured_s > 0 && isfinite(r->samples_per_s) ? r->samples_per_s * r->measured_s : 0;
+  for (int i = 0; i < r->nstages; i++) {
+    pb_stage_report *s = &r->stages[i];
+    double share = s->samples > 0 && delivered > (double)s->samples ? (double)s->samples / delivered : 1;
+    s->pipeline_capacity_per_s = s->capacity_per_s / share;
+  }
 }
 
 int pb_report_stage_index(const pb_report *r, const char *name) {

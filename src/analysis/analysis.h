@@ -59,6 +59,7 @@ double pb_stage_cpu_share(const pb_stage_report *s);
 /* CPU seconds one sample costs in the stage (cpu_fraction x threads / capacity), CPU-bound or not; 0
  * when unknown. */
 double pb_stage_cpu_s_per_sample(const pb_stage_report *s);
+void pb_pipeline_capacities(pb_report *r);
 /* Index of the report row named `name`, or -1. */
 int pb_report_stage_index(const pb_report *r, const char *name);
 

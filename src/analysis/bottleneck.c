@@ -17,6 +17,7 @@
 
 static void capacity_model(pb_report *r, const pb_record *rec) {
   const pb_config *cfg = rec->cfg;
+  pb_pipeline_capacities(r); /* what the model compares, here and in pb_recommend */
   double batch = (double)cfg->stages[pb_config_batch_index(cfg)].size;
   /* a step's device time includes its gradient exchange: the device takes no batch during it */
   double device_ms = r->compute_ms + (r->comm_ms > 0 ? r->comm_ms : 0);
@@ -25,13 +26,13 @@ static void capacity_model(pb_report *r, const pb_record *rec) {
   double cpu_per_sample = 0;
   for (int i = 0; i < r->nstages; i++) {
     const pb_stage_report *sr = &r->stages[i];
-    if (sr->skipped || isnan(sr->capacity_per_s)) continue;
-    if (!min || sr->capacity_per_s < min->capacity_per_s) min = sr;
+    if (sr->skipped || isnan(sr->pipeline_capacity_per_s)) continue;
+    if (!min || sr->pipeline_capacity_per_s < min->pipeline_capacity_per_s) min = sr;
     cpu_per_sample += pb_stage_cpu_s_per_sample(sr);
     if (!isnan(sr->utilization) && !isnan(sr->cpu_fraction)) r->cores_used += sr->utilization * sr->threads * sr->cpu_fraction;
   }
   r->cpu_limit_per_s = cpu_per_sample > 0 ? rec->ncpu / cpu_per_sample : NAN;
-  r->model_capacity_per_s = min ? min->capacity_per_s : NAN;
+  r->model_capacity_per_s = min ? min->pipeline_capacity_per_s : NAN;
   snprintf(r->model_stage, sizeof r->model_stage, "%s", min ? min->name : "");
 }
 
@@ -69,7 +70,7 @@ static void disagreement(const pb_report *r, char *out, size_t len) {
 static void blame_stage(pb_report *r, const char *name, const char *why) {
   const pb_stage_report *sr = stage_named(r, name);
   snprintf(r->bottleneck_stage, sizeof r->bottleneck_stage, "%s", name);
-  r->bottleneck_capacity_per_s = sr ? sr->capacity_per_s : NAN;
+  r->bottleneck_capacity_per_s = sr ? sr->pipeline_capacity_per_s : NAN;
   snprintf(r->bottleneck_reason, sizeof r->bottleneck_reason, "%s", why);
 }
 

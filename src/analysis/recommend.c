@@ -34,8 +34,8 @@ static double predict(const pb_report *r, int changed, double new_cap, int chang
   double rate = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
   for (int i = 0; i < r->nstages; i++) {
     const pb_stage_report *s = &r->stages[i];
-    if (s->skipped || isnan(s->capacity_per_s)) continue;
-    double cap = i == changed ? new_cap : i == changed2 ? new_cap2 : s->capacity_per_s;
+    if (s->skipped || isnan(s->pipeline_capacity_per_s)) continue;
+    double cap = i == changed ? new_cap : i == changed2 ? new_cap2 : s->pipeline_capacity_per_s;
     if (cap < rate) rate = cap;
   }
   if (!isnan(r->cpu_limit_per_s) && r->cpu_limit_per_s < rate) rate = r->cpu_limit_per_s;
@@ -53,8 +53,8 @@ static pb_recommendation *add(pb_report *r) {
 static double next_limit(const pb_report *r, int except) {
   double lim = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
   for (int i = 0; i < r->nstages; i++)
-    if (i != except && !r->stages[i].skipped && !isnan(r->stages[i].capacity_per_s) && r->stages[i].capacity_per_s < lim)
-      lim = r->stages[i].capacity_per_s;
+    if (i != except && !r->stages[i].skipped && !isnan(r->stages[i].pipeline_capacity_per_s) && r->stages[i].pipeline_capacity_per_s < lim)
+      lim = r->stages[i].pipeline_capacity_per_s;
   return lim;
 }
 
@@ -63,9 +63,9 @@ static int find_donor(const pb_report *r, int except, double target) {
   int best = -1;
   for (int i = 0; i < r->nstages; i++) {
     const pb_stage_report *s = &r->stages[i];
-    if (i == except || s->skipped || s->threads < 2 || !pb_stage_cpu_bound(s) || isnan(s->capacity_per_s)) continue;
-    double after = s->capacity_per_s * (s->threads - 1) / s->threads;
-    if (after >= 1.1 * target && (best < 0 || after > r->stages[best].capacity_per_s)) best = i;
+    if (i == except || s->skipped || s->threads < 2 || !pb_stage_cpu_bound(s) || isnan(s->pipeline_capacity_per_s)) continue;
+    double after = s->pipeline_capacity_per_s * (s->threads - 1) / s->threads;
+    if (after >= 1.1 * target && (best < 0 || after > r->stages[best].pipeline_capacity_per_s)) best = i;
   }
   return best;
 }
@@ -93,25 +93,25 @@ static pb_recommendation *set_threads(pb_report *r, const pb_stage_report *b, in
   pb_recommendation *rc = add(r);
   if (!rc) return NULL;
   snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
-  rc->predicted_samples_per_s = predict(r, bi, fmin(b->capacity_per_s * want / b->threads, cap_limit), -1, 0);
+  rc->predicted_samples_per_s = predict(r, bi, fmin(b->pipeline_capacity_per_s * want / b->threads, cap_limit), -1, 0);
   return rc;
 }
 
 /* Stage rows are copied before use: their names are written into r->recommendations, which is in r. */
 static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
   const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
-  if (!threads_settable(b->type) || isnan(b->capacity_per_s) || b->capacity_per_s <= 0) return;
+  if (!threads_settable(b->type) || isnan(b->pipeline_capacity_per_s) || b->pipeline_capacity_per_s <= 0) return;
   /* A read capped by bandwidth_mb_per_s gains nothing from threads beyond the cap. */
   double cap_limit = bandwidth_cap_per_s(r, rec, bi);
-  if (cap_limit <= 1.05 * b->capacity_per_s) return;
+  if (cap_limit <= 1.05 * b->pipeline_capacity_per_s) return;
   double target = fmin(next_limit(r, bi), cap_limit);
   /* The cores bound every stage together: threads past the cores' limit only queue for a core. */
   if (!isnan(r->cpu_limit_per_s)) {
-    if (!pb_stage_cpu_bound(b) && r->cpu_limit_per_s <= 1.05 * b->capacity_per_s) return;
+    if (!pb_stage_cpu_bound(b) && r->cpu_limit_per_s <= 1.05 * b->pipeline_capacity_per_s) return;
     target = fmin(target, r->cpu_limit_per_s);
   }
   int t = b->threads;
-  double need = isinf(target) ? t + 1 : ceil(t * target / b->capacity_per_s - 1e-9);
+  double need = isinf(target) ? t + 1 : ceil(t * target / b->pipeline_capacity_per_s - 1e-9);
   int want = need > PB_MAX_THREADS_SUGGESTED ? PB_MAX_THREADS_SUGGESTED : need <= t ? t + 1 : (int)need;
   double cores_used = r->cores_used;
   double free_cores = r->ncpu - cores_used;
@@ -135,18 +135,18 @@ static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
              b->name, b->cpu_fraction * 100, free_cores > 0 ? free_cores : 0, r->ncpu, want, t);
     return;
   }
-  double new_cap = b->capacity_per_s * (t + 1) / t;
+  double new_cap = b->pipeline_capacity_per_s * (t + 1) / t;
   int donor = find_donor(r, bi, fmin(new_cap, target));
   if (!(rc = add(r))) return;
   if (donor >= 0) {
     const pb_stage_report d_copy = r->stages[donor], *d = &d_copy;
     snprintf(rc->action, sizeof rc->action, "--set stages.%.63s.threads=%d --set stages.%.63s.threads=%d", b->name, t + 1,
              d->name, d->threads - 1);
-    rc->predicted_samples_per_s = predict(r, bi, new_cap, donor, d->capacity_per_s * (d->threads - 1) / d->threads);
+    rc->predicted_samples_per_s = predict(r, bi, new_cap, donor, d->pipeline_capacity_per_s * (d->threads - 1) / d->threads);
     snprintf(rc->reason, sizeof rc->reason,
              "%s is the bottleneck and CPU-bound, and the %d cores are busy (%.1f in use): move a thread from %s, "
              "whose capacity (%.1f samples/s) stays above the target",
-             b->name, r->ncpu, cores_used, d->name, d->capacity_per_s);
+             b->name, r->ncpu, cores_used, d->name, d->pipeline_capacity_per_s);
   } else {
     snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, t + 1);
     rc->predicted_samples_per_s = predict(r, bi, new_cap, -1, 0);
@@ -259,7 +259,7 @@ static void recommend_scale(pb_report *r, const pb_record *rec, int bi) {
   pb_recommendation *rc = add(r);
   if (!rc) return;
   snprintf(rc->action, sizeof rc->action, "--set stages.%s.scale=1/2", b->name);
-  rc->predicted_samples_per_s = predict(r, bi, b->capacity_per_s * PB_DECODE_HALF_SPEEDUP, -1, 0);
+  rc->predicted_samples_per_s = predict(r, bi, b->pipeline_capacity_per_s * PB_DECODE_HALF_SPEEDUP, -1, 0);
   snprintf(rc->reason, sizeof rc->reason,
            "decode-bound, and the images (shorter side ~%.0f px) are at least twice the %lld px crop: DCT "
            "scaling decodes at half size (measured %.2fx faster)",

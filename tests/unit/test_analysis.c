@@ -301,6 +301,24 @@ static const pb_recommendation *threads_rec(const pb_report *r) {
   return NULL;
 }
 
+/* Upstream of a cache a stage handles one epoch while the pipeline delivers many: its capacity bounds
+ * the pipeline at capacity x delivered / its samples (a read of 321 samples/s that fed a 1487 samples/s
+ * run was once the model's "lowest capacity", and recommendations predicted 321). */
+static void test_cache_scales_upstream_capacity(void **state) {
+  fixture *f = make_fixture();
+  set_waiting_bottleneck(f, 1, 200);
+  f->rep.stages[1].samples = 100;  /* the first epoch, before the cache */
+  f->rep.stages[2].samples = 1000; /* every sample the run delivered */
+  f->rep.samples_per_s = 1000;
+  f->rep.measured_s = 1;
+  pb_bottleneck(&f->rep, &f->rec);
+  assert_true(fabs(f->rep.stages[1].pipeline_capacity_per_s - 2000) < 1e-6);
+  assert_true(fabs(f->rep.stages[2].pipeline_capacity_per_s - 2300) < 1e-6);
+  assert_true(fabs(f->rep.model_capacity_per_s - 2000) < 1e-6);
+  assert_string_equal(f->rep.model_stage, "slow");
+  assert_true(f->rep.stages[1].capacity_per_s == 200); /* the stage's own figure is unchanged */
+}
+
 static void test_cores_limit_counts_waiting_stages(void **state) {
   fixture *f = make_fixture();
   set_waiting_bottleneck(f, 1, 110);
@@ -327,6 +345,7 @@ int main(void) {
       cmocka_unit_test(test_path_device_bound),  cmocka_unit_test(test_path_backpressure),
       cmocka_unit_test(test_window_when_rings_dropped), cmocka_unit_test(test_keymap),
       cmocka_unit_test(test_trace_ring),        cmocka_unit_test(test_cpu_bound_net_of_run_queue_delay),
+      cmocka_unit_test(test_cache_scales_upstream_capacity),
       cmocka_unit_test(test_cores_limit_counts_waiting_stages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
