@@ -201,11 +201,12 @@ static double effective_cores(const tuner *t) {
   return cores > 0 ? cores : t->ncpu;
 }
 
-/* One thread's seconds per sample on an idle machine: its busy time per sample less the run-queue delay
- * (the threads competed for cores; a trial with other threads will compete differently, and the cores'
+/* One thread's seconds per delivered sample (pipeline_capacity_per_s: a stage before a cache works for
+ * one epoch of several) on an idle machine: its busy time per sample less the run-queue delay (the
+ * threads competed for cores; a trial with other threads will compete differently, and the cores'
  * limit covers the competition).  Without the delay, a CPU-bound stage's CPU time stands in for it. */
 static double thread_s_per_sample(const pb_stage_report *s, bool cpu_bound, double cpu_s) {
-  double wall_s = s->threads / s->capacity_per_s;
+  double wall_s = s->threads / s->pipeline_capacity_per_s;
   if (isnan(s->cpu_delay_fraction)) return cpu_bound ? cpu_s : wall_s;
   double free_s = wall_s * (1 - s->cpu_delay_fraction);
   return free_s > cpu_s ? free_s : cpu_s;
@@ -218,12 +219,12 @@ static void fit_model(const tuner *t, const pb_report *r, model *md) {
   md->fixed_cap = INFINITY;
   for (int i = 0; i < r->nstages; i++) {
     const pb_stage_report *s = &r->stages[i];
-    if (s->skipped || isnan(s->capacity_per_s) || s->capacity_per_s <= 0 || !s->calls) continue;
+    if (s->skipped || isnan(s->pipeline_capacity_per_s) || s->pipeline_capacity_per_s <= 0 || !s->calls) continue;
     double cpu_frac = isnan(s->cpu_fraction) ? 0 : s->cpu_fraction;
-    double cpu_s = cpu_frac * s->threads / s->capacity_per_s;
+    double cpu_s = cpu_frac * s->threads / s->pipeline_capacity_per_s;
     int k = knob_for_stage(t, s->name, false);
     if (k < 0) {
-      md->fixed_cap = fmin(md->fixed_cap, s->capacity_per_s);
+      md->fixed_cap = fmin(md->fixed_cap, s->pipeline_capacity_per_s);
       md->cpu_other_s += cpu_s;
       continue;
     }
