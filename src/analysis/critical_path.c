@@ -165,11 +165,17 @@ static uint64_t handoff_time(const walk *w, pb_evref ref, pb_evref *before) {
   return t->ev[ref.idx].t1_ns;
 }
 
+/* The walk reached a worker's first event: nothing of it came before.  In a complete trace the time left
+ * back to the window's start (with warmup_steps 0 the window opens as the run starts, before the threads
+ * do) is this stage starting up, on the path but not its work; with events lost it is unknown. */
+static bool reached_first_event(walk *w, int row) {
+  if (w->a->complete) charge(w, row, w->a->t_stop, false);
+  w->stop = w->a->complete ? "window start" : "trace window start";
+  return false;
+}
+
 static bool move_to_previous(walk *w, pb_evref cur) {
-  if (cur.idx == 0) {
-    w->stop = w->a->complete ? "window start" : "trace window start";
-    return false;
-  }
+  if (cur.idx == 0) return reached_first_event(w, cur.row);
   w->ev.idx = cur.idx - 1;
   return true;
 }
@@ -197,10 +203,7 @@ static bool step_worker(walk *w) {
                   pb_analysis_emitter(a, a->parent[cur.row], e->key, &data);
   uint64_t t_prev = has_prev ? pb_analysis_event(a, prev)->t1_ns : 0;
   uint64_t t_data = has_data ? handoff_time(w, data, &data_before) : 0;
-  if (!has_prev && !has_data) {
-    w->stop = a->complete ? "window start" : "trace window start";
-    return false;
-  }
+  if (!has_prev && !has_data) return reached_first_event(w, cur.row);
   if (has_data && (!has_prev || t_data > t_prev)) { /* it waited for its input */
     charge(w, cur.row, t_data, false);
     w->ev = data_before;

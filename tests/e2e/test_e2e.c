@@ -1,5 +1,7 @@
 /* End-to-end: runs the built pipebench binary as a user would and checks exit codes, the one-line errors
  * of CONTRACT §1 and the report.json of §3.  Configs are written into a temporary directory. */
+#include <math.h>
+
 #include "e2e_util.h"
 
 static const char *k_small =
@@ -235,6 +237,21 @@ static void test_map_over_non_image_keeps_bytes(void **state) {
   if (per_sample < 63.9 || per_sample > 64.1) fail_msg("throughput: %.2f bytes per sample (expected 64)", per_sample);
 }
 
+/* Without warm-up the window opens as the run starts, before the threads' first events: the walk back
+ * charges that start-up to the stage it reached, so the path covers the analysed window (METRICS.md:
+ * total_ms = analysed_ms when ended_at is "window start"); 38 % of it went unattributed before. */
+static void test_critical_path_covers_window_without_warmup(void **state) {
+  const char *dir = out_dir("nowarm");
+  const char *args[] = {"--config", write_config_text("small", k_small), "--set",
+                        "run={\"steps\":3,\"warmup_steps\":0}", "--quiet", "--format", "json", "--out", dir, NULL};
+  result *r = run_pb(args);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  assert_string_equal(str(rep, "critical_path.ended_at"), "window start");
+  double total = num(rep, "critical_path.total_ms"), window = num(rep, "trace.analysed_ms");
+  if (fabs(total - window) > 0.002) fail_msg("critical path %.3f ms, analysed window %.3f ms", total, window);
+}
+
 static void test_json_stdout_and_duration(void **state) {
   const char *args[] = {"--config", write_config_text("small", k_small), "--set", "run={\"duration_s\":0.5}",
                         "--json", "--out", out_dir("json"), NULL};
@@ -333,6 +350,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_resnet_synthetic_report, free_reports),
       cmocka_unit_test_teardown(test_epochs_account_for_every_sample, free_reports),
       cmocka_unit_test_teardown(test_map_over_non_image_keeps_bytes, free_reports),
+      cmocka_unit_test_teardown(test_critical_path_covers_window_without_warmup, free_reports),
       cmocka_unit_test_teardown(test_json_stdout_and_duration, free_reports),
       cmocka_unit_test_teardown(test_planted_map_bottleneck, free_reports),
       cmocka_unit_test_teardown(test_device_bound, free_reports),
