@@ -69,7 +69,8 @@ int pb_csv_write_stages(const pb_report *r, const char *path) { return pb_write_
 
 /* ms since the run started, to the ns; empty when the time is 0 ("did not happen": no copy). */
 static void put_ms(FILE *f, uint64_t t_ns, uint64_t start_ns) {
-  if (t_ns) fprintf(f, ",%.6f", ((double)t_ns - (double)start_ns) / 1e6);
+  /* the difference in integers first: after 2^53 ns (104 days) of uptime a double loses nanoseconds */
+  if (t_ns) fprintf(f, ",%.6f", (double)(int64_t)(t_ns - start_ns) / 1e6);
   else fputc(',', f);
 }
 

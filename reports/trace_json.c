@@ -798,7 +798,7 @@ static int load_memory(loader *l, const cJSON *m) {
   if (!m) return 0;
   pb_record *rec = l->rec;
   int rc = 0;
-  if (!cJSON_IsObject(m)) return pb_err_set(l->err, "%s: pipebench.memory: not an object (expected {planned_bytes, ...})", l->path);
+  if (!cJSON_IsObject(m)) return bad(l, "pipebench.memory: not an object (expected {planned_bytes, ...})");
   if (!rc) rc = v_u64(l, member(m, "planned_bytes"), "pipebench.memory.planned_bytes", &rec->planned_bytes);
   if (!rc) rc = v_u64(l, member(m, "trace_bytes"), "pipebench.memory.trace_bytes", &rec->trace_bytes);
   if (!rc) rc = v_u64(l, member(m, "peak_rss_bytes"), "pipebench.memory.peak_rss_bytes", &rec->peak_rss_bytes);
@@ -928,6 +928,12 @@ static int load_step(loader *l, const cJSON *a, size_t i, pb_step *st) {
     return bad(l, "pipebench.steps[%zu]: the exchange runs from %lld to %lld ns (expected compute_end <= comm_start "
                   "<= comm_end)", i, (long long)(st->comm_start_ns - l->rec->start_ns),
                (long long)(st->comm_end_ns - l->rec->start_ns));
+  if (st->compute_end_ns < st->compute_start_ns || (st->h2d_start_ns && st->h2d_end_ns < st->h2d_start_ns))
+    return bad(l, "pipebench.steps[%zu]: an interval that ends before it starts (expected compute_start <= "
+                  "compute_end and h2d_start <= h2d_end)", i);
+  if (l->rec->device_count > 0 && device >= l->rec->device_count)
+    return bad(l, "pipebench.steps[%zu][9] (device): %d (expected below device.count %d)", i, device,
+               l->rec->device_count);
   st->samples = (uint32_t)samples;
   st->device = (uint16_t)device;
   return 0;
@@ -1008,7 +1014,11 @@ static int load_workers(loader *l, const cJSON *v, const char *at, pb_stage_rec 
                                            l->nworkers + 1);
     snprintf(where, sizeof where, "%s.workers[%d].n", at, k);
     if ((rc = v_u64(l, member(w, "n"), where, &ev_n))) return rc;
-    if (ev_n > UINT32_MAX) return bad(l, "%s: %llu (expected at most %u)", where, (unsigned long long)ev_n, UINT32_MAX);
+    /* a ring holds at most PB_TRACE_MAX_RING events: more is not a trace pipebench wrote (and would
+     * reserve memory for events the file cannot hold) */
+    if (ev_n > PB_TRACE_MAX_RING)
+      return bad(l, "%s: %llu (expected at most %u, a ring's capacity)", where, (unsigned long long)ev_n,
+                 (unsigned)PB_TRACE_MAX_RING);
     snprintf(where, sizeof where, "%s.workers[%d].dropped", at, k);
     if ((rc = v_u64(l, member(w, "dropped"), where, &t->dropped))) return rc;
     t->ev = calloc(ev_n ? (size_t)ev_n : 1, sizeof *t->ev);
@@ -1205,6 +1215,8 @@ static int load_header(loader *l, const cJSON *h) {
   int64_t ws = 0, we = 0;
   if ((rc = v_i64(l, member(h, "window_start_ns"), "pipebench.window_start_ns", &ws))) return rc;
   if ((rc = v_i64(l, member(h, "window_end_ns"), "pipebench.window_end_ns", &we))) return rc;
+  if (we < ws) return bad(l, "pipebench.window_end_ns: %lld (expected >= window_start_ns %lld)", (long long)we,
+                          (long long)ws);
   rec->window_start_ns = rec->start_ns + (uint64_t)ws;
   rec->window_end_ns = rec->start_ns + (uint64_t)we;
   if ((rc = v_u64(l, member(h, "measured_count"), "pipebench.measured_count", &rec->measured_count))) return rc;
@@ -1220,6 +1232,7 @@ static int load_header(loader *l, const cJSON *h) {
   if ((rc = v_u64(l, member(h, "queued_samples"), "pipebench.queued_samples", &rec->queued_samples))) return rc;
   if ((rc = load_first_errors(l, member(h, "first_errors")))) return rc;
   if ((rc = v_dbl(l, member(h, "cpu_s"), "pipebench.cpu_s", &rec->cpu_s))) return rc;
+  if (!(rec->cpu_s >= 0)) return bad(l, "pipebench.cpu_s: %g (expected >= 0)", rec->cpu_s);
   if ((rc = v_int(l, member(h, "ncpu"), "pipebench.ncpu", 0, INT32_MAX, &rec->ncpu))) return rc;
   if ((rc = v_bool(l, member(h, "traced"), "pipebench.traced", &rec->traced))) return rc;
   if ((rc = load_memory(l, member(h, "memory")))) return rc;
@@ -1333,6 +1346,10 @@ static int load_event(loader *l, const char *line, size_t len) {
   }
   int64_t ts = 0, dur = 0;
   if ((rc = raw_us(l, line, "ts", &ts)) || (rc = raw_us(l, line, "dur", &dur))) goto out;
+  if (dur < 0) {
+    rc = bad(l, "event dur: %lld ns (expected >= 0)", (long long)dur);
+    goto out;
+  }
   ev.t0_ns = l->rec->start_ns + (uint64_t)ts;
   ev.t1_ns = ev.t0_ns + (uint64_t)dur;
   int flags = 0;

@@ -244,7 +244,10 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->interrupted = rec->interrupted;
   snprintf(r->config_name, sizeof r->config_name, "%s", rec->cfg->name);
   fill_device_info(r, rec);
-  r->warmup_steps = rec->cfg->run.warmup_steps;
+  /* the window opens once the configured warm-up steps have ended; a run stopped before that excluded
+   * only the steps it completed */
+  int64_t warmup = rec->cfg->run.warmup_steps;
+  r->warmup_steps = rec->window_start_ns || (int64_t)rec->nsteps >= warmup ? warmup : (int64_t)rec->nsteps;
   bool measured = rec->measured_count > 0;
   r->measured_s = measured && rec->window_end_ns > rec->window_start_ns
                      ? (double)(rec->window_end_ns - rec->window_start_ns) / 1e9

@@ -131,6 +131,9 @@ static void test_warmup(void **state) {
   expect_quick_130(signal_and_wait(&c, SIGINT), "warm-up");
   cJSON *rep = interrupted_report(out);
   assert_int_equal(num(rep, "steps.count"), 0); /* nothing measured yet */
+  /* warmup_steps counts the warm-up steps that ran (and were excluded), not the configured 100000 */
+  double warm = num(rep, "warmup_steps");
+  if (!(warm > 0 && warm < 100000)) fail_msg("warmup_steps %.0f after 0.8 s of 5 ms steps", warm);
 }
 
 static void measuring(int sig, const char *name) {

@@ -543,6 +543,24 @@ static void test_errors(void **state) {
   assert_non_null(thr);
   thr[10] = 'x';
   assert_int_equal(load_expect(f, text, strlen(text), "line 2: "), -EINVAL);
+  thr[10] = '2';
+  /* values no run writes: refused with their path, not turned into a report */
+  char *saved = strdup(text);
+  text = realloc(text, strlen(text) + 2); /* room for the inserted '-' */
+  char *cpu = strstr(text, "\"queued_samples\":"); /* the header's cpu_s comes after it */
+  assert_non_null(cpu);
+  cpu = strstr(cpu, "\"cpu_s\":");
+  assert_non_null(cpu);
+  memmove(cpu + 9, cpu + 8, strlen(cpu + 8) + 1);
+  cpu[8] = '-'; /* "cpu_s":-<value> */
+  assert_int_equal(load_expect(f, text, strlen(text), "line 2: pipebench.cpu_s:"), -EINVAL);
+  strcpy(text, saved);
+  char *dur = strstr(text, "\"dur\":");
+  assert_non_null(dur);
+  memmove(dur + 7, dur + 6, strlen(dur + 6) + 1);
+  dur[6] = '-';
+  assert_int_equal(load_expect(f, text, strlen(text), "event dur:"), -EINVAL);
+  free(saved);
   free(text);
   /* a directory cannot be written over, nor a missing one written into */
   char bad[160];
