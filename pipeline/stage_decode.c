@@ -36,7 +36,11 @@ int pb_decode_min_side(const pb_config *cfg, const pb_stage_cfg *decode) {
     const pb_stage_cfg *sc = &cfg->stages[i];
     for (int j = 0; sc->type == PB_STAGE_MAP && j < sc->nops; j++) {
       pb_op_kind k = sc->ops[j].kind;
-      if (k == PB_OP_RANDOM_RESIZED_CROP || k == PB_OP_RESIZE || k == PB_OP_CENTER_CROP) return (int)sc->ops[j].size;
+      /* only a shorter-side resize gives nearly the same pixels from a smaller decode (PIL's draft());
+       * a crop first would see another part of the image (center_crop) or upsample a small region
+       * (random_resized_crop): full size */
+      if (k == PB_OP_RESIZE) return (int)sc->ops[j].size;
+      if (k == PB_OP_RANDOM_RESIZED_CROP || k == PB_OP_CENTER_CROP) return 0;
     }
   }
   return 0;

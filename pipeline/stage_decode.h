@@ -5,9 +5,9 @@
 
 #include "config.h"
 
-/* The size the first crop or resize after `decode` asks for (a map op: random_resized_crop, resize,
- * center_crop), which `scale: auto` may not go below; 0 when there is none.  `decode` points into
- * cfg->stages. */
+/* For `scale: auto`: the size the first spatial op after `decode` resizes the shorter side to, when that
+ * op is a `resize` (the decode may not go below it); 0 (full size) when it is a crop or there is none.
+ * `decode` points into cfg->stages. */
 int pb_decode_min_side(const pb_config *cfg, const pb_stage_cfg *decode);
 /* The stage's scale denominator for a width x height image: its fixed scale, or for auto the largest of 1,
  * 2, 4, 8 that keeps the shorter side >= min_side (1 when min_side is 0). */

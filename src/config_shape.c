@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "stage_decode.h"
 
 size_t pb_dtype_size(pb_dtype d) {
   switch (d) {
@@ -70,20 +71,17 @@ static void read_output(const pb_dataset_cfg *d, pb_shape *out) {
 }
 
 /* DCT scaling rounds up, as libjpeg does. */
-static int64_t scaled(int64_t px, pb_decode_scale scale) {
-  static const int64_t divisor[] = {[PB_SCALE_AUTO] = 1, [PB_SCALE_1] = 1, [PB_SCALE_1_2] = 2,
-                                    [PB_SCALE_1_4] = 4, [PB_SCALE_1_8] = 8};
-  int64_t div = divisor[scale];
-  return (px + div - 1) / div;
-}
+static int64_t scaled(int64_t px, int denom) { return (px + denom - 1) / denom; }
 
-/* Decoded images are [H,W,3] uint8; H and W are known only from dataset.generate.image. */
-static void decode_output(const pb_dataset_cfg *d, pb_decode_scale scale, pb_shape *out) {
-  const pb_generate_cfg *g = &d->generate;
+/* Decoded images are [H,W,3] uint8; H and W are known only from dataset.generate.image, scaled as the
+ * decode stage scales them (`auto` by the resize after it: pb_decode_denom). */
+static void decode_output(const pb_config *cfg, const pb_stage_cfg *decode, pb_shape *out) {
+  const pb_generate_cfg *g = &cfg->dataset.generate;
   int64_t dims[3] = {-1, -1, 3};
   if (g->present && g->has_image) {
-    dims[0] = scaled(g->height, scale);
-    dims[1] = scaled(g->width, scale);
+    int denom = pb_decode_denom(decode, pb_decode_min_side(cfg, decode), (int)g->width, (int)g->height);
+    dims[0] = scaled(g->height, denom);
+    dims[1] = scaled(g->width, denom);
   }
   set_shape(out, 3, dims, PB_DTYPE_UINT8);
 }
@@ -203,7 +201,7 @@ int pb_cfg_infer_shapes(pb_cfg_ctx *c) {
     pb_stage_cfg *st = &cfg->stages[i];
     int rc = 0;
     if (st->type == PB_STAGE_READ) read_output(&cfg->dataset, &cur);
-    else if (st->type == PB_STAGE_DECODE) decode_output(&cfg->dataset, st->scale, &cur);
+    else if (st->type == PB_STAGE_DECODE) decode_output(cfg, st, &cur);
     else if (st->type == PB_STAGE_MAP) rc = map_output(c, i, &cur);
     if (rc) return rc;
     memcpy(&st->out_shape, &cur, sizeof cur); /* shuffle, cache, batch, prefetch, h2d keep the shape */

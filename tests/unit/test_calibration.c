@@ -139,7 +139,7 @@ static void test_load_sanitizes(void **state) {
   free(c);
 }
 
-/* The key holds what changes the measured work: what scale `auto` resolves against (the next crop),
+/* The key holds what changes the measured work: what scale `auto` resolves against (the next resize),
  * fused_crop; and the path made absolute when it exists. */
 static void test_dataset_key(void **state) {
   (void)state;
@@ -154,8 +154,8 @@ static void test_dataset_key(void **state) {
     snprintf(json, sizeof json,
              "{\"name\":\"t\",\"dataset\":{\"path\":\"%s%s\",\"format\":\"jpeg\"},\"stages\":["
              "{\"type\":\"read\"},{\"type\":\"decode\",\"fused_crop\":%s},{\"type\":\"map\",\"ops\":"
-             "[{\"op\":\"random_resized_crop\",\"size\":%s}]},{\"type\":\"batch\",\"size\":2}]}",
-             variants[v][0], dir + 5, variants[v][2], variants[v][1]);
+             "[{\"op\":\"%s\",\"size\":%s}]},{\"type\":\"batch\",\"size\":2}]}",
+             variants[v][0], dir + 5, variants[v][2], v == 3 ? "random_resized_crop" : "resize", variants[v][1]);
     pb_config *cfg = calloc(1, sizeof *cfg);
     pb_err err;
     if (pb_config_parse(cfg, "t.json", json, NULL, 0, &err)) fail_msg("%s", err.msg);
@@ -169,6 +169,7 @@ static void test_dataset_key(void **state) {
   assert_int_equal(k[2].decode_min_side, 64);
   assert_false(k[1].fused_crop);
   assert_true(k[3].fused_crop);
+  assert_int_equal(k[3].decode_min_side, 0); /* auto decodes at full size before a crop */
   pb_calibration *c = calloc(1, sizeof *c);
   pb_calib_put(c, &k[1]);
   assert_non_null(pb_calib_find(c, &k[0]));

@@ -131,6 +131,16 @@ static void test_example_shapes(void **state) {
   for (int i = 3; i < 7; i++) assert_string_equal(shape_of(i), "[224,224,3] uint8");
   assert_true(cfg.stages[4].out_shape.known);
   assert_int_equal(pb_shape_bytes(&cfg.stages[4].out_shape), 224 * 224 * 3);
+  /* scale auto: full size before a crop; before a shorter-side resize, the largest DCT scale that keeps
+   * the shorter side at least its size, as the decode stage does (1500x1000 to 224: 1/4, 375x250) */
+  const char *big[] = {"dataset.generate.image.width=1500", "dataset.generate.image.height=1000"};
+  assert_int_equal(parse_sets(EXAMPLE, big, 2), 0);
+  assert_string_equal(shape_of(1), "[1000,1500,3] uint8");
+  const char *resized[] = {"dataset.generate.image.width=1500", "dataset.generate.image.height=1000",
+                           "stages.augment.ops[0]={\"op\":\"resize\",\"size\":224}"};
+  assert_int_equal(parse_sets(EXAMPLE, resized, 3), 0);
+  assert_string_equal(shape_of(1), "[250,375,3] uint8");
+  assert_string_equal(shape_of(2), "[224,336,3] uint8");
 }
 
 static void test_defaults(void **state) {
