@@ -685,6 +685,9 @@ typedef struct loader {
   int nworkers;
   pb_worker_trace **by_tid;     /* [1..nworkers] */
   uint32_t *filled;
+  /* the header's "steps" array, cut out of the line before it is parsed (NULL: parse it as JSON) */
+  const char *steps_text;
+  size_t steps_len;
 } loader;
 
 /* "<path>: line N: <what> (expected <what>)": fmt carries both parts. */
@@ -952,7 +955,50 @@ static int load_job(loader *l, const cJSON *v) {
   return rc;
 }
 
+/* The elements of a steps array text "[[..],[..],..]" (numbers, booleans and keys as strings of
+ * digits): how many, or -1 when the brackets do not nest as one array of arrays. */
+static long count_step_texts(const char *t, size_t len) {
+  long n = 0;
+  int depth = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (t[i] == '"') { /* a key written as a string (64-bit): digits, no escapes */
+      while (++i < len && t[i] != '"') {}
+      continue;
+    }
+    if (t[i] == '[' && ++depth == 2) n++;
+    else if (t[i] == ']' && --depth < 0) return -1;
+  }
+  return depth == 0 ? n : -1;
+}
+
+/* One step at a time from the cut-out text: a run of hours writes millions of steps, and a parsed tree
+ * of them all would take ~1.2 KB each; one small tree per step keeps analyze's memory flat. */
+static int load_steps_text(loader *l) {
+  long n = count_step_texts(l->steps_text, l->steps_len);
+  if (n < 0) return bad(l, "pipebench.steps: not an array of arrays (expected [[...], ...])");
+  pb_record *rec = l->rec;
+  rec->steps = calloc(n ? (size_t)n : 1, sizeof *rec->steps);
+  if (!rec->steps) return pb_err_set(l->err, "%s: out of memory for %ld steps", l->path, n), -ENOMEM;
+  const char *p = l->steps_text + 1, *end = l->steps_text + l->steps_len;
+  for (long i = 0; i < n; i++) {
+    while (p < end && (*p == ',' || *p == ' ')) p++;
+    const char *after = NULL;
+    cJSON *a = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &after, false);
+    if (!a || !after) {
+      cJSON_Delete(a);
+      return bad(l, "pipebench.steps[%ld]: not valid JSON (expected an array of numbers)", i);
+    }
+    int rc = load_step(l, a, (size_t)i, &rec->steps[i]);
+    cJSON_Delete(a);
+    if (rc) return rc;
+    p = after;
+  }
+  rec->nsteps = (size_t)n;
+  return 0;
+}
+
 static int load_steps(loader *l, const cJSON *v) {
+  if (l->steps_text) return load_steps_text(l);
   int n = 0, rc = v_array(l, v, "pipebench.steps", -1, &n);
   if (rc) return rc;
   pb_record *rec = l->rec;
@@ -963,6 +1009,38 @@ static int load_steps(loader *l, const cJSON *v) {
     if ((rc = load_step(l, a, i, &rec->steps[i]))) return rc;
   rec->nsteps = (size_t)n;
   return 0;
+}
+
+/* Cuts the header's "steps":[...] out of line (len bytes) in place, leaving "steps":[] for the JSON
+ * parser; the text goes to l->steps_text (into *held, freed by the caller).  The writer puts only
+ * numbers, booleans and keys as strings of digits in it; any other shape is left for the JSON parser
+ * to judge.  Returns the line's new length. */
+static size_t cut_steps(loader *l, char *line, size_t len, char **held) {
+  char *k = strstr(line, "\"steps\":[");
+  while (k && k > line && k[-1] == '\\') k = strstr(k + 1, "\"steps\":["); /* inside a string */
+  if (!k) return len;
+  char *open = k + 8, *q = open;
+  int depth = 0;
+  for (; q < line + len; q++) {
+    if (*q == '"') { /* a 64-bit key as a string of digits; anything else is left to the JSON parser */
+      while (++q < line + len && *q != '"')
+        if (*q < '0' || *q > '9') return len;
+      continue;
+    }
+    if (*q == '[') depth++;
+    else if (*q == ']' && --depth == 0) break;
+  }
+  if (q >= line + len) return len;
+  size_t n = (size_t)(q - open) + 1;
+  if (!(*held = malloc(n + 1))) return len;
+  memcpy(*held, open, n);
+  (*held)[n] = '\0';
+  l->steps_text = *held;
+  l->steps_len = n;
+  memmove(open + 2, q + 1, (size_t)(line + len - (q + 1)) + 1); /* with the NUL */
+  open[0] = '[';
+  open[1] = ']';
+  return len - n + 2;
 }
 
 static int load_hist(loader *l, const cJSON *v, const char *at, pb_hist *h) {
@@ -1418,10 +1496,14 @@ static int load_stream(loader *l, FILE *f) {
                       "truncated?)");
           break;
         }
+        char *steps_held = NULL;
+        len = cut_steps(l, line, len, &steps_held);
         cJSON *h = cJSON_ParseWithLength(line + pre, len - pre - 1);
         if (!h) rc = bad(l, "the \"pipebench\" record is not valid JSON (expected a JSON object)");
         else rc = load_header(l, h);
         cJSON_Delete(h);
+        free(steps_held);
+        l->steps_text = NULL;
         state = EVENTS_OPEN;
         break;
       }

@@ -201,9 +201,11 @@ double pb_stage_cpu_s_per_sample(const pb_stage_report *s) {
  * recommendations compare stages with each other and with the device in the pipeline's samples. */
 void pb_pipeline_capacities(pb_report *r) {
   double delivered = r->measured_s > 0 && isfinite(r->samples_per_s) ? r->samples_per_s * r->measured_s : 0;
-  for (int i = 0; i < r->nstages; i++) {
+  bool cache_after = false; /* only upstream of a cache; elsewhere counts differ by the window's edges */
+  for (int i = r->nstages - 1; i >= 0; i--) {
     pb_stage_report *s = &r->stages[i];
-    double share = s->samples > 0 && delivered > (double)s->samples ? (double)s->samples / delivered : 1;
+    double share = cache_after && s->samples > 0 && delivered > (double)s->samples ? (double)s->samples / delivered : 1;
+    if (s->type && strcmp(s->type, "cache") == 0) cache_after = true;
     s->pipeline_capacity_per_s = s->capacity_per_s / share;
   }
 }

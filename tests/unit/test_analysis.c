@@ -308,7 +308,8 @@ static void test_cache_scales_upstream_capacity(void **state) {
   fixture *f = make_fixture();
   set_waiting_bottleneck(f, 1, 200);
   f->rep.stages[1].samples = 100;  /* the first epoch, before the cache */
-  f->rep.stages[2].samples = 1000; /* every sample the run delivered */
+  f->rep.stages[2].type = "cache"; /* replays it: every sample the run delivered */
+  f->rep.stages[2].samples = 1000;
   f->rep.samples_per_s = 1000;
   f->rep.measured_s = 1;
   pb_bottleneck(&f->rep, &f->rec);
@@ -317,6 +318,11 @@ static void test_cache_scales_upstream_capacity(void **state) {
   assert_true(fabs(f->rep.model_capacity_per_s - 2000) < 1e-6);
   assert_string_equal(f->rep.model_stage, "slow");
   assert_true(f->rep.stages[1].capacity_per_s == 200); /* the stage's own figure is unchanged */
+  /* without a cache after it, a stage's count short of the delivered one (the window's edges) is not
+   * scaled */
+  f->rep.stages[2].type = "batch";
+  pb_bottleneck(&f->rep, &f->rec);
+  assert_true(fabs(f->rep.stages[1].pipeline_capacity_per_s - 200) < 1e-6);
 }
 
 static void test_cores_limit_counts_waiting_stages(void **state) {
