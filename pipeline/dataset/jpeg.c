@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <turbojpeg.h>
 
@@ -73,14 +74,38 @@ static int check_input(const uint8_t *data, size_t bytes, pb_err *err) {
   return 0;
 }
 
+/* The frame header (SOF0..15 but DHT, JPG, DAC): height, width and component count, or false.  For the
+ * files TurboJPEG 2.1's header call refuses although libjpeg decodes them: luma sampling 3x1, 3x2, 4x2
+ * and the like ("Could not determine subsampling type"). */
+static bool frame_header(const uint8_t *d, size_t n, int *width, int *height, int *ncomp) {
+  for (size_t i = 2; i + 9 < n;) {
+    if (d[i] != 0xFF) return false;
+    uint8_t m = d[i + 1];
+    if (m == 0xFF) { i++; continue; } /* fill byte */
+    size_t seg = ((size_t)d[i + 2] << 8) | d[i + 3];
+    if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+      *height = (d[i + 5] << 8) | d[i + 6];
+      *width = (d[i + 7] << 8) | d[i + 8];
+      *ncomp = d[i + 9];
+      return true;
+    }
+    if (m == 0xDA || seg < 2) return false; /* scan data before any frame header */
+    i += 2 + seg;
+  }
+  return false;
+}
+
 static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height,
                           pb_err *err) {
   int rc = check_input(data, bytes, err);
   if (rc < 0) return rc;
   if (!dec->tj && (rc = fresh_handle(dec, err)) < 0) return rc;
-  int subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(dec->tj, data, (unsigned long)bytes, width, height, &subsamp, &colorspace) != 0)
-    return tj_error(dec, "reading the JPEG header", err);
+  int subsamp = 0, colorspace = 0, ncomp = 0;
+  if (tjDecompressHeader3(dec->tj, data, (unsigned long)bytes, width, height, &subsamp, &colorspace) != 0) {
+    if (!strstr(tjGetErrorStr2(dec->tj), "subsampling") || !frame_header(data, bytes, width, height, &ncomp))
+      return tj_error(dec, "reading the JPEG header", err);
+    colorspace = ncomp == 4 ? TJCS_CMYK : TJCS_YCbCr; /* tjDecompress2 still decodes it (libjpeg does) */
+  }
   /* libjpeg cannot convert CMYK/YCCK to RGB; say so here rather than after a failed decode. */
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
     return pb_err_set(err, "CMYK JPEG (expected a YCbCr, RGB or grayscale JPEG)"), -EBADMSG;
