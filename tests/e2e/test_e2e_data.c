@@ -283,6 +283,10 @@ static void test_run_generates_missing_dataset(void **state) {
   if (!strstr(r->err, "other settings (num_files 10, not 12)")) fail_msg("stderr: %s", r->err);
   assert_int_equal(count_files(data, ".jpg"), 12);
   expect_count(load_report(dir), "files_read", 24);
+  /* another --seed reads the same files (the seed also drives shuffling and augmentation) */
+  r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", "dataset.generate.num_files=12", "--seed", "5"));
+  if (r->status != 0) fail_msg("run with --seed 5: exit %d: %s", r->status, r->err);
+  if (strstr(r->err, "generating")) fail_msg("--seed 5 generated again: %s", r->err);
 
   /* an existing, empty directory counts as missing data */
   const char *empty = tmp_path("auto-empty");
