@@ -323,6 +323,7 @@ static void test_cache_scales_upstream_capacity(void **state) {
   f->rep.stages[2].type = "batch";
   pb_bottleneck(&f->rep, &f->rec);
   assert_true(fabs(f->rep.stages[1].pipeline_capacity_per_s - 200) < 1e-6);
+  free_fixture(f);
 }
 
 static void test_cores_limit_counts_waiting_stages(void **state) {
