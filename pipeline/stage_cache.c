@@ -17,20 +17,23 @@ typedef struct cache_state {
   uint64_t budget_bytes; /* what limits.max_memory_mb leaves the cache after the other stages' buffers */
 } cache_state;
 
-/* Samples in one epoch, for the memory plan.  raw files split exactly by record_bytes; a generated
- * dataset has samples_per_file; otherwise one per file, a floor (a TFRecord or npy file holds many):
- * cache_process enforces the budget on what it really holds. */
+/* Samples in one epoch, for the memory plan.  A generated dataset: num_files x samples_per_file, from
+ * the config (what run reads once it has generated it: validate and sweep plan before that, when the
+ * directory may still hold a dataset of other settings); raw files split exactly by record_bytes;
+ * otherwise one per file, a floor (a TFRecord or npy file holds many): cache_process enforces the
+ * budget on what it really holds. */
 static uint64_t epoch_samples_estimate(const pb_stage *s) {
   const pb_engine *e = s->engine;
   const pb_config *cfg = e->cfg;
+  const pb_generate_cfg *g = &cfg->dataset.generate;
   if (cfg->dataset.format == PB_FMT_SYNTHETIC) return (uint64_t)cfg->dataset.num_samples;
+  if (g->present) return (uint64_t)g->num_files * (uint64_t)g->samples_per_file;
   if (cfg->dataset.format == PB_FMT_RAW && cfg->dataset.record_bytes > 0) {
     uint64_t n = 0;
     for (size_t i = 0; i < e->files.count; i++) n += e->files.files[i].bytes / (uint64_t)cfg->dataset.record_bytes;
     return n;
   }
-  uint64_t spf = cfg->dataset.generate.present ? (uint64_t)cfg->dataset.generate.samples_per_file : 1;
-  return (uint64_t)e->files.count * spf;
+  return (uint64_t)e->files.count;
 }
 
 /* Each cached sample: its payload and its entry (as store counts them). */

@@ -967,6 +967,7 @@ static long count_step_texts(const char *t, size_t len) {
     }
     if (t[i] == '[' && ++depth == 2) n++;
     else if (t[i] == ']' && --depth < 0) return -1;
+    else if (depth == 1 && t[i] != '[' && t[i] != ']' && t[i] != ',' && t[i] != ' ') return -1; /* [1,2] */
   }
   return depth == 0 ? n : -1;
 }

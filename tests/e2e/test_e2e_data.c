@@ -386,6 +386,28 @@ static void test_cache_over_limit_fails(void **state) {
   assert_accounting_balances(rep);
 }
 
+/* A generated dataset's cache is planned from its generate settings, not from the files on disk: validate
+ * (and sweep's check before its first run) plan before run regenerates a dataset of other settings, and
+ * must refuse what run will refuse (and pass what it will pass). */
+static void test_cache_planned_from_generate(void **state) {
+  const char *data = tmp_path("vcache-data");
+  const char *cfg = plain_config("vcache", data,
+                                 "'format':'raw','generate':{'num_files':2,'samples_per_file':10,"
+                                 "'record_bytes':100000}",
+                                 "", 1, 1);
+  gen_ok(cfg);
+  /* read's buffers ~78 MB, the cache 2 MB: under 90; with 100 samples a file the cache is 20 MB: over */
+  const char *cached = write_config(
+      "vcache-c", "{'name':'vc','dataset':{'path':'%s','format':'raw','generate':{'num_files':2,"
+      "'samples_per_file':10,'record_bytes':100000}},'stages':[{'type':'read'},{'type':'cache'},"
+      "{'type':'batch','size':1},{'type':'h2d'}],'device':{'kind':'emulated','step_ms':0},"
+      "'run':{'epochs':1,'warmup_steps':0},'limits':{'max_memory_mb':90}}", data);
+  result *r = run_pb(ARGS("validate", "--config", cached));
+  if (r->status != 0) fail_msg("validate as generated: exit %d: %s", r->status, r->err);
+  r = run_pb(ARGS("validate", "--config", cached, "--set", "dataset.generate.samples_per_file=100"));
+  assert_one_error_line(r, 2, "cache 20 MB");
+}
+
 /* ---------- 5. npy, npz ---------- */
 
 static void npy_like(const char *format) {
@@ -830,6 +852,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_tfrecord_jpeg_payload, free_reports),
       cmocka_unit_test_teardown(test_tfrecord_raw_payload, free_reports),
       cmocka_unit_test_teardown(test_cache_over_limit_fails, free_reports),
+      cmocka_unit_test_teardown(test_cache_planned_from_generate, free_reports),
       cmocka_unit_test_teardown(test_npy, free_reports),
       cmocka_unit_test_teardown(test_npz, free_reports),
       cmocka_unit_test_teardown(test_warmup0_read_stage_counts_whole_run, free_reports),

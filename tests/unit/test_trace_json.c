@@ -560,6 +560,15 @@ static void test_errors(void **state) {
   memmove(dur + 7, dur + 6, strlen(dur + 6) + 1);
   dur[6] = '-';
   assert_int_equal(load_expect(f, text, strlen(text), "event dur:"), -EINVAL);
+  /* steps that are not arrays: refused, not read as no steps */
+  strcpy(text, saved);
+  char *steps = strstr(text, "\"steps\":[[");
+  assert_non_null(steps);
+  char *steps_end = strstr(steps, "]],"); /* the array's end: its last step's ']' and its own */
+  assert_non_null(steps_end);
+  memcpy(steps + 8, "[1,2]", 5); /* "steps":[1,2] */
+  memmove(steps + 13, steps_end + 2, strlen(steps_end + 2) + 1);
+  assert_int_equal(load_expect(f, text, strlen(text), "pipebench.steps"), -EINVAL);
   free(saved);
   free(text);
   /* a directory cannot be written over, nor a missing one written into */
