@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "json_text.h"
 
 #define MAX_CONFIG_BYTES (16u << 20) /* far beyond any real config; stops a mistaken path at a huge file */
 
@@ -71,21 +72,7 @@ static int json_error(pb_err *err, const char *file, const char *text, const cha
 
 /* The first byte that does not belong to well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, at
  * most U+10FFFF), or NULL.  JSON is UTF-8; a config in Latin-1 would put invalid text in report.json. */
-const char *pb_cfg_invalid_utf8(const char *text) {
-  const unsigned char *p = (const unsigned char *)text;
-  while (*p) {
-    if (*p < 0x80) { p++; continue; }
-    int n = (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2 : (*p & 0xF8) == 0xF0 ? 3 : -1;
-    if (n < 0 || *p == 0xC0 || *p == 0xC1 || *p > 0xF4) return (const char *)p;
-    for (int i = 1; i <= n; i++)
-      if ((p[i] & 0xC0) != 0x80) return (const char *)p;
-    if ((*p == 0xE0 && p[1] < 0xA0) || (*p == 0xED && p[1] > 0x9F) || (*p == 0xF0 && p[1] < 0x90) ||
-        (*p == 0xF4 && p[1] > 0x8F))
-      return (const char *)p;
-    p += n + 1;
-  }
-  return NULL;
-}
+const char *pb_cfg_invalid_utf8(const char *text) { return pb_utf8_first_invalid(text); }
 
 /* A \u0000 escape inside a string, or NULL: cJSON would end the string there and silently keep only
  * what came before ("a\u0000b" read as "a").  An escape is one whose backslash is not itself escaped. */

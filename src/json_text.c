@@ -15,13 +15,13 @@ size_t pb_utf8_char_bytes(const unsigned char *p) {
   return n;
 }
 
-static bool valid(const char *s) {
+const char *pb_utf8_first_invalid(const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
     size_t n = pb_utf8_char_bytes(p);
-    if (!n) return false;
+    if (!n) return (const char *)p;
     p += n;
   }
-  return true;
+  return NULL;
 }
 
 /* A new copy of s with each invalid byte replaced by U+FFFD (3 bytes). */
@@ -43,7 +43,7 @@ static char *fixed_copy(const char *s) {
 }
 
 static bool fix_string(char **s) {
-  if (!*s || valid(*s)) return true;
+  if (!*s || !pb_utf8_first_invalid(*s)) return true;
   char *f = fixed_copy(*s);
   if (!f) return false;
   /* cJSON allocates with the default hooks (malloc/free): the same as ours */

@@ -13,6 +13,8 @@
 /* Bytes of the well-formed UTF-8 character at p (RFC 3629: no overlongs, no surrogates, at most
  * U+10FFFF), or 0 when p does not start one.  p[0] != 0. */
 size_t pb_utf8_char_bytes(const unsigned char *p);
+/* The first byte of s that does not start a well-formed character, or NULL when s is all UTF-8. */
+const char *pb_utf8_first_invalid(const char *s);
 
 /* Replaces every string value in the tree (and its keys) that is not well-formed UTF-8 by one that is,
  * each invalid byte becoming U+FFFD.  false when out of memory. */
