@@ -246,12 +246,7 @@ static int validate_plan(const pb_config *cfg) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }
-  pb_engine *e = calloc(1, sizeof *e);
-  if (!e) return PB_EXIT_RUNTIME;
-  int rc = pb_engine_plan(e, cfg, false, cfg->device.count, &err) ? 0 : pb_run_check_memory(cfg, e);
-  pb_engine_close(e);
-  free(e);
-  return rc;
+  return pb_run_plan_memory(cfg, false, true);
 }
 
 static int cmd_validate(const pb_config *cfg) {

@@ -110,6 +110,22 @@ int pb_run_check_memory(const pb_config *cfg, const pb_engine *e) {
   return PB_EXIT_USAGE;
 }
 
+int pb_run_plan_memory(const pb_config *cfg, bool synthetic, bool unplannable_ok) {
+  pb_engine *e = calloc(1, sizeof *e);
+  if (!e) return PB_EXIT_RUNTIME;
+  pb_err err;
+  int rc = 0;
+  if (pb_engine_plan(e, cfg, synthetic, cfg->device.count, &err)) {
+    if (!unplannable_ok) fprintf(stderr, "pipebench: %s\n", err.msg);
+    rc = unplannable_ok ? 0 : PB_EXIT_USAGE;
+  } else {
+    rc = pb_run_check_memory(cfg, e);
+  }
+  pb_engine_close(e);
+  free(e);
+  return rc;
+}
+
 /* Plans the pipeline and checks its memory against limits.max_memory_mb: exit 2 on refusal. */
 static int plan(run_ctx *c) {
   pb_err err;

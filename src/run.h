@@ -47,5 +47,9 @@ struct pb_engine;
 /* The planned engine's buffers against limits.max_memory_mb: 0, or exit 2 after run's one-line refusal
  * (run and sweep's pre-check say the same). */
 int pb_run_check_memory(const pb_config *cfg, const struct pb_engine *e);
+/* Plans cfg's pipeline (synthetic: without its per-sample stages) and checks it as above: 0, or the exit
+ * status after one line.  A pipeline that cannot be planned (its dataset not there yet) is a usage error,
+ * or with unplannable_ok nothing to check (validate: run generates the dataset first, then plans). */
+int pb_run_plan_memory(const pb_config *cfg, bool synthetic, bool unplannable_ok);
 
 #endif

@@ -112,24 +112,6 @@ static int check_all(sweep *s, pb_config *cfg) {
   return 0;
 }
 
-/* Whether one combination's pipeline fits limits.max_memory_mb, as `run` plans it (exit 2 and run's line
- * when it does not). */
-static int check_memory(const pb_config *cfg, bool synthetic) {
-  pb_engine *e = calloc(1, sizeof *e);
-  if (!e) return PB_EXIT_RUNTIME;
-  pb_err err;
-  int rc = 0;
-  if (pb_engine_plan(e, cfg, synthetic, cfg->device.count, &err)) {
-    fprintf(stderr, "pipebench: %s\n", err.msg);
-    rc = PB_EXIT_USAGE;
-  } else {
-    rc = pb_run_check_memory(cfg, e);
-  }
-  pb_engine_close(e);
-  free(e);
-  return rc;
-}
-
 static uint64_t path_hash(const char *p) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
   for (; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
@@ -160,7 +142,7 @@ static int prepare_all(sweep *s, pb_config *cfg) {
     bool first = true;
     for (int u = 0; u < t && first; u++) first = paths[u] != paths[t];
     if (real && first) rc = pb_gen_if_missing(cfg, s->m->run.quiet, s->m->run.no_progress);
-    if (!rc) rc = check_memory(cfg, !real);
+    if (!rc) rc = pb_run_plan_memory(cfg, !real, false);
   }
   free(paths);
   if (rc) return rc;
