@@ -688,6 +688,7 @@ typedef struct loader {
   /* the header's "steps" array, cut out of the line before it is parsed (NULL: parse it as JSON) */
   const char *steps_text;
   size_t steps_len;
+  long steps_count; /* its elements (cut_steps counts them); -1: not an array of arrays */
 } loader;
 
 /* "<path>: line N: <what> (expected <what>)": fmt carries both parts. */
@@ -955,27 +956,10 @@ static int load_job(loader *l, const cJSON *v) {
   return rc;
 }
 
-/* The elements of a steps array text "[[..],[..],..]" (numbers, booleans and keys as strings of
- * digits): how many, or -1 when the brackets do not nest as one array of arrays. */
-static long count_step_texts(const char *t, size_t len) {
-  long n = 0;
-  int depth = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (t[i] == '"') { /* a key written as a string (64-bit): digits, no escapes */
-      while (++i < len && t[i] != '"') {}
-      continue;
-    }
-    if (t[i] == '[' && ++depth == 2) n++;
-    else if (t[i] == ']' && --depth < 0) return -1;
-    else if (depth == 1 && t[i] != '[' && t[i] != ']' && t[i] != ',' && t[i] != ' ') return -1; /* [1,2] */
-  }
-  return depth == 0 ? n : -1;
-}
-
-/* One step at a time from the cut-out text: a run of hours writes millions of steps, and a parsed tree
+/* One step at a time from the cut-out text (cut_steps counted them): a run of hours writes millions of steps, and a parsed tree
  * of them all would take ~1.2 KB each; one small tree per step keeps analyze's memory flat. */
 static int load_steps_text(loader *l) {
-  long n = count_step_texts(l->steps_text, l->steps_len);
+  long n = l->steps_count;
   if (n < 0) return bad(l, "pipebench.steps: not an array of arrays (expected [[...], ...])");
   pb_record *rec = l->rec;
   rec->steps = calloc(n ? (size_t)n : 1, sizeof *rec->steps);
@@ -1022,14 +1006,18 @@ static size_t cut_steps(loader *l, char *line, size_t len, char **held) {
   if (!k) return len;
   char *open = k + 8, *q = open;
   int depth = 0;
+  long count = 0;
+  bool arrays = true; /* only arrays (and separators) directly inside: [1,2] is not steps */
   for (; q < line + len; q++) {
     if (*q == '"') { /* a 64-bit key as a string of digits; anything else is left to the JSON parser */
       while (++q < line + len && *q != '"')
         if (*q < '0' || *q > '9') return len;
+      arrays &= depth > 1;
       continue;
     }
-    if (*q == '[') depth++;
+    if (*q == '[' && ++depth == 2) count++;
     else if (*q == ']' && --depth == 0) break;
+    else if (depth == 1 && *q != '[' && *q != ']' && *q != ',' && *q != ' ') arrays = false;
   }
   if (q >= line + len) return len;
   size_t n = (size_t)(q - open) + 1;
@@ -1038,6 +1026,7 @@ static size_t cut_steps(loader *l, char *line, size_t len, char **held) {
   (*held)[n] = '\0';
   l->steps_text = *held;
   l->steps_len = n;
+  l->steps_count = arrays ? count : -1;
   memmove(open + 2, q + 1, (size_t)(line + len - (q + 1)) + 1); /* with the NUL */
   open[0] = '[';
   open[1] = ']';
