@@ -32,6 +32,10 @@ typedef struct pb_elem {
                               * the crop the next random_resized_crop draws (0: not cropped) */
   uint16_t crop_x;           /* fused_crop: the crop's first column here (the region decoded is wider: whole
                               * iMCU columns), its rows are all of this one's */
+  void *in_batch;            /* fuse_map: the forming batch (stage_batch.c) whose buffer already holds this
+                              * sample's payload, in the slot its map worker took; NULL otherwise */
+  const char *slot_error;    /* fuse_map: the map failed on this sample after taking its slot; the batch
+                              * stage counts the error and closes the gap (the message names the map) */
   uint64_t h2d_start_ns;     /* set by the h2d stage: when this batch's copy ran; 0 = not copied yet */
   uint64_t h2d_end_ns;
   uint64_t handoff_ns;       /* when the last stage handed this batch to the device (0 before) */

@@ -14,10 +14,13 @@
 
 #include "engine.h"
 #include "ops.h"
+#include "stage_batch.h"
 
 typedef struct map_state {
   pb_pool pool;
   bool pool_ready;
+  pb_stage *into_batch;  /* fuse_map: the batch stage whose slots take the results (NULL: the pool does) */
+  size_t slot_bytes;     /* the planned bytes of a result, the size of a slot */
   int last_new_image; /* index of the last op that makes a new image, -1 when none */
   int tail;           /* first op of a flip/normalize/to_chw tail run as one pass (run_fused_tail), -1: none */
 } map_state;
@@ -29,19 +32,7 @@ typedef struct map_worker {
   size_t resample_bytes;
 } map_worker;
 
-static bool makes_new_image(const pb_op_cfg *op) {
-  switch (op->kind) {
-    case PB_OP_RANDOM_RESIZED_CROP:
-    case PB_OP_RESIZE:
-    case PB_OP_CENTER_CROP:
-    case PB_OP_TO_CHW:
-      return true;
-    case PB_OP_NORMALIZE:
-      return op->dtype != PB_DTYPE_UINT8 && !op->on_device;
-    default:
-      return false;
-  }
-}
+static bool makes_new_image(const pb_op_cfg *op) { return pb_op_makes_new_image(op); }
 
 static int last_new_image(const pb_stage_cfg *sc) {
   int last = -1;
@@ -75,7 +66,9 @@ static bool needs_pool(const pb_stage_cfg *sc) {
   return false;
 }
 
+/* With fuse_map the results live in the batch stage's buffers (it plans them), not in a pool here. */
 static uint64_t map_memory(const pb_stage *s) {
+  if (pb_map_writes_into_batch(s)) return 0;
   return needs_pool(s->cfg) ? (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes : 0;
 }
 
@@ -89,7 +82,10 @@ static int map_init(pb_stage *s, pb_err *err) {
   }
   st->last_new_image = last_new_image(s->cfg);
   st->tail = fusable_tail(s->cfg);
-  if (needs_pool(s->cfg)) {
+  if (pb_map_writes_into_batch(s)) {
+    st->into_batch = &s->engine->stages[s->index + 1];
+    st->slot_bytes = (size_t)s->sample_bytes;
+  } else if (needs_pool(s->cfg)) {
     if (pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
       free(st);
       free(ws);
@@ -139,14 +135,29 @@ typedef struct map_ctx {
   pb_worker *w;
   pb_elem *in;
   pb_buf *out_buf; /* the pooled result, once the last new-image op has run */
+  void *slot_owner; /* fuse_map: the forming batch the result's slot is in */
+  void *slot;       /* fuse_map: that slot */
   pb_image cur;
   int next_scratch;
-  bool cancelled;
+  bool cancelled, wrong_size;
 } map_ctx;
+
+/* fuse_map: the result goes into the next slot of the batch being formed. */
+static void *batch_slot(map_ctx *c, size_t bytes) {
+  map_state *st = c->w->stage->state;
+  if (bytes != st->slot_bytes) { /* the shape the config gave is every result's: a bug if not */
+    c->wrong_size = true;
+    return NULL;
+  }
+  c->slot = pb_batch_take_slot(c->w, st->into_batch, c->in, &c->slot_owner);
+  if (!c->slot) c->cancelled = true; /* a take fails only when the run is cancelled */
+  return c->slot;
+}
 
 /* The pooled buffer the map's result goes into (NULL: cancelled, or out of memory; c->cancelled says). */
 static void *pooled(map_ctx *c, size_t bytes) {
   map_state *st = c->w->stage->state;
+  if (st->into_batch) return batch_slot(c, bytes);
   c->out_buf = pb_worker_get_buf(c->w, &st->pool);
   if (!c->out_buf) {
     c->cancelled = true; /* a pool wait fails only when the run is cancelled */
@@ -182,7 +193,7 @@ static int resize_precropped(map_ctx *c, const pb_op_cfg *op, pb_image *out, voi
 static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
   map_worker *mw = c->w->state;
   pb_image out = out_dims(op, &c->cur);
-  if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : -ENOMEM;
+  if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : c->wrong_size ? -EMSGSIZE : -ENOMEM;
   size_t need = pb_crop_resize_scratch_bytes(&c->cur, c->cur.height, c->cur.width, out.height, out.width,
                                              resample_of(op));
   void *rs = grow(&mw->resample, &mw->resample_bytes, need ? need : 1);
@@ -222,7 +233,7 @@ static int run_flip(map_ctx *c, const pb_op_cfg *op, int k) {
     out.data = grow(&mw->scratch[c->next_scratch], &mw->scratch_bytes[c->next_scratch], bytes);
     c->next_scratch ^= 1;
   }
-  if (!out.data) return c->cancelled ? -ECANCELED : -ENOMEM;
+  if (!out.data) return c->cancelled ? -ECANCELED : c->wrong_size ? -EMSGSIZE : -ENOMEM;
   pb_hflip(&c->cur, &out);
   c->cur = out;
   return 0;
@@ -244,9 +255,10 @@ static int run_fused_tail(map_ctx *c, int k) {
   pb_image out = c->cur;
   out.dtype = norm->dtype;
   out.chw = chw;
-  if (!(out.data = pooled(c, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : -ENOMEM;
-  int rc = pb_flip_normalize_chw(&c->cur, &out, flip, norm->mean, norm->nmean, norm->std, norm->nstd, norm->dtype,
-                                 chw);
+  if (!(out.data = pooled(c, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : c->wrong_size ? -EMSGSIZE : -ENOMEM;
+  /* into a batch slot: nothing on this core reads it again, so around the cache (as the copy would) */
+  int rc = (c->slot ? pb_flip_normalize_chw_stream : pb_flip_normalize_chw)(&c->cur, &out, flip, norm->mean, norm->nmean,
+                                                                          norm->std, norm->nstd, norm->dtype, chw);
   c->cur = out;
   return rc < 0 ? rc : 0;
 }
@@ -273,9 +285,10 @@ static int hand_on(map_ctx *c) {
   /* not an image (a [16] float32 sample, say): only spin and sleep ran, so it goes on as it came */
   if (c->in->height == 0 && !c->out_buf) return pb_emit(c->w, c->in);
   pb_elem out = *c->in;
-  if (c->out_buf) {
+  if (c->out_buf || c->slot) {
     pb_buf_release(c->in->buf);
-    out.buf = c->out_buf;
+    out.buf = c->out_buf; /* NULL for a slot: the batch stage owns that buffer */
+    out.in_batch = c->slot_owner;
   }
   out.data = c->cur.data;
   out.bytes = pb_image_bytes(&c->cur);
@@ -288,12 +301,26 @@ static int hand_on(map_ctx *c) {
   return pb_emit(c->w, &out);
 }
 
+/* fuse_map: a sample that failed after taking its slot still goes to the batch stage, as a gap it counts
+ * as the error (a batch is handed on when all its slots have come back). */
+static int hand_on_gap(pb_worker *w, pb_elem *in, map_ctx *c, const char *what) {
+  pb_elem gap = *in;
+  pb_buf_release(in->buf);
+  gap.buf = NULL;
+  gap.data = c->slot;
+  gap.bytes = 0;
+  gap.in_batch = c->slot_owner;
+  gap.slot_error = what;
+  return pb_emit(w, &gap);
+}
+
 static int map_fail(pb_worker *w, pb_elem *in, map_ctx *c, const char *what) {
   if (c->out_buf) pb_buf_release(c->out_buf);
   if (w->cancelled) {
     pb_worker_abandon(w, in);
     return -ECANCELED;
   }
+  if (c->slot) return hand_on_gap(w, in, c, what);
   char msg[160];
   snprintf(msg, sizeof msg, "stage %s: %s", w->stage->name, what);
   pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index), msg, false);
@@ -321,6 +348,8 @@ static int map_process(pb_worker *w, pb_elem *in) {
       w->cancelled = true;
       return map_fail(w, in, &c, "cancelled");
     }
+    if (rc == -EMSGSIZE)
+      return map_fail(w, in, &c, "the result's size differs from the shape the config gives (fuse_map needs it)");
     if (rc < 0) return map_fail(w, in, &c, rc == -ENOMEM ? "out of memory" : "an op failed on this image");
   }
   /* a sample carries 16-bit sides (the config refuses larger results when it knows the input's size) */

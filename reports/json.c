@@ -198,6 +198,7 @@ static cJSON *stage_json(const pb_stage_report *s) {
   put(o, "type", str(s->type), &ok);
   put(o, "threads", cJSON_CreateNumber(s->threads), &ok);
   put(o, "skipped", cJSON_CreateBool(s->skipped), &ok);
+  if (s->type && strcmp(s->type, "batch") == 0) put(o, "in_place", cJSON_CreateBool(s->in_place), &ok);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     put(o, f[i].key, s->skipped ? cJSON_CreateNull() : num(f[i].v, f[i].decimals), &ok);
   put(o, "ceiling_source", s->skipped ? cJSON_CreateNull() : str(s->ceiling_source), &ok);

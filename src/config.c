@@ -39,6 +39,30 @@ int pb_config_batch_index(const pb_config *cfg) {
   return -1;
 }
 
+bool pb_op_makes_new_image(const pb_op_cfg *op) {
+  switch (op->kind) {
+    case PB_OP_RANDOM_RESIZED_CROP:
+    case PB_OP_RESIZE:
+    case PB_OP_CENTER_CROP:
+    case PB_OP_TO_CHW:
+      return true;
+    case PB_OP_NORMALIZE:
+      return op->dtype != PB_DTYPE_UINT8 && !op->on_device;
+    default:
+      return false;
+  }
+}
+
+bool pb_config_batch_in_place(const pb_config *cfg, bool synthetic) {
+  int b = pb_config_batch_index(cfg);
+  if (synthetic || b <= 0 || !cfg->stages[b].fuse_map) return false;
+  const pb_stage_cfg *map = &cfg->stages[b - 1];
+  if (map->type != PB_STAGE_MAP || !map->out_shape.known || pb_shape_bytes(&map->out_shape) == 0) return false;
+  for (int i = 0; i < map->nops; i++)
+    if (pb_op_makes_new_image(&map->ops[i])) return true;
+  return false;
+}
+
 /* ---- parsing ---- */
 
 /* "configs/resnet.json" -> "resnet"; control characters become '_' so the name is a valid "name". */

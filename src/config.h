@@ -95,6 +95,7 @@ typedef struct pb_stage_cfg {
   /* batch */
   int64_t size;
   bool drop_remainder;          /* default true */
+  bool fuse_map;                /* the map before writes into the batch (default false; pb_config_batch_in_place) */
   /* prefetch */
   int64_t depth;
   /* h2d */
@@ -206,6 +207,12 @@ char *pb_shape_str(const pb_shape *s, char *buf, size_t len);
 
 /* Index of the batch stage (validation guarantees exactly one). */
 int pb_config_batch_index(const pb_config *cfg);
+/* Does op write a new image (a pooled result) rather than change one in place or do nothing on the host? */
+bool pb_op_makes_new_image(const pb_op_cfg *op);
+/* Is the batch collated in place: `fuse_map` set, the stage before it a map that makes a new image, and
+ * that image's shape known (so every sample has the same bytes and a fixed place in the batch)?  Never
+ * with synthetic data, whose in-memory source replaces the map. */
+bool pb_config_batch_in_place(const pb_config *cfg, bool synthetic);
 
 /* s with control characters as '?', cut to max_chars (then "..."), in buf: safe to print in one line. */
 const char *pb_cfg_clean(const char *s, size_t max_chars, char *buf, size_t len);

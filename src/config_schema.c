@@ -205,6 +205,9 @@ static const pb_key batch_keys[] = {
         .help = "Samples per batch."),
     ROW(pb_stage_cfg, drop_remainder, "drop_remainder", PB_KT_BOOL, .def = "true",
         .help = "Drop a last, short batch (its samples count as dropped)."),
+    ROW(pb_stage_cfg, fuse_map, "fuse_map", PB_KT_BOOL, .def = "false",
+        .help = "The map stage right before writes each result straight into its place in the batch (tf.data's "
+                "map_and_batch fusion): no collate copy. Applies when that map makes a new image of a known shape."),
 };
 static const pb_key prefetch_keys[] = {
     STAGE_COMMON,

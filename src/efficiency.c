@@ -4,7 +4,8 @@
  *   read    the dataset's storage, one thread, the read stage's block size and mode (MB/s -> samples/s by
  *           the bytes each sample took in this run)
  *   decode  the dataset's own JPEGs, one core, at the decode stage's scale (images/s)
- *   batch   memcpy on one core (GB/s -> samples/s by the bytes collated per sample)
+ *   batch   memcpy on one core (GB/s -> samples/s by the bytes collated per sample); none when the map
+ *           before it writes into the batch (fuse_map), which leaves nothing to copy
  *   h2d     the GPU link (pinned or pageable as the stage copies): one link, not per thread
  * A read stage with emulated storage (latency_us, bandwidth_mb_per_s) has those added to the calibrated
  * rate: per block, and as a cap on the whole stage.
@@ -50,7 +51,8 @@ static ceiling stage_ceiling(const pb_stage_report *sr, const pb_ceilings *c) {
   double bytes_per_sample = sr->samples > 0 ? (double)sr->bytes_in / (double)sr->samples : NAN;
   if (!(bytes_per_sample > 0)) return none;
   if (strcmp(sr->type, "read") == 0 && isfinite(c->read_mb_per_s)) return read_ceiling(c, bytes_per_sample);
-  if (strcmp(sr->type, "batch") == 0 && isfinite(c->memcpy_gb_per_s))
+  /* collated in place (fuse_map), a batch copies nothing: no ceiling */
+  if (strcmp(sr->type, "batch") == 0 && !sr->in_place && isfinite(c->memcpy_gb_per_s))
     return (ceiling){c->memcpy_gb_per_s * 1e9 / bytes_per_sample, INFINITY, "memcpy_gb_per_s_one_core"};
   if (strcmp(sr->type, "h2d") == 0 && isfinite(c->h2d_gb_per_s)) {
     double link = c->h2d_gb_per_s * 1e9 / bytes_per_sample; /* one link, not per thread */

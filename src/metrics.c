@@ -202,7 +202,12 @@ static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s
 }
 
 static void fill_stages(pb_report *r, const pb_record *rec) {
-  for (int i = 0; i < rec->nstages; i++) fill_stage(&r->stages[r->nstages++], &rec->stages[i], r->measured_s);
+  bool in_place = rec->cfg && pb_config_batch_in_place(rec->cfg, rec->synthetic);
+  for (int i = 0; i < rec->nstages; i++) {
+    pb_stage_report *sr = &r->stages[r->nstages++];
+    fill_stage(sr, &rec->stages[i], r->measured_s);
+    sr->in_place = in_place && !sr->skipped && strcmp(sr->type, "batch") == 0;
+  }
 }
 
 static void fill_accounting(pb_report *r, const pb_record *rec) {

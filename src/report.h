@@ -28,6 +28,7 @@ typedef struct pb_stage_report {
   const char *type;             /* "map", "batch", ... or "source" for the in-memory source */
   int threads;
   bool skipped;                 /* not run (synthetic mode skips per-sample stages) */
+  bool in_place;                /* batch: collated in place by the map before it (fuse_map), no copy */
   uint64_t calls;               /* elements processed in the measured window */
   double total_ms, self_ms;     /* self = busy processing; total = self + wait_in */
   double mean_us, p50_us, p99_us;

@@ -121,6 +121,10 @@ int pb_to_chw(const pb_image *in, pb_image *out);
  * -EINVAL for any other input or dtype (the caller then runs the ops one by one). */
 int pb_flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
                           const double *std, int nstd, pb_dtype out_dtype, bool chw);
+/* The same values, written around the cache where it can (float32 CHW rows on 32-byte boundaries): for a
+ * destination this core will not read again, a batch slot (fuse_map).  Ends with a store fence. */
+int pb_flip_normalize_chw_stream(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
+                                 const double *std, int nstd, pb_dtype out_dtype, bool chw);
 
 /* ---- IEEE half ---- */
 uint16_t pb_float_to_half(float f);

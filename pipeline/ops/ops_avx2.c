@@ -271,9 +271,11 @@ static const int8_t pick_hi[2][3][16] = {
      {6, 3, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
      {7, 4, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}}};
 
-__attribute__((target("avx2"))) int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip,
-                                                             const float mean[3], const float std[3], float *dst,
-                                                             size_t plane) {
+/* Both store kinds from one body: `nt` is a constant in each caller below, so each gets its own loop. */
+static inline __attribute__((always_inline, target("avx2"))) int norm_row3_chw_f32(const uint8_t *src, int W,
+                                                                                  bool flip, const float mean[3],
+                                                                                  const float std[3], float *dst,
+                                                                                  size_t plane, bool nt) {
   __m128i lo_mask[3], hi_mask[3];
   __m256 m[3], s[3];
   for (int c = 0; c < 3; c++) {
@@ -291,11 +293,29 @@ __attribute__((target("avx2"))) int pb_norm_row3_chw_f32_avx2(const uint8_t *src
       __m128i v8 = _mm_or_si128(_mm_shuffle_epi8(lo, lo_mask[c]), _mm_shuffle_epi8(hi, hi_mask[c]));
       __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v8));
       /* (x - mean) / std in float32, two roundings, as the tables compute it: the same values */
-      _mm256_storeu_ps(dst + (size_t)c * plane + (size_t)x, _mm256_div_ps(_mm256_sub_ps(v, m[c]), s[c]));
+      __m256 r = _mm256_div_ps(_mm256_sub_ps(v, m[c]), s[c]);
+      if (nt)
+        _mm256_stream_ps(dst + (size_t)c * plane + (size_t)x, r);
+      else
+        _mm256_storeu_ps(dst + (size_t)c * plane + (size_t)x, r);
     }
   }
   return x;
 }
+
+__attribute__((target("avx2"))) int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip,
+                                                             const float mean[3], const float std[3], float *dst,
+                                                             size_t plane) {
+  return norm_row3_chw_f32(src, W, flip, mean, std, dst, plane, false);
+}
+
+__attribute__((target("avx2"))) int pb_norm_row3_chw_f32_avx2_nt(const uint8_t *src, int W, bool flip,
+                                                                const float mean[3], const float std[3],
+                                                                float *dst, size_t plane) {
+  return norm_row3_chw_f32(src, W, flip, mean, std, dst, plane, true);
+}
+
+void pb_store_fence(void) { _mm_sfence(); }
 
 #else
 
@@ -305,6 +325,13 @@ int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip, const float 
                               float *dst, size_t plane) {
   return 0;
 }
+
+int pb_norm_row3_chw_f32_avx2_nt(const uint8_t *src, int W, bool flip, const float mean[3], const float std[3],
+                                 float *dst, size_t plane) {
+  return 0;
+}
+
+void pb_store_fence(void) {}
 
 int pb_bl_hmid_avx2(const uint16_t *mid, uint8_t *dst, const int32_t *off, const int32_t *next, const int32_t *wpair,
                     int n, int nch, int out_shift) {

@@ -97,5 +97,10 @@ size_t pb_bl_vblend_avx2(const uint8_t *a, const uint8_t *b, int32_t wpair, uint
  * leading output pixels it did. */
 int pb_norm_row3_chw_f32_avx2(const uint8_t *src, int W, bool flip, const float mean[3], const float std[3],
                               float *dst, size_t plane);
+/* The same with non-temporal stores (dst and plane 32-byte aligned); the caller ends with pb_store_fence. */
+int pb_norm_row3_chw_f32_avx2_nt(const uint8_t *src, int W, bool flip, const float mean[3], const float std[3],
+                                 float *dst, size_t plane);
+/* Orders earlier non-temporal stores before what follows (a hand-off of the buffer). */
+void pb_store_fence(void);
 
 #endif

@@ -152,7 +152,7 @@ int pb_normalize(const pb_image *in, pb_image *out, const double *mean, int nmea
     }                                                                                                     \
   }                                                                                                       \
   static void fused_rows_##T(const pb_image *in, bool flip, const T (*lut)[256], T *out, bool chw,      \
-                             const norm_params *np) {                                                     \
+                             const norm_params *np, bool stream) {                                        \
     int C = in->channels, W = in->width;                                                                  \
     size_t plane = (size_t)in->height * (size_t)W, row = (size_t)W * (size_t)C;                           \
     bool avx2 = sizeof(T) == sizeof(float) && C == 3 && chw && pb_ops_avx2();                             \
@@ -160,7 +160,9 @@ int pb_normalize(const pb_image *in, pb_image *out, const double *mean, int nmea
       const uint8_t *src = (const uint8_t *)in->data + (size_t)y * row;                                   \
       T *dst = out + (chw ? (size_t)y * (size_t)W : (size_t)y * row);                                     \
       if (avx2) { /* 8 pixels at a time; the last W % 8 (the first ones of the source when flipped) */    \
-        int x = pb_norm_row3_chw_f32_avx2(src, W, flip, np->mean, np->std, (float *)dst, plane);          \
+        bool nt = stream && ((uintptr_t)dst | plane * sizeof(T)) % 32 == 0; /* aligned streaming stores */  \
+        int x = nt ? pb_norm_row3_chw_f32_avx2_nt(src, W, flip, np->mean, np->std, (float *)dst, plane)   \
+                   : pb_norm_row3_chw_f32_avx2(src, W, flip, np->mean, np->std, (float *)dst, plane);     \
         fused_row_##T(flip ? src : src + (size_t)x * 3, W - x, 3, flip, lut, dst + x, plane, true);       \
       } else if (C == 3 && chw)                                                                           \
         fused_row_##T(src, W, 3, flip, lut, dst, plane, true);                                            \
@@ -172,8 +174,8 @@ typedef uint16_t half_t;
 FUSED_ROW(float)
 FUSED_ROW(half_t)
 
-int pb_flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
-                          const double *std, int nstd, pb_dtype out_dtype, bool chw) {
+static int flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
+                              const double *std, int nstd, pb_dtype out_dtype, bool chw, bool stream) {
   norm_params np;
   if (!pb_ops_image_ok(in) || !out || !out->data || out->data == in->data || in->dtype != PB_DTYPE_UINT8 ||
       in->chw || in->channels > LUT_CHANNELS || (out_dtype != PB_DTYPE_FLOAT32 && out_dtype != PB_DTYPE_FLOAT16))
@@ -185,8 +187,19 @@ int pb_flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const do
   uint16_t lut16[LUT_CHANNELS][256];
   norm_luts(&np, lut, out_dtype == PB_DTYPE_FLOAT16 ? lut16 : NULL);
   if (out_dtype == PB_DTYPE_FLOAT32)
-    fused_rows_float(in, flip, (const float(*)[256])lut, out->data, chw, &np);
+    fused_rows_float(in, flip, (const float(*)[256])lut, out->data, chw, &np, stream);
   else
-    fused_rows_half_t(in, flip, (const half_t(*)[256])lut16, out->data, chw, &np);
+    fused_rows_half_t(in, flip, (const half_t(*)[256])lut16, out->data, chw, &np, false);
+  if (stream) pb_store_fence();
   return 0;
+}
+
+int pb_flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
+                          const double *std, int nstd, pb_dtype out_dtype, bool chw) {
+  return flip_normalize_chw(in, out, flip, mean, nmean, std, nstd, out_dtype, chw, false);
+}
+
+int pb_flip_normalize_chw_stream(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
+                                 const double *std, int nstd, pb_dtype out_dtype, bool chw) {
+  return flip_normalize_chw(in, out, flip, mean, nmean, std, nstd, out_dtype, chw, true);
 }

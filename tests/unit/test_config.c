@@ -563,6 +563,38 @@ static void test_error_shapes(void **state) {
 
 /* A \u0000 escape would end the string inside cJSON and silently shorten the value. */
 /* A cache over an endless synthetic source never replays: refused, not an unbounded copy at run time. */
+/* fuse_map is off by default, and applies only when the map right before the batch makes a new image
+ * of a known shape, and never with synthetic data (no map runs). */
+static void test_batch_in_place(void **state) {
+  (void)state;
+  static const char *fmt = "{\"dataset\": {\"format\": \"synthetic\", \"shape\": %s},"
+                           " \"stages\": [{\"type\": \"map\", \"ops\": [%s]}, %s"
+                           "{\"type\": \"batch\", \"size\": 4%s}]}";
+  char json[512];
+  snprintf(json, sizeof json, fmt, "[16, 12, 3]", "{\"op\": \"center_crop\", \"size\": 8}", "", "");
+  parse_ok(json, NULL);
+  assert_false(cfg.stages[1].fuse_map);
+  assert_false(pb_config_batch_in_place(&cfg, false));
+  parse_ok(json, "stages.batch.fuse_map=true");
+  assert_true(cfg.stages[1].fuse_map);
+  assert_true(pb_config_batch_in_place(&cfg, false));
+  assert_false(pb_config_batch_in_place(&cfg, true)); /* --data synthetic */
+  snprintf(json, sizeof json, fmt, "[16, 12, 3]", "{\"op\": \"flip\"}", "", ", \"fuse_map\": true");
+  parse_ok(json, NULL); /* flips in place: nothing new to write into a slot */
+  assert_false(pb_config_batch_in_place(&cfg, false));
+  snprintf(json, sizeof json, fmt, "[16, 12, 3]", "{\"op\": \"center_crop\", \"size\": 8}",
+           "{\"type\": \"shuffle\"}, ", ", \"fuse_map\": true");
+  parse_ok(json, NULL); /* a shuffle between them */
+  assert_false(pb_config_batch_in_place(&cfg, false));
+  snprintf(json, sizeof json, fmt, "[16, 12, 3]", "{\"op\": \"normalize\", \"dtype\": \"float32\"}", "",
+           ", \"fuse_map\": true");
+  parse_ok(json, NULL);
+  assert_true(pb_config_batch_in_place(&cfg, false));
+  expect_error_has("{\"dataset\": {\"format\": \"synthetic\", \"shape\": [4]},"
+                   " \"stages\": [{\"type\": \"batch\", \"size\": 4, \"fuse_map\": 1}]}",
+                   NULL, "fuse_map");
+}
+
 static void test_cache_of_endless_source_refused(void **state) {
   (void)state;
   const char *json = "{\"dataset\": {\"format\": \"synthetic\", \"shape\": [8]}, \"stages\": ["
@@ -807,6 +839,7 @@ int main(void) {
       cmocka_unit_test(test_example_values),
       cmocka_unit_test(test_example_shapes),
       cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_batch_in_place),
       cmocka_unit_test(test_stage_and_op_defaults),
       cmocka_unit_test(test_shapes),
       cmocka_unit_test(test_name_helpers),

@@ -14,6 +14,7 @@
 #include "device.h"
 #include "engine.h"
 #include "metrics.h"
+#include "stage_batch.h"
 #include "steps.h"
 
 typedef struct mini_run {
@@ -426,8 +427,146 @@ static void test_device_queue_ahead_input_bound(void **state) {
   free_run(m);
 }
 
+/* ---------- fuse_map: the map writes into the batch ---------- */
+
+/* A stand-in device that hashes every sample of every batch it steps: a sum of per-sample hashes, which
+ * does not depend on the order samples took in their batches or batches on the device. */
+static struct {
+  const pb_device_ops *emulated;
+  pb_device_ops ops;
+  uv_mutex_t lock;
+  uint64_t sum, samples;
+} hd;
+
+static uint64_t fnv1a(const uint8_t *p, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+  return h;
+}
+
+static int hd_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns, uint64_t *end_ns) {
+  size_t each = batch->nsamples ? batch->bytes / batch->nsamples : 0;
+  uv_mutex_lock(&hd.lock);
+  for (uint32_t i = 0; i < batch->nsamples; i++) hd.sum += fnv1a((const uint8_t *)batch->data + i * each, each);
+  hd.samples += batch->nsamples;
+  uv_mutex_unlock(&hd.lock);
+  return hd.emulated->step(d, index, batch, ready_ns, start_ns, end_ns);
+}
+
+static void use_hashing_device(pb_device *d) {
+  hd.emulated = d->ops;
+  hd.ops = *d->ops;
+  hd.ops.step = hd_step;
+  d->ops = &hd.ops;
+}
+
+/* 100 in-memory 16x12 images, 2 epochs, through a 3-thread map (random crop 8, flip, normalize, to_chw)
+ * into a 2-thread batch of 7. */
+static const char *fuse_cfg(bool fuse, bool drop) {
+  static char buf[1024];
+  snprintf(buf, sizeof buf,
+           "{\"seed\":7,\"dataset\":{\"format\":\"synthetic\",\"shape\":[16,12,3],\"num_samples\":100},"
+           "\"stages\":[{\"name\":\"aug\",\"type\":\"map\",\"threads\":3,\"ops\":["
+           "{\"op\":\"random_resized_crop\",\"size\":8},{\"op\":\"flip\",\"p\":0.5},"
+           "{\"op\":\"normalize\",\"dtype\":\"float32\"},{\"op\":\"to_chw\"}]},"
+           "{\"name\":\"batch\",\"type\":\"batch\",\"threads\":2,\"size\":7,\"drop_remainder\":%s,"
+           "\"fuse_map\":%s},{\"type\":\"prefetch\"}],"
+           "\"device\":{\"step_ms\":0},\"run\":{\"epochs\":2,\"warmup_steps\":0}}",
+           drop ? "true" : "false", fuse ? "true" : "false");
+  return buf;
+}
+
+static mini_run *run_hashing(const char *cfg, uint64_t *sum, uint64_t *samples) {
+  memset(&hd, 0, sizeof hd);
+  uv_mutex_init(&hd.lock);
+  device_hook = use_hashing_device;
+  mini_run *m = run_config(cfg, false, 0);
+  device_hook = NULL;
+  uv_mutex_destroy(&hd.lock);
+  *sum = hd.sum;
+  *samples = hd.samples;
+  return m;
+}
+
+/* The batches the device gets are the same samples, value for value, whether the batch stage copies
+ * them or the map wrote them in place; the batch stage says which it did; nothing is lost. */
+static void test_fuse_map_same_batches(void **state) {
+  uint64_t sum_copy, n_copy, sum_fused, n_fused;
+  mini_run *copy = run_hashing(fuse_cfg(false, false), &sum_copy, &n_copy);
+  mini_run *fused = run_hashing(fuse_cfg(true, false), &sum_fused, &n_fused);
+  assert_int_equal(n_copy, 200);
+  assert_int_equal(n_fused, 200);
+  assert_true(sum_fused == sum_copy);
+  assert_int_equal(fused->report.samples_consumed, 200);
+  assert_int_equal(fused->report.step_count, 29); /* 28 x 7 + a remainder of 4, one for both workers */
+  assert_string_equal(fused->report.stages[2].type, "batch");
+  assert_true(fused->report.stages[2].in_place);
+  assert_false(copy->report.stages[2].in_place);
+  assert_int_equal(fused->report.stages[2].bytes_in, copy->report.stages[2].bytes_in);
+  assert_balanced(&fused->report);
+  free_run(copy);
+  free_run(fused);
+}
+
+static void test_fuse_map_drop_remainder(void **state) {
+  uint64_t sum, n;
+  mini_run *m = run_hashing(fuse_cfg(true, true), &sum, &n);
+  assert_int_equal(m->report.samples_consumed, 196);
+  assert_int_equal(m->report.samples_dropped, 4);
+  assert_int_equal(n, 196);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
+/* Cancelled with slots taken everywhere (map workers asleep holding theirs, batches half formed): the
+ * accounting still balances and every batch buffer goes back (ASan would see a leak otherwise). */
+static void test_fuse_map_cancel_balances(void **state) {
+  mini_run *m = run_config("{\"dataset\":{\"format\":\"synthetic\",\"shape\":[16,12,3]},\"stages\":["
+                           "{\"type\":\"map\",\"threads\":4,\"ops\":[{\"op\":\"sleep\",\"us\":200},"
+                           "{\"op\":\"center_crop\",\"size\":8}]},"
+                           "{\"type\":\"batch\",\"threads\":2,\"size\":16,\"fuse_map\":true},"
+                           "{\"type\":\"prefetch\",\"depth\":2}],"
+                           "\"device\":{\"step_ms\":5},\"run\":{\"steps\":1000000,\"warmup_steps\":1}}",
+                           false, 200);
+  assert_true(m->report.step_count > 0);
+  assert_true(m->report.stages[2].in_place);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
+/* Closing up a batch over the slots whose samples failed: the first taken - gaps slots hold exactly the
+ * samples that did not fail, each whole. */
+static void test_batch_close_gaps(void **state) {
+  pb_rng rng;
+  pb_rng_seed(&rng, 5);
+  for (int it = 0; it < 2000; it++) {
+    uint32_t taken = 1 + (uint32_t)(pb_rng_uniform(&rng) * 20), gaps = 0, slots[20][3], gap_slots[20];
+    bool is_gap[20] = {false};
+    for (uint32_t i = 0; i < taken; i++) {
+      for (int k = 0; k < 3; k++) slots[i][k] = i * 3 + (uint32_t)k; /* a 12-byte sample: its slot, thrice */
+      if (pb_rng_uniform(&rng) < 0.3) is_gap[i] = true, gap_slots[gaps++] = i;
+    }
+    for (uint32_t i = gaps; i > 1; i--) { /* any order */
+      uint32_t j = (uint32_t)(pb_rng_uniform(&rng) * i), t = gap_slots[i - 1];
+      gap_slots[i - 1] = gap_slots[j], gap_slots[j] = t;
+    }
+    pb_batch_close_gaps(slots, sizeof slots[0], taken, gap_slots, gaps);
+    bool seen[20] = {false};
+    for (uint32_t i = 0; i < taken - gaps; i++) {
+      uint32_t from = slots[i][0] / 3;
+      assert_true(from < taken && !is_gap[from] && !seen[from]);
+      assert_int_equal(slots[i][1], from * 3 + 1), assert_int_equal(slots[i][2], from * 3 + 2);
+      seen[from] = true;
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fuse_map_same_batches),
+      cmocka_unit_test(test_fuse_map_drop_remainder),
+      cmocka_unit_test(test_fuse_map_cancel_balances),
+      cmocka_unit_test(test_batch_close_gaps),
       cmocka_unit_test(test_epochs_drop_remainder),
       cmocka_unit_test(test_allreduce_model),
       cmocka_unit_test(test_rank_gpu_choice),

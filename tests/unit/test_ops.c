@@ -650,8 +650,28 @@ static void test_flip_normalize_chw_fused(void **state) {
     assert_int_equal(got.dtype, t), assert_int_equal(got.chw, chw), assert_int_equal(got.channels, C);
     assert_int_equal(got.height, H), assert_int_equal(got.width, W);
     assert_memory_equal(got.data, want.data, pb_image_bytes(&want));
+    /* the streaming variant (a batch slot), 32-byte aligned so its non-temporal rows run where they can */
+    size_t nbytes = pb_image_bytes(&want);
+    pb_image streamed = got;
+    streamed.data = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+    assert_int_equal(pb_flip_normalize_chw_stream(&in, &streamed, flip, mean, nm, std, nm, t, chw), 0);
+    assert_memory_equal(streamed.data, want.data, nbytes);
+    free(streamed.data);
     free(in.data), free(flipped.data), free(norm.data), free(got.data);
     if (chw) free(want.data);
+  }
+  for (int k = 0; k < 4; k++) { /* sizes whose every row is 32-byte aligned: the non-temporal rows all run */
+    int H = k < 2 ? 224 : 16, W = k < 2 ? 224 : 24;
+    bool flip = k % 2;
+    pb_image in = make_out(H, W, 3, PB_DTYPE_UINT8), got = make_out(H, W, 3, PB_DTYPE_FLOAT32);
+    for (size_t b = 0; b < pb_image_bytes(&in); b++) ((uint8_t *)in.data)[b] = (uint8_t)(pb_rng_next(&rng) >> 56);
+    size_t nbytes = pb_image_bytes(&got);
+    pb_image streamed = got;
+    streamed.data = aligned_alloc(64, nbytes);
+    assert_int_equal(pb_flip_normalize_chw(&in, &got, flip, mean, 3, std, 3, PB_DTYPE_FLOAT32, true), 0);
+    assert_int_equal(pb_flip_normalize_chw_stream(&in, &streamed, flip, mean, 3, std, 3, PB_DTYPE_FLOAT32, true), 0);
+    assert_memory_equal(streamed.data, got.data, nbytes);
+    free(in.data), free(got.data), free(streamed.data);
   }
   uint8_t px[12] = {0};
   float out[12];
