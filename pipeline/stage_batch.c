@@ -157,6 +157,12 @@ oom:
          -ENOMEM;
 }
 
+/* Every batch handed on, copied or formed in place, is counted (a flood of errors with none is a broken run). */
+static int emit_formed(pb_worker *w, pb_elem *batch) {
+  atomic_fetch_add_explicit(&w->stage->engine->batches_made, 1, memory_order_relaxed);
+  return pb_emit(w, batch);
+}
+
 static int emit_batch(pb_worker *w, batch_worker *b) {
   pb_elem batch = {.id = b->first_id,
                    .batch_id = b->batch_id,
@@ -169,8 +175,7 @@ static int emit_batch(pb_worker *w, batch_worker *b) {
   b->cur = NULL;
   b->count = 0;
   b->used_bytes = 0;
-  atomic_fetch_add_explicit(&w->stage->engine->batches_made, 1, memory_order_relaxed);
-  return pb_emit(w, &batch);
+  return emit_formed(w, &batch);
 }
 
 /* ---------- fuse_map: slots in a forming batch ---------- */
@@ -269,11 +274,6 @@ static pb_elem take_forming(batch_state *st, forming *f) {
   f->in_use = false;
   if (st->open == f) st->open = NULL;
   return batch;
-}
-
-static int emit_formed(pb_worker *w, pb_elem *batch) {
-  atomic_fetch_add_explicit(&w->stage->engine->batches_made, 1, memory_order_relaxed);
-  return pb_emit(w, batch);
 }
 
 /* A sample whose payload is already in its slot (or a gap) arrives; the last one of a batch hands it on. */

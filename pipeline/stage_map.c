@@ -20,7 +20,6 @@ typedef struct map_state {
   pb_pool pool;
   bool pool_ready;
   pb_stage *into_batch;  /* fuse_map: the batch stage whose slots take the results (NULL: the pool does) */
-  size_t slot_bytes;     /* the planned bytes of a result, the size of a slot */
   int last_new_image; /* index of the last op that makes a new image, -1 when none */
   int tail;           /* first op of a flip/normalize/to_chw tail run as one pass (run_fused_tail), -1: none */
 } map_state;
@@ -32,12 +31,10 @@ typedef struct map_worker {
   size_t resample_bytes;
 } map_worker;
 
-static bool makes_new_image(const pb_op_cfg *op) { return pb_op_makes_new_image(op); }
-
 static int last_new_image(const pb_stage_cfg *sc) {
   int last = -1;
   for (int i = 0; i < sc->nops; i++)
-    if (makes_new_image(&sc->ops[i])) last = i;
+    if (pb_op_makes_new_image(&sc->ops[i])) last = i;
   return last;
 }
 
@@ -62,7 +59,7 @@ static int fusable_tail(const pb_stage_cfg *sc) {
  * flipped into a pooled copy, never in place). */
 static bool needs_pool(const pb_stage_cfg *sc) {
   for (int i = 0; i < sc->nops; i++)
-    if (sc->ops[i].kind == PB_OP_FLIP || makes_new_image(&sc->ops[i])) return true;
+    if (sc->ops[i].kind == PB_OP_FLIP || pb_op_makes_new_image(&sc->ops[i])) return true;
   return false;
 }
 
@@ -84,7 +81,6 @@ static int map_init(pb_stage *s, pb_err *err) {
   st->tail = fusable_tail(s->cfg);
   if (pb_map_writes_into_batch(s)) {
     st->into_batch = &s->engine->stages[s->index + 1];
-    st->slot_bytes = (size_t)s->sample_bytes;
   } else if (needs_pool(s->cfg)) {
     if (pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
       free(st);
@@ -145,7 +141,7 @@ typedef struct map_ctx {
 /* fuse_map: the result goes into the next slot of the batch being formed. */
 static void *batch_slot(map_ctx *c, size_t bytes) {
   map_state *st = c->w->stage->state;
-  if (bytes != st->slot_bytes) { /* the shape the config gave is every result's: a bug if not */
+  if (bytes != c->w->stage->sample_bytes) { /* a slot holds the planned bytes, every result's: a bug if not */
     c->wrong_size = true;
     return NULL;
   }
@@ -153,6 +149,9 @@ static void *batch_slot(map_ctx *c, size_t bytes) {
   if (!c->slot) c->cancelled = true; /* a take fails only when the run is cancelled */
   return c->slot;
 }
+
+/* Why destination(), pooled() or batch_slot() gave no buffer. */
+static int no_buffer(const map_ctx *c) { return c->cancelled ? -ECANCELED : c->wrong_size ? -EMSGSIZE : -ENOMEM; }
 
 /* The pooled buffer the map's result goes into (NULL: cancelled, or out of memory; c->cancelled says). */
 static void *pooled(map_ctx *c, size_t bytes) {
@@ -193,7 +192,7 @@ static int resize_precropped(map_ctx *c, const pb_op_cfg *op, pb_image *out, voi
 static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
   map_worker *mw = c->w->state;
   pb_image out = out_dims(op, &c->cur);
-  if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : c->wrong_size ? -EMSGSIZE : -ENOMEM;
+  if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return no_buffer(c);
   size_t need = pb_crop_resize_scratch_bytes(&c->cur, c->cur.height, c->cur.width, out.height, out.width,
                                              resample_of(op));
   void *rs = grow(&mw->resample, &mw->resample_bytes, need ? need : 1);
@@ -233,7 +232,7 @@ static int run_flip(map_ctx *c, const pb_op_cfg *op, int k) {
     out.data = grow(&mw->scratch[c->next_scratch], &mw->scratch_bytes[c->next_scratch], bytes);
     c->next_scratch ^= 1;
   }
-  if (!out.data) return c->cancelled ? -ECANCELED : c->wrong_size ? -EMSGSIZE : -ENOMEM;
+  if (!out.data) return no_buffer(c);
   pb_hflip(&c->cur, &out);
   c->cur = out;
   return 0;
@@ -255,7 +254,7 @@ static int run_fused_tail(map_ctx *c, int k) {
   pb_image out = c->cur;
   out.dtype = norm->dtype;
   out.chw = chw;
-  if (!(out.data = pooled(c, pb_image_bytes(&out)))) return c->cancelled ? -ECANCELED : c->wrong_size ? -EMSGSIZE : -ENOMEM;
+  if (!(out.data = pooled(c, pb_image_bytes(&out)))) return no_buffer(c);
   /* into a batch slot: nothing on this core reads it again, so around the cache (as the copy would) */
   int rc = (c->slot ? pb_flip_normalize_chw_stream : pb_flip_normalize_chw)(&c->cur, &out, flip, norm->mean, norm->nmean,
                                                                           norm->std, norm->nstd, norm->dtype, chw);
@@ -269,7 +268,7 @@ static int run_op(map_ctx *c, const pb_op_cfg *op, int k) {
     case PB_OP_SLEEP: pb_sleep_until_ns(pb_now_ns() + (uint64_t)op->us * 1000u); return 0;
     case PB_OP_FLIP: return run_flip(c, op, k);
     default:
-      if (!makes_new_image(op)) return 0; /* normalize to uint8, or on_device: nothing on the host */
+      if (!pb_op_makes_new_image(op)) return 0; /* normalize to uint8, or on_device: nothing on the host */
       return run_new_image_op(c, op, k);
   }
 }
