@@ -70,7 +70,10 @@ int pb_write_atomic(const char *path, pb_write_body body, const void *arg);
 
 /* SIGINT/SIGTERM (CONTRACT §1: exit 130).  main installs the handlers before any command: the first signal
  * only sets a flag that every long loop polls (the run's wait, gen's workers, the trace writer, the
- * multi-run commands between runs); a second one exits at once with 130. */
+ * multi-run commands between runs); a second one exits at once with 130, unless it follows the first within
+ * PB_SIGNAL_REPEAT_NS: `timeout` and job runners send one signal to the process and then to its group, and
+ * that pair must not cost the report. */
+#define PB_SIGNAL_REPEAT_NS 200000000ull
 void pb_signals_install(void);
 bool pb_signalled(void);
 /* A signal came more than PB_SIGNAL_BUDGET_NS ago: what is left to write (a long trace, the HTML page) is

@@ -150,6 +150,22 @@ static void measuring(int sig, const char *name) {
 }
 
 static void test_measuring_sigint(void **state) { measuring(SIGINT, "measuring-int"); }
+
+/* `timeout -s INT` sends the signal to the process and then to its process group: two deliveries a few
+ * microseconds apart are one event, and the partial report must still be written. */
+static void test_double_delivery(void **state) {
+  child c;
+  const char *out = out_dir("double");
+  start(&c, ARGS("run", "--config", write_config("double", k_steady, 2), "--quiet", "--out", out));
+  usleep(1200 * 1000);
+  assert_true(running(&c));
+  assert_int_equal(kill(c.pid, SIGINT), 0);
+  result *r = signal_and_wait(&c, SIGINT);
+  expect_quick_130(r, "double delivery");
+  assert_null(strstr(r->err, "second signal"));
+  cJSON *rep = interrupted_report(out);
+  assert_true(num(rep, "steps.count") > 0);
+}
 static void test_measuring_sigterm(void **state) { measuring(SIGTERM, "measuring-term"); }
 
 /* ---------- writing the report ---------- */
@@ -184,7 +200,8 @@ static void test_report_writing(void **state) {
   assert_true(num(rep, "steps.count") > 0);
 }
 
-/* The first signal is being handled (here: a writer stuck for 30 s); the second ends the process at once. */
+/* The first signal is being handled (here: a writer stuck for 30 s); the second, 300 ms later (past
+ * PB_SIGNAL_REPEAT_NS), ends the process at once and says so. */
 static void test_second_signal_is_immediate(void **state) {
   child c;
   start_writer(&c, "second", 30000);
@@ -194,6 +211,7 @@ static void test_second_signal_is_immediate(void **state) {
   result *r = signal_and_wait(&c, SIGINT);
   if (r->status != 130) fail_msg("exit %d, expected 130", r->status);
   print_message("second signal: ended %.3f s after it\n", r->wall_s);
+  assert_non_null(strstr(r->err, "second signal"));
   assert_true(r->wall_s < budget_s() / 2);
 }
 
@@ -206,6 +224,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_warmup, free_reports),
       cmocka_unit_test_teardown(test_measuring_sigint, free_reports),
       cmocka_unit_test_teardown(test_measuring_sigterm, free_reports),
+      cmocka_unit_test_teardown(test_double_delivery, free_reports),
       cmocka_unit_test_teardown(test_report_writing, free_reports),
       cmocka_unit_test_teardown(test_second_signal_is_immediate, free_reports),
   };
