@@ -221,6 +221,7 @@ static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
     pb_buf_release(b); /* NULL when the pool itself was cancelled */
     return rc;
   }
+  if (!rc) w->ctr.files_read_total++; /* opened and read (empty too), as start_file counts them */
   if (rc || got == 0) {
     pb_buf_release(b);
     return rc ? read_errno(w, fi, rc, "cannot read") : read_error(w, fi, "empty file (expected a sample)"), 0;
@@ -427,7 +428,6 @@ static int read_produce(pb_worker *w, int max) {
       if (!rw->pending) file_done(w);
       continue;
     }
-    w->ctr.files_read_total++;
     n++;
     if (read_whole(w, fi, epoch) < 0) return -ECANCELED;
     file_done(w);

@@ -115,8 +115,9 @@ static int defer_link(walk_ctx *w, char *path) {
  * it silently.  Entries that vanished since readdir, devices, sockets and fifos are skipped. */
 static int walk_entry(walk_ctx *w, char *path) {
   struct stat lst, st;
-  if (lstat(path, &lst) != 0) { /* gone since readdir */
-    free(path);
+  if (lstat(path, &lst) != 0) {
+    if (errno != ENOENT) return list_push(w->l, path, 0); /* e.g. ENAMETOOLONG: the reader says which */
+    free(path); /* gone since readdir */
     return 0;
   }
   if (stat(path, &st) != 0) {

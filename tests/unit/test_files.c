@@ -1,6 +1,7 @@
 /* The dataset file list: directory walk order, hidden entries, symlinks, globs, @lists, errors, and the
  * shuffle (deterministic per seed and epoch, a true permutation) and shard (a partition across ranks). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -165,6 +166,38 @@ static void test_symlink_dangling_listed(void **state) {
   assert_int_equal(pb_files_list(dir, &l, &err), 0);
   static const char *const want[] = {"dang/a.bin", "dang/gone.bin", "dang/me.bin"};
   expect_files(&l, want, PB_ARRAY_LEN(want));
+  assert_int_equal(l.files[1].bytes, 0);
+  pb_file_list_free(&l);
+}
+
+/* A path longer than PATH_MAX cannot be stat'ed (ENAMETOOLONG): it is listed (0 bytes) for the read stage
+ * to report, not dropped as if it had been deleted since readdir. */
+static void test_path_too_long_listed(void **state) {
+  make_dir("deep");
+  make_file("deep/a.bin", 4);
+  char dir[512], name[201];
+  snprintf(dir, sizeof dir, "%s/deep", root);
+  memset(name, 'd', 200);
+  name[200] = '\0';
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  assert_true(fd >= 0);
+  for (int depth = 0; depth < 22; depth++) { /* 22 x 201 bytes: past PATH_MAX (4096) */
+    assert_int_equal(mkdirat(fd, name, 0755), 0);
+    int next = openat(fd, name, O_RDONLY | O_DIRECTORY);
+    close(fd);
+    assert_true(next >= 0);
+    fd = next;
+  }
+  int f = openat(fd, "b.bin", O_WRONLY | O_CREAT, 0644);
+  assert_true(f >= 0);
+  close(f);
+  close(fd);
+  pb_file_list l;
+  pb_err err;
+  assert_int_equal(pb_files_list(dir, &l, &err), 0);
+  assert_int_equal(l.count, 2);
+  assert_non_null(strstr(l.files[0].path, "deep/a.bin"));
+  assert_true(strlen(l.files[1].path) >= PATH_MAX); /* the entry stat could not reach */
   assert_int_equal(l.files[1].bytes, 0);
   pb_file_list_free(&l);
 }
@@ -381,6 +414,7 @@ int main(void) {
     cmocka_unit_test(test_walk_sorted_recursive),
     cmocka_unit_test(test_symlink_cycle_refused),
     cmocka_unit_test(test_symlink_dangling_listed),
+    cmocka_unit_test(test_path_too_long_listed),
     cmocka_unit_test(test_symlink_to_outside_followed),
     cmocka_unit_test(test_trailing_slash_and_relative_path),
     cmocka_unit_test(test_glob),
