@@ -60,8 +60,16 @@ void pb_worker_error(pb_worker *w, pb_elem *el, const char *file, const char *me
    * by the file system): 10,000 errors before a single batch ends the run. */
   bool hopeless = e->errors_total >= PB_HOPELESS_ERRORS && atomic_load(&e->batches_made) == 0;
   if ((stop || hopeless) && !atomic_load(&e->failed)) {
-    snprintf(e->failure, sizeof e->failure, "%s%s%s%s", hopeless && !stop ? "no sample has worked: " : "",
-             file ? file : "", file ? ": " : "", message);
+    /* the sample's own error in the contract's form, then why the run stopped on it when that is not
+     * simply the error itself */
+    char why[160] = "";
+    if (!fatal && !run->on_error_fail && stop)
+      snprintf(why, sizeof why, "; more than run.max_errors (%lld) errors, the run stopped",
+               (long long)run->max_errors);
+    else if (!stop)
+      snprintf(why, sizeof why, "; no sample has worked: %d errors before the first batch, the run stopped",
+               PB_HOPELESS_ERRORS);
+    snprintf(e->failure, sizeof e->failure, "%s%s%s%s", file ? file : "", file ? ": " : "", message, why);
     atomic_store(&e->failed, true);
   }
   uv_mutex_unlock(&e->errors_lock);

@@ -136,7 +136,11 @@ typedef struct map_ctx {
   pb_image cur;
   int next_scratch;
   bool cancelled, wrong_size;
+  char too_big[120]; /* an op's result over PB_MAX_SIDE: which op, what it would have made */
 } map_ctx;
+
+/* A sample carries 16-bit sides (the config refuses larger results when it knows the input's size). */
+#define PB_MAX_SIDE 65535
 
 /* fuse_map: the result goes into the next slot of the batch being formed. */
 static void *batch_slot(map_ctx *c, size_t bytes) {
@@ -192,6 +196,12 @@ static int resize_precropped(map_ctx *c, const pb_op_cfg *op, pb_image *out, voi
 static int run_new_image_op(map_ctx *c, const pb_op_cfg *op, int k) {
   map_worker *mw = c->w->state;
   pb_image out = out_dims(op, &c->cur);
+  /* before allocating it: a resize of a thin image (65000x1 to a shorter side of 224) would ask for GBs */
+  if (out.height > PB_MAX_SIDE || out.width > PB_MAX_SIDE) {
+    snprintf(c->too_big, sizeof c->too_big, "op %d (resize) would make a %dx%d image of this %dx%d one", k, out.width,
+             out.height, c->cur.width, c->cur.height);
+    return -E2BIG;
+  }
   if (!(out.data = destination(c, k, pb_image_bytes(&out)))) return no_buffer(c);
   size_t need = pb_crop_resize_scratch_bytes(&c->cur, c->cur.height, c->cur.width, out.height, out.width,
                                              resample_of(op));
@@ -320,7 +330,7 @@ static int map_fail(pb_worker *w, pb_elem *in, map_ctx *c, const char *what) {
     return -ECANCELED;
   }
   if (c->slot) return hand_on_gap(w, in, c, what);
-  char msg[160];
+  char msg[PB_NAME_LEN + 320];
   snprintf(msg, sizeof msg, "stage %s: %s", w->stage->name, what);
   pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index), msg, false);
   return 0;
@@ -347,12 +357,17 @@ static int map_process(pb_worker *w, pb_elem *in) {
       w->cancelled = true;
       return map_fail(w, in, &c, "cancelled");
     }
+    if (rc == -E2BIG) {
+      char what[200];
+      snprintf(what, sizeof what, "%s, wider or taller than %d pixels (expected a smaller resize)", c.too_big,
+               PB_MAX_SIDE);
+      return map_fail(w, in, &c, what);
+    }
     if (rc == -EMSGSIZE)
       return map_fail(w, in, &c, "the result's size differs from the shape the config gives (fuse_map needs it)");
     if (rc < 0) return map_fail(w, in, &c, rc == -ENOMEM ? "out of memory" : "an op failed on this image");
   }
-  /* a sample carries 16-bit sides (the config refuses larger results when it knows the input's size) */
-  if (c.cur.height > 65535 || c.cur.width > 65535)
+  if (c.cur.height > PB_MAX_SIDE || c.cur.width > PB_MAX_SIDE) /* an input that large, with no op to shrink it */
     return map_fail(w, in, &c, "the result is wider or taller than 65535 pixels (expected a smaller resize)");
   return hand_on(&c);
 }

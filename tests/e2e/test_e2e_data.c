@@ -351,7 +351,11 @@ static void test_tfrecord_raw_payload(void **state) {
    * config without generate: with it, another feature is another dataset, generated again.) */
   const char *other = plain_config("tfr-other", data, "'format':'tfrecord','payload':'raw','feature':'image/other'",
                                    ",'threads':2", 4, 1);
-  rep = run_report(other, "tfr-feature", NULL);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-tfr-feature", g_tmp);
+  result *r = run_pb(ARGS("--config", other, "--quiet", "--out", dir));
+  assert_one_error_line(r, 1, "every sample failed (24 of 24)"); /* nothing measured: a failed run */
+  rep = load_report(dir);
   expect_count(rep, "samples_read", 24);
   expect_count(rep, "errors", 24);
   expect_count(rep, "samples_consumed", 0);
@@ -588,9 +592,23 @@ static void test_bad_jpegs_skip_fail_and_max_errors(void **state) {
   assert_true(num(rep, "accounting.errors") >= 2);
   assert_accounting_balances(rep);
 
+  if (!strstr(r->err, "run.max_errors")) fail_msg("the error line does not say max_errors stopped the run: %s", r->err);
+
   /* max_errors 6 = exactly the errors of the run: not more than N, so it succeeds */
   rep = run_report(cfg, "badjpeg-max6", ARGS("--set", "run.max_errors=6"));
   expect_count(rep, "errors", 6);
+
+  /* only the bad files, 20 epochs (60 errors, far from the 10,000 that stop a run early): every sample
+   * failed and nothing was measured, which is exit 1 with the first error, not a quiet success */
+  char only_bad[500];
+  snprintf(only_bad, sizeof only_bad, "dataset.path=%s/img-bad-*.jpg", tmp_path("badjpeg-data"));
+  snprintf(dir, sizeof dir, "%s/out-badjpeg-allbad", g_tmp);
+  r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", only_bad, "--set", "run.epochs=20"));
+  assert_one_error_line(r, 1, "every sample failed (60 of 60)");
+  if (!names_one_of(r->err, paths)) fail_msg("the error line names none of the bad files: %s", r->err);
+  rep = load_report(dir);
+  expect_count(rep, "errors", 60);
+  assert_accounting_balances(rep);
 }
 
 /* on_error fail stops a long run early instead of running it to the end. */
@@ -660,12 +678,48 @@ static void test_max_pixels_refuses_oversized(void **state) {
   const char *data = tmp_path("mp-data");
   const char *cfg = jpeg_config("mp", data);
   gen_ok(cfg);
-  cJSON *rep = run_report(cfg, "mp", ARGS("--set", "stages.decode.max_pixels=1000", "--set", "run.epochs=1"));
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-mp", g_tmp);
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", "stages.decode.max_pixels=1000", "--set",
+                          "run.epochs=1"));
+  assert_one_error_line(r, 1, "every sample failed (10 of 10)"); /* nothing measured: a failed run */
+  cJSON *rep = load_report(dir);
   expect_count(rep, "errors", 10);
   expect_count(rep, "samples_decoded", 0);
   expect_count(rep, "samples_consumed", 0);
   const char *msg = str(cJSON_GetArrayItem(at(rep, "accounting.first_errors"), 0), "message");
   if (!strstr(msg, "3072") || !strstr(msg, "1000")) fail_msg("max_pixels message lacks the numbers: %s", msg);
+  assert_accounting_balances(rep);
+}
+
+/* A resize whose result would be wider than a sample can be (a 4000x8 image to a shorter side of 224 is
+ * 112000x224): each such image is a sample error naming the sizes, found before anything is allocated
+ * (a 65000x1 image once took 10 GB of scratch), and a run where every image fails exits 1. */
+static void test_resize_too_wide_is_a_sample_error(void **state) {
+  const char *data = tmp_path("thin-data");
+  gen_ok(write_config("thin-gen",
+                      "{'name':'thin','dataset':{'path':'%s','format':'jpeg',"
+                      "  'generate':{'num_files':3,'samples_per_file':1,'image':{'width':4000,'height':8}}},"
+                      "'stages':[{'type':'read'},{'type':'decode'},{'type':'batch','size':1}],"
+                      "'device':{'kind':'emulated','step_ms':1}}",
+                      data));
+  /* no generate section: the images' size is not known to the config check */
+  const char *cfg = write_config(
+      "thin",
+      "{'name':'thin','dataset':{'path':'%s','format':'jpeg'},'stages':[{'type':'read'},{'type':'decode'},"
+      "  {'name':'augment','type':'map','ops':[{'op':'resize','size':224},{'op':'center_crop','size':32}]},"
+      "  {'type':'batch','size':1},{'type':'h2d'}],"
+      "'device':{'kind':'emulated','step_ms':1},'run':{'epochs':1,'warmup_steps':0}}",
+      data);
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/out-thin", g_tmp);
+  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir));
+  assert_one_error_line(r, 1, "every sample failed (3 of 3)");
+  cJSON *rep = load_report(dir);
+  expect_count(rep, "errors", 3);
+  const char *msg = str(cJSON_GetArrayItem(at(rep, "accounting.first_errors"), 0), "message");
+  if (!strstr(msg, "112000x224") || !strstr(msg, "4000x8")) fail_msg("the message lacks the sizes: %s", msg);
+  assert_true(num(rep, "memory.peak_rss_bytes") < 1e9);
   assert_accounting_balances(rep);
 }
 
@@ -861,6 +915,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_on_error_fail_stops_early, free_reports),
       cmocka_unit_test_teardown(test_corrupt_tfrecord_crc, free_reports),
       cmocka_unit_test_teardown(test_max_pixels_refuses_oversized, free_reports),
+      cmocka_unit_test_teardown(test_resize_too_wide_is_a_sample_error, free_reports),
       cmocka_unit_test_teardown(test_file_vanishes_mid_run, free_reports),
       cmocka_unit_test_teardown(test_all_samples_fail_stops, free_reports),
       cmocka_unit_test_teardown(test_missing_dataset_path, free_reports),
