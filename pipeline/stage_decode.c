@@ -93,6 +93,11 @@ static int decode_init(pb_stage *s, pb_err *err) {
 
 static int decode_fail(pb_worker *w, pb_elem *in, pb_buf *out, const char *message) {
   pb_buf_release(out);
+  char msg[1100]; /* pb_err's message, and the record */
+  if (w->stage->engine->cfg->dataset.format == PB_FMT_TFRECORD) { /* many samples a file: say which */
+    snprintf(msg, sizeof msg, "record %u (counting from 0): %s", in->record, message);
+    message = msg;
+  }
   pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index), message, false);
   return 0;
 }

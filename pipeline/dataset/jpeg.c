@@ -68,7 +68,7 @@ void pb_jpeg_decoder_free(pb_jpeg_decoder *dec) {
 /* Cheap checks that TurboJPEG would report less clearly.  (Sizes pass as unsigned long, which on the LP64 and
  * ILP32 targets we build for is as wide as size_t.) */
 static int check_input(const uint8_t *data, size_t bytes, pb_err *err) {
-  if (!data || bytes == 0) return pb_err_set(err, "empty file (expected a JPEG image)"), -EBADMSG;
+  if (!data || bytes == 0) return pb_err_set(err, "empty sample: 0 bytes (expected a JPEG image)"), -EBADMSG;
   if (bytes < 2 || data[0] != 0xFF || data[1] != 0xD8)
     return pb_err_set(err, "not a JPEG: no SOI marker at byte 0 (expected a file starting FF D8)"), -EBADMSG;
   return 0;
@@ -110,8 +110,10 @@ static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t byte
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
     return pb_err_set(err, "CMYK JPEG (expected a YCbCr, RGB or grayscale JPEG)"), -EBADMSG;
   if (*width <= 0 || *height <= 0) { /* e.g. a file that ends after its SOI: libjpeg saw a fake EOI */
-    pb_err_set(err, "JPEG header gives a %dx%d image (expected a complete header with a positive size)", *width,
-               *height);
+    pb_err_set(err,
+               "JPEG header gives a %dx%d image: the %zu bytes end before a frame header, or it is damaged "
+               "(expected a complete header with a positive size)",
+               *width, *height, bytes);
     pb_err discard;
     fresh_handle(dec, &discard); /* whatever state that left, the next file does not inherit it */
     return -EBADMSG;
