@@ -34,6 +34,18 @@ static int emulated_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t
   return 0;
 }
 
+/* The step's sleep, in slices: a long emulated step (step_ms in seconds) must not hold a SIGINT/SIGTERM
+ * up for its whole length (CONTRACT: exit 130 promptly, the partial report written).  True when a
+ * signal cut it short. */
+#define STEP_SLICE_NS 20000000ull
+static bool sleep_unless_signalled(uint64_t until_ns) {
+  for (uint64_t now = pb_now_ns(); now < until_ns; now = pb_now_ns()) {
+    if (pb_signalled()) return true;
+    pb_sleep_until_ns(until_ns - now > STEP_SLICE_NS ? now + STEP_SLICE_NS : until_ns);
+  }
+  return false;
+}
+
 static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t ready_ns, uint64_t *start_ns,
                          uint64_t *end_ns) {
   (void)batch;
@@ -43,7 +55,7 @@ static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t ready
    * host could not have queued it (it was busy elsewhere), and the late start is the host's, as on a
    * GPU whose launch queue ran dry.  Without this, device time would fall ever further behind. */
   uint64_t t0 = ready_ns && ready_ns < now && now - ready_ns < step_ns ? ready_ns : now;
-  if (step_ns) pb_sleep_until_ns(t0 + step_ns);
+  if (step_ns && sleep_unless_signalled(t0 + step_ns)) return -ECANCELED; /* the batch counts as in flight */
   *start_ns = t0;
   *end_ns = t0 + step_ns;
   return 0;

@@ -318,7 +318,8 @@ static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
   }
   if (rc) return rc;
   if ((want_trace && !trace_done) || (want_views && !views_done))
-    fprintf(stderr, "pipebench: %s: interrupted while writing the outputs; not written:%s%s\n", c->out_dir,
+    fprintf(stderr, "pipebench: %s: left out to exit promptly after the signal (report.json is written):%s%s\n",
+            c->out_dir,
             want_trace && !trace_done ? " trace.json" : "", want_views && !views_done ? " report.html/CSV tables" : "");
   if (o->json_stdout) {
     cJSON *json = pb_report_to_json(r);

@@ -151,6 +151,18 @@ static void measuring(int sig, const char *name) {
 
 static void test_measuring_sigint(void **state) { measuring(SIGINT, "measuring-int"); }
 
+/* An emulated step of 30 s must not hold the signal up for its length: the step in progress is cut short,
+ * its batch counted in flight, and the partial report written within the budget. */
+static void test_long_step(void **state) {
+  child c;
+  const char *out = out_dir("longstep");
+  start(&c, ARGS("run", "--config", write_config("longstep", k_steady, 0), "--quiet", "--out", out, "--set",
+                 "device.step_ms=30000"));
+  usleep(1500 * 1000);
+  expect_quick_130(signal_and_wait(&c, SIGTERM), "long step");
+  interrupted_report(out);
+}
+
 /* `timeout -s INT` sends the signal to the process and then to its process group: two deliveries a few
  * microseconds apart are one event, and the partial report must still be written. */
 static void test_double_delivery(void **state) {
@@ -225,6 +237,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_measuring_sigint, free_reports),
       cmocka_unit_test_teardown(test_measuring_sigterm, free_reports),
       cmocka_unit_test_teardown(test_double_delivery, free_reports),
+      cmocka_unit_test_teardown(test_long_step, free_reports),
       cmocka_unit_test_teardown(test_report_writing, free_reports),
       cmocka_unit_test_teardown(test_second_signal_is_immediate, free_reports),
   };
