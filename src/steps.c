@@ -13,7 +13,8 @@ int pb_steps_init(pb_steps *s, const pb_config *cfg, pb_engine *e, pb_device *d,
   if (cfg->device.allreduce.mode == PB_ALLREDUCE_MODEL) s->comm_model_ns = pb_allreduce_model_ns(&cfg->device.allreduce);
   s->warmup = cfg->run.warmup_steps;
   if (cfg->run.stop == PB_STOP_STEPS) s->target = cfg->run.steps;
-  if (cfg->run.stop == PB_STOP_DURATION) s->duration_ns = (uint64_t)(cfg->run.duration_s * 1e9);
+  /* at least 1 ns: a duration under a nanosecond would round to 0, which means no limit */
+  if (cfg->run.stop == PB_STOP_DURATION) s->duration_ns = PB_MAX((uint64_t)(cfg->run.duration_s * 1e9), 1u);
   /* Room for the whole run when it is small; longer runs grow the array per step. */
   s->cap = s->target ? (size_t)(s->warmup + s->target) + (size_t)d->count : 1024;
   if (s->cap > 65536) s->cap = 65536;

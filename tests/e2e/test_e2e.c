@@ -263,6 +263,12 @@ static void test_json_stdout_and_duration(void **state) {
   assert_true(num(rep, "measured_s") >= 0.5);
   assert_true(num(rep, "measured_s") < 1.0);
   assert_accounting_balances(rep);
+  /* a duration under a nanosecond is still a limit (it once rounded to 0, "no limit", and ran forever) */
+  const char *tiny[] = {"--config", write_config_text("small", k_small), "--set", "run={\"duration_s\":1e-10}",
+                        "--quiet", "--out", out_dir("tiny"), NULL};
+  r = run_pb(tiny);
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  assert_true(r->wall_s < 30);
 }
 
 /* A map stage that sleeps 2 ms per sample on one thread cannot feed a device wanting 16 samples per
