@@ -80,7 +80,7 @@ static int write_manifest(const char *dir, cJSON *spec, bool complete, uint64_t 
   char *text = pb_json_print(m, true);
   cJSON_Delete(m);
   FILE *f = fopen(tmp, "w");
-  int rc = f && text && fputs(text, f) >= 0 ? 0 : -EIO;
+  int rc = !f ? -errno : text && fputs(text, f) >= 0 ? 0 : -EIO; /* fopen's own reason: ENOTDIR, EACCES */
   if (f && fclose(f)) rc = -errno;
   if (!rc && rename(tmp, path)) rc = -errno;
   free(text);
@@ -562,12 +562,14 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
     return PB_EXIT_RUNTIME;
   }
   if ((rc = pb_mkdir_p(cfg->dataset.path))) {
-    fprintf(stderr, "pipebench: %s: cannot create the directory: %s\n", cfg->dataset.path, strerror(-rc));
+    fprintf(stderr, "pipebench: %s: cannot create the directory: %s (expected a writable place for the dataset)\n",
+            cfg->dataset.path, strerror(-rc));
     cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }
   if ((rc = write_manifest(cfg->dataset.path, spec, false, 0, 0, 0))) {
-    fprintf(stderr, "pipebench: %s: cannot write %s: %s\n", cfg->dataset.path, MANIFEST, strerror(-rc));
+    fprintf(stderr, "pipebench: %s: cannot write %s: %s (expected a writable directory for the dataset)\n",
+            cfg->dataset.path, MANIFEST, strerror(-rc));
     cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }

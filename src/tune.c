@@ -866,9 +866,11 @@ static int check_writable(const char *path) {
     fprintf(stderr, "pipebench: tune: --write %s: a directory (expected a file path)\n", path);
     return PB_EXIT_USAGE;
   }
-  if (access(dir, W_OK) != 0) {
+  /* access() alone passes a writable regular file: the parent must be a directory */
+  int why = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : access(dir, W_OK) != 0 ? errno : 0;
+  if (why) {
     fprintf(stderr, "pipebench: tune: --write %s: cannot write in %s: %s (expected a writable directory)\n", path, dir,
-            strerror(errno));
+            strerror(why));
     return PB_EXIT_USAGE;
   }
   return 0;

@@ -292,6 +292,12 @@ static void test_tune_budget_and_errors(void **state) {
   r = run_pb(ARGS("tune", "--config", cfg, "--out", dir, "--write", "/nonexistent/x.json"));
   assert_one_error_line(r, 2, "/nonexistent");
   assert_false(exists(file_in(dir, "trial-001")));
+  /* its parent a regular file (writable, so access() alone would pass it) */
+  char under_file[500];
+  snprintf(under_file, sizeof under_file, "%s/x.json", cfg);
+  r = run_pb(ARGS("tune", "--config", cfg, "--out", dir, "--write", under_file));
+  assert_one_error_line(r, 2, "Not a directory");
+  assert_false(exists(file_in(dir, "trial-001")));
 }
 
 int main(void) {
