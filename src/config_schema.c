@@ -94,7 +94,7 @@ const pb_key_table pb_cfg_dataset_table = TABLE(dataset_keys, pb_cfg_check_datas
   ROW(pb_op_cfg, kind, "op", PB_KT_ENUM, .choices = pb_cfg_op_names, .flags = PB_KF_REQUIRED, .help = "The op.")
 const pb_key pb_cfg_op_kind_key = OP_KEY; /* parsed first: it picks the op's table */
 #define SIZE_KEY(what)                                                                                    \
-  ROW(pb_op_cfg, size, "size", PB_KT_INT, .min = 1, .max = 65536, .flags = PB_KF_REQUIRED,               \
+  ROW(pb_op_cfg, size, "size", PB_KT_INT, .min = 1, .max = 65535, .flags = PB_KF_REQUIRED,               \
       .help = "Output side in pixels: " what)
 
 #define ANTIALIAS_KEY                                                                                     \
