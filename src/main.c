@@ -148,7 +148,8 @@ static int parse_valued(cli *c, int argc, char **argv, int *i) {
     if (pb_parse_formats(v, &c->run.formats, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_USAGE;
   } else return 1;
   /* argv[*i] is the value itself when it came as a separate argument: name the option */
-  if (!*v) return usage_error("%s: missing value (expected a value after it)", v == argv[*i] && *i ? argv[*i - 1] : argv[*i]);
+  const char *option = v == argv[*i] && *i ? argv[*i - 1] : argv[*i];
+  if (!*v) return usage_error("%s: missing value (expected a value after it)", option);
   return 0;
 }
 
