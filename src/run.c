@@ -90,7 +90,6 @@ typedef struct run_ctx {
   pb_timeline timeline;         /* queue fill over time, sampled while waiting for the end */
   pb_timeline_sampler sampler;
   pb_progress progress;
-  char all_failed[600]; /* every sample the run read failed: why, for stderr and exit 1 ("" = not so) */
 } run_ctx;
 
 static double cpu_seconds(void) {
@@ -336,12 +335,15 @@ static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
 /* A run that read samples and saw every one of them fail measured nothing: with on_error skip it may still
  * have gone through all its epochs (fewer than the 10,000 errors that stop it early), and that is a
  * failure of the data, not a result (exit 1, like the stops of METRICS.md "accounting"). */
-static void note_all_failed(run_ctx *c, const pb_report *r) {
-  if (c->interrupted || r->samples_read == 0 || r->errors < r->samples_read) return;
+static bool note_all_failed(run_ctx *c, const pb_report *r) {
+  if (c->interrupted || r->samples_read == 0 || r->errors < r->samples_read) return false;
   const pb_first_error *f = r->nfirst_errors ? &r->first_errors[0] : NULL;
-  snprintf(c->all_failed, sizeof c->all_failed, "%s%s%s; every sample failed (%llu of %llu), nothing was measured",
+  char why[600];
+  snprintf(why, sizeof why, "%s%s%s; every sample failed (%llu of %llu), nothing was measured",
            f && f->file[0] ? f->file : "", f && f->file[0] ? ": " : "", f ? f->message : "no error recorded",
            (unsigned long long)r->errors, (unsigned long long)r->samples_read);
+  pb_engine_fail(&c->engine, why); /* pb_run says it and exits 1, as for the engine's own stops */
+  return true;
 }
 
 static int report(run_ctx *c, double cpu0) {
@@ -367,8 +369,8 @@ static int report(run_ctx *c, double cpu0) {
   r->config = pb_config_to_json(c->cfg);
   if (!r->balanced)
     fprintf(stderr, "pipebench: internal error: the sample accounting does not balance (see report)\n");
-  note_all_failed(c, r);
-  if (c->steps.measured_count == 0 && !c->opts->quiet && !c->all_failed[0])
+  bool all_failed = note_all_failed(c, r);
+  if (c->steps.measured_count == 0 && !c->opts->quiet && !all_failed)
     fprintf(stderr, "pipebench: warning: the run ended before any measured step (%zu steps, %lld warm-up)\n",
             c->steps.n, (long long)c->cfg->run.warmup_steps);
   rc = write_outputs(c, r, rec);
@@ -400,10 +402,6 @@ int pb_run(const pb_config *cfg, const pb_run_opts *opts) {
   if (!rc) rc = report(c, cpu0);
   if (!rc && pb_engine_failed(&c->engine)) {
     fprintf(stderr, "pipebench: %s (the report was written)\n", c->engine.failure);
-    rc = PB_EXIT_RUNTIME;
-  }
-  if (!rc && c->all_failed[0]) {
-    fprintf(stderr, "pipebench: %s (the report was written)\n", c->all_failed);
     rc = PB_EXIT_RUNTIME;
   }
   if (!rc && c->steps_ready && c->steps.failed) {
