@@ -324,15 +324,30 @@ static E2E_UNUSED void assert_accounting_balances(cJSON *rep) {
 }
 
 /* `pipebench run --config cfg --quiet --out <tmp>/out-NAME [extra...]`: exit 0 expected; the report. */
-static E2E_UNUSED cJSON *run_report(const char *cfg, const char *name, const char **extra) {
-  char dir[400];
-  snprintf(dir, sizeof dir, "%s/out-%s", g_tmp, name);
+static E2E_UNUSED result *run_named(const char *cfg, const char *name, const char **extra, char dir[400]) {
+  snprintf(dir, 400, "%s/out-%s", g_tmp, name);
   const char *args[40] = {"run", "--config", cfg, "--quiet", "--out", dir};
   int n = 6;
   for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
   args[n] = NULL;
-  result *r = run_pb(args);
+  return run_pb(args);
+}
+
+static E2E_UNUSED cJSON *run_report(const char *cfg, const char *name, const char **extra) {
+  char dir[400];
+  result *r = run_named(cfg, name, extra, dir);
   if (r->status != 0) fail_msg("run %s: exit %d: %s", name, r->status, r->err);
+  return load_report(dir);
+}
+
+/* The same run, expected to fail with exit 1 and one error line holding `what`, its report still written;
+ * *out (when not NULL) receives the result, for more checks of stderr. */
+static E2E_UNUSED cJSON *run_report_failing(const char *cfg, const char *name, const char **extra, const char *what,
+                                            result **out) {
+  char dir[400];
+  result *r = run_named(cfg, name, extra, dir);
+  assert_one_error_line(r, 1, what);
+  if (out) *out = r;
   return load_report(dir);
 }
 

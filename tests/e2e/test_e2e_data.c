@@ -351,11 +351,8 @@ static void test_tfrecord_raw_payload(void **state) {
    * config without generate: with it, another feature is another dataset, generated again.) */
   const char *other = plain_config("tfr-other", data, "'format':'tfrecord','payload':'raw','feature':'image/other'",
                                    ",'threads':2", 4, 1);
-  char dir[400];
-  snprintf(dir, sizeof dir, "%s/out-tfr-feature", g_tmp);
-  result *r = run_pb(ARGS("--config", other, "--quiet", "--out", dir));
-  assert_one_error_line(r, 1, "every sample failed (24 of 24)"); /* nothing measured: a failed run */
-  rep = load_report(dir);
+  /* nothing measured: a failed run */
+  rep = run_report_failing(other, "tfr-feature", NULL, "every sample failed (24 of 24)", NULL);
   expect_count(rep, "samples_read", 24);
   expect_count(rep, "errors", 24);
   expect_count(rep, "samples_consumed", 0);
@@ -602,11 +599,9 @@ static void test_bad_jpegs_skip_fail_and_max_errors(void **state) {
    * failed and nothing was measured, which is exit 1 with the first error, not a quiet success */
   char only_bad[500];
   snprintf(only_bad, sizeof only_bad, "dataset.path=%s/img-bad-*.jpg", tmp_path("badjpeg-data"));
-  snprintf(dir, sizeof dir, "%s/out-badjpeg-allbad", g_tmp);
-  r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", only_bad, "--set", "run.epochs=20"));
-  assert_one_error_line(r, 1, "every sample failed (60 of 60)");
+  rep = run_report_failing(cfg, "badjpeg-allbad", ARGS("--set", only_bad, "--set", "run.epochs=20"),
+                           "every sample failed (60 of 60)", &r);
   if (!names_one_of(r->err, paths)) fail_msg("the error line names none of the bad files: %s", r->err);
-  rep = load_report(dir);
   expect_count(rep, "errors", 60);
   assert_accounting_balances(rep);
 }
@@ -678,12 +673,9 @@ static void test_max_pixels_refuses_oversized(void **state) {
   const char *data = tmp_path("mp-data");
   const char *cfg = jpeg_config("mp", data);
   gen_ok(cfg);
-  char dir[400];
-  snprintf(dir, sizeof dir, "%s/out-mp", g_tmp);
-  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir, "--set", "stages.decode.max_pixels=1000", "--set",
-                          "run.epochs=1"));
-  assert_one_error_line(r, 1, "every sample failed (10 of 10)"); /* nothing measured: a failed run */
-  cJSON *rep = load_report(dir);
+  /* nothing measured: a failed run */
+  cJSON *rep = run_report_failing(cfg, "mp", ARGS("--set", "stages.decode.max_pixels=1000", "--set", "run.epochs=1"),
+                                  "every sample failed (10 of 10)", NULL);
   expect_count(rep, "errors", 10);
   expect_count(rep, "samples_decoded", 0);
   expect_count(rep, "samples_consumed", 0);
@@ -711,11 +703,7 @@ static void test_resize_too_wide_is_a_sample_error(void **state) {
       "  {'type':'batch','size':1},{'type':'h2d'}],"
       "'device':{'kind':'emulated','step_ms':1},'run':{'epochs':1,'warmup_steps':0}}",
       data);
-  char dir[400];
-  snprintf(dir, sizeof dir, "%s/out-thin", g_tmp);
-  result *r = run_pb(ARGS("--config", cfg, "--quiet", "--out", dir));
-  assert_one_error_line(r, 1, "every sample failed (3 of 3)");
-  cJSON *rep = load_report(dir);
+  cJSON *rep = run_report_failing(cfg, "thin", NULL, "every sample failed (3 of 3)", NULL);
   expect_count(rep, "errors", 3);
   const char *msg = str(cJSON_GetArrayItem(at(rep, "accounting.first_errors"), 0), "message");
   if (!strstr(msg, "112000x224") || !strstr(msg, "4000x8")) fail_msg("the message lacks the sizes: %s", msg);
