@@ -163,16 +163,44 @@ static int read_file(const char *file, const char *shown, char **out, size_t *le
   return 0;
 }
 
+/* The file's text, refused when it holds a NUL (cJSON would stop there and miss the rest). */
+static int read_text(const char *file, const char *shown, char **text, pb_err *err) {
+  size_t len = 0;
+  int rc = read_file(file, shown, text, &len, err);
+  const char *nul = rc ? NULL : memchr(*text, '\0', len);
+  if (nul) {
+    rc = json_error(err, shown, *text, nul);
+    free(*text);
+  }
+  return rc;
+}
+
 int pb_config_load(pb_config *cfg, const char *file, const char *const *sets, int nsets, pb_err *err) {
   memset(cfg, 0, sizeof *cfg);
   if (!file) return pb_err_set(err, "no config file (expected --config FILE)");
   char *text = NULL, shown[320];
-  size_t len = 0;
   pb_cfg_clean(file, 300, shown, sizeof shown);
-  int rc = read_file(file, shown, &text, &len, err);
+  int rc = read_text(file, shown, &text, err);
   if (rc) return rc;
-  const char *nul = memchr(text, '\0', len); /* cJSON would stop there and miss the rest */
-  rc = nul ? json_error(err, shown, text, nul) : pb_config_parse(cfg, file, text, sets, nsets, err);
+  rc = pb_config_parse(cfg, file, text, sets, nsets, err);
+  free(text);
+  return rc;
+}
+
+int pb_config_canonical_paths(const char *file, const char *const *sets, int nsets, const char *const *paths,
+                              int npaths, char (*out)[PB_CFG_PATH_LEN], pb_err *err) {
+  if (!file) return pb_err_set(err, "no config file (expected --config FILE)");
+  char *text = NULL, shown[320];
+  pb_cfg_clean(file, 300, shown, sizeof shown);
+  int rc = read_text(file, shown, &text, err);
+  if (rc) return rc;
+  pb_cfg_ctx c = {.err = err}; /* parse_json's messages need only the file's name */
+  pb_cfg_clean(file, 300, c.file, sizeof c.file);
+  cJSON *root = NULL;
+  rc = parse_json(&c, text, &root);
+  if (!rc) rc = pb_cfg_apply_sets(root, sets, sets ? nsets : 0, err);
+  for (int i = 0; !rc && i < npaths; i++) pb_cfg_canonical_path(root, paths[i], out[i], PB_CFG_PATH_LEN);
+  cJSON_Delete(root);
   free(text);
   return rc;
 }

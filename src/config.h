@@ -187,6 +187,15 @@ int pb_config_load(pb_config *cfg, const char *file, const char *const *sets, in
 int pb_config_parse(pb_config *cfg, const char *file, const char *json_text, const char *const *sets,
                     int nsets, pb_err *err);
 
+/* Each of `paths` (the PATH of a --set PATH=VALUE) in one spelling per key of FILE with `sets` applied, so
+ * that two spellings of one key compare equal: a stage name on the top-level stages array becomes its index
+ * and indices lose leading zeros ("stages.decode.threads" and "stages[01].threads" both become
+ * "stages[1].threads" when decode is the second stage).  A path that does not resolve stays as written.
+ * 0, or -EINVAL with err set when FILE or `sets` do not load (as pb_config_load would say). */
+#define PB_CFG_PATH_LEN 256
+int pb_config_canonical_paths(const char *file, const char *const *sets, int nsets, const char *const *paths,
+                              int npaths, char (*out)[PB_CFG_PATH_LEN], pb_err *err);
+
 /* The resolved config (every key, defaults filled in) as a new cJSON tree; caller deletes it. */
 cJSON *pb_config_to_json(const pb_config *cfg);
 

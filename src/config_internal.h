@@ -150,6 +150,8 @@ bool pb_cfg_emit_if_duration(const void *run);
 int pb_cfg_check_pipeline(pb_cfg_ctx *c);
 int pb_cfg_infer_shapes(pb_cfg_ctx *c);
 int pb_cfg_apply_sets(cJSON *root, const char *const *sets, int nsets, pb_err *err);
+/* PATH of a --set in one spelling per key of `root` (see pb_config_canonical_paths); out is always set. */
+void pb_cfg_canonical_path(const cJSON *root, const char *path, char *out, size_t len);
 
 /* The first byte of `text` that is not well-formed UTF-8, or NULL (config.c). */
 const char *pb_cfg_invalid_utf8(const char *text);

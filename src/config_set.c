@@ -210,6 +210,31 @@ static int apply_set(cJSON *root, const char *arg, pb_err *err) {
   return value ? assign(&s, node, value) : set_fail(&s, "out of memory");
 }
 
+/* The index of the stage `want` names in the root's stages array, or -1 (find_stage without a message). */
+static int stage_index(const cJSON *root, const char *want) {
+  const cJSON *stages = cJSON_GetObjectItemCaseSensitive(root, "stages");
+  int i = 0;
+  for (const cJSON *st = cJSON_IsArray(stages) ? stages->child : NULL; st; st = st->next, i++)
+    if (stage_name(st) && strcmp(stage_name(st), want) == 0) return i;
+  return -1;
+}
+
+void pb_cfg_canonical_path(const cJSON *root, const char *path, char *out, size_t len) {
+  pb_err ignored;
+  set_ctx s = {.arg = path, .err = &ignored};
+  snprintf(out, len, "%s", path);
+  if (tokenize(&s, path, strlen(path))) return; /* left as written: loading it names what is wrong */
+  size_t n = 0;
+  for (int i = 0; i < s.ntok && n < len; i++) {
+    const set_tok *t = &s.tok[i];
+    int stage = i == 1 && !t->is_index && !s.tok[0].is_index && strcmp(s.tok[0].key, "stages") == 0
+                    ? stage_index(root, t->key)
+                    : -1;
+    if (t->is_index || stage >= 0) n += (size_t)snprintf(out + n, len - n, "[%d]", t->is_index ? t->index : stage);
+    else n += (size_t)snprintf(out + n, len - n, "%s%s", i ? "." : "", t->key);
+  }
+}
+
 /* Which run limit (run.steps, run.epochs, run.duration_s) `arg` sets, or -1. */
 static int run_limit_of(const char *arg) {
   static const char *const limits[] = {"run.steps=", "run.epochs=", "run.duration_s="};

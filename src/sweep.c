@@ -83,6 +83,43 @@ int pb_sweep_split_sets(const char *const *sets, int nsets, pb_axis *axes, int *
   return fixed_not_swept(fixed, *nfixed, axes, *naxes, err);
 }
 
+/* The path part of PATH=VALUE into out. */
+static void path_of(const char *set, char *out) {
+  size_t len = PB_MIN(strcspn(set, "="), (size_t)PB_CFG_PATH_LEN - 1);
+  memcpy(out, set, len);
+  out[len] = '\0';
+}
+
+int pb_sweep_check_keys(const char *file, const pb_axis *axes, int naxes, const char *const *fixed, int nfixed,
+                        char (*canon)[PB_CFG_PATH_LEN], pb_err *err) {
+  int n = naxes + nfixed;
+  char(*paths)[PB_CFG_PATH_LEN] = malloc(sizeof *paths * (size_t)(2 * n + 1));
+  const char **ptrs = malloc(sizeof *ptrs * (size_t)(n + 1));
+  if (!paths || !ptrs) {
+    free(paths);
+    free(ptrs);
+    return pb_err_set(err, "out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    path_of(i < naxes ? axes[i].path : fixed[i - naxes], paths[i]);
+    ptrs[i] = paths[i];
+  }
+  char(*keys)[PB_CFG_PATH_LEN] = paths + n; /* keys[i]: paths[i] resolved */
+  int rc = pb_config_canonical_paths(file, fixed, nfixed, ptrs, n, keys, err);
+  for (int i = 0; !rc && i < naxes; i++) {
+    for (int j = 0; !rc && j < n; j++)
+      if (j != i && (j > i || j >= naxes) && strcmp(keys[i], keys[j]) == 0)
+        rc = j < naxes ? pb_err_set(err, "--set %s=..: %s is the same key, and has a list already (expected one list per key)",
+                                    paths[j], paths[i])
+                       : pb_err_set(err, "--set %s: %s is the same key, and is given a list (expected one value or one "
+                                         "list per key)", fixed[j - naxes], paths[i]);
+    if (canon) snprintf(canon[i], PB_CFG_PATH_LEN, "%s", keys[i]);
+  }
+  free(paths);
+  free(ptrs);
+  return rc;
+}
+
 /* Trial t's value index on axis a: the last axis varies fastest. */
 static int value_index(const sweep *s, int t, int a) {
   for (int b = s->naxes - 1; b > a; b--) t /= s->axes[b].nvalues;
@@ -318,6 +355,10 @@ static int setup(sweep *s, pb_multi *m) {
   pb_err err;
   s->m = m;
   if (pb_sweep_split_sets(m->base_sets, m->nbase_sets, s->axes, &s->naxes, s->fixed, &s->nfixed, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  if (s->naxes && pb_sweep_check_keys(m->config_file, s->axes, s->naxes, s->fixed, s->nfixed, NULL, &err)) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }

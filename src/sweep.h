@@ -20,6 +20,14 @@ typedef struct pb_axis {
 int pb_sweep_split_sets(const char *const *sets, int nsets, pb_axis *axes, int *naxes, const char **fixed,
                         int *nfixed, pb_err *err);
 
+/* What pb_sweep_split_sets's comparison of strings misses: one key under two spellings (stages.aug.threads
+ * and stages[1].threads), given two lists or a list and a value, of which the later would silently win in
+ * every combination while the table shows the other's values.  Resolves the paths against FILE with the
+ * fixed overrides applied.  canon (NULL, or naxes entries) receives each axis's resolved path.  0, or
+ * -EINVAL with err set (the config does not load, or a key is named twice). */
+int pb_sweep_check_keys(const char *file, const pb_axis *axes, int naxes, const char *const *fixed, int nfixed,
+                        char (*canon)[PB_CFG_PATH_LEN], pb_err *err);
+
 int pb_sweep(pb_multi *m);
 
 #endif

@@ -663,8 +663,15 @@ static void add_knob(tuner *t, int stage, bool depth) {
   snprintf(k->path, sizeof k->path, "stages.%s.%s", t->cfg->stages[stage].name, depth ? "depth" : "threads");
 }
 
+/* Is `key` (a --set path resolved by pb_sweep_check_keys: stages[N].KEY) this knob? */
+static bool knob_is(const knob *k, const char *key) {
+  char mine[64];
+  snprintf(mine, sizeof mine, "stages[%d].%s", k->stage, k->depth ? "depth" : "threads");
+  return strcmp(mine, key) == 0;
+}
+
 /* Every threads and depth knob of the config; with lists, only the listed ones, with their values. */
-static int find_knobs(tuner *t, const pb_axis *axes, int naxes) {
+static int find_knobs(tuner *t, const pb_axis *axes, const char (*canon)[PB_CFG_PATH_LEN], int naxes) {
   for (int i = 0; i < t->cfg->nstages; i++) {
     pb_stage_type ty = t->cfg->stages[i].type;
     if (ty == PB_STAGE_READ || ty == PB_STAGE_DECODE || ty == PB_STAGE_MAP || ty == PB_STAGE_BATCH) add_knob(t, i, false);
@@ -676,7 +683,7 @@ static int find_knobs(tuner *t, const pb_axis *axes, int naxes) {
   t->space_size = 1;
   for (int a = 0; a < naxes; a++) {
     int k = 0;
-    while (k < t->nknobs && strcmp(t->knobs[k].path, axes[a].path) != 0) k++;
+    while (k < t->nknobs && !knob_is(&t->knobs[k], canon[a])) k++;
     if (k == t->nknobs) {
       fprintf(stderr, "pipebench: tune: --set %s=..: not a knob the tuner searches (expected stages.<name>.threads "
                       "of a read, decode, map or batch stage, or stages.<prefetch>.depth)\n", axes[a].path);
@@ -878,10 +885,16 @@ static int check_writable(const char *path) {
 
 static int setup(tuner *t, pb_multi *m, const pb_tune_opts *o) {
   pb_axis *axes = calloc(PB_SWEEP_MAX_AXES, sizeof *axes);
+  char(*canon)[PB_CFG_PATH_LEN] = calloc(PB_SWEEP_MAX_AXES, sizeof *canon);
   int naxes = 0, rc = 0;
   pb_err err;
-  if (!axes) return PB_EXIT_RUNTIME;
-  if (pb_sweep_split_sets(m->base_sets, m->nbase_sets, axes, &naxes, t->fixed, &t->nfixed, &err)) {
+  if (!axes || !canon) {
+    free(axes);
+    free(canon);
+    return PB_EXIT_RUNTIME;
+  }
+  if (pb_sweep_split_sets(m->base_sets, m->nbase_sets, axes, &naxes, t->fixed, &t->nfixed, &err) ||
+      (naxes && pb_sweep_check_keys(m->config_file, axes, naxes, t->fixed, t->nfixed, canon, &err))) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     rc = PB_EXIT_USAGE;
   }
@@ -890,8 +903,9 @@ static int setup(tuner *t, pb_multi *m, const pb_tune_opts *o) {
   m->nbase_sets = t->nfixed;
   if (!rc && o->write_file) rc = check_writable(o->write_file); /* before the search, not after it */
   if (!rc) rc = pb_multi_begin(m, t->cfg, !m->run.synthetic);
-  if (!rc) rc = find_knobs(t, axes, naxes);
+  if (!rc) rc = find_knobs(t, axes, (const char(*)[PB_CFG_PATH_LEN])canon, naxes);
   free(axes);
+  free(canon);
   if (rc) return rc;
   if (!t->nknobs) {
     fprintf(stderr, "pipebench: tune: %s: nothing to tune (expected a read, decode, map or batch stage, or a prefetch)\n",

@@ -114,6 +114,17 @@ static void test_sweep_errors(void **state) {
   /* one value and a list for the same path: the list would silently win; refused */
   r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=2", "--set", "stages.aug.threads=1,2"));
   assert_one_error_line(r, 2, "also given a list");
+  /* the same key under two spellings (aug is stages[1]): the later would win while the table shows the
+   * first's values; refused like the same spelling twice, with a list or a value */
+  r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages.aug.threads=1,2", "--set", "stages[1].threads=3,4"));
+  assert_one_error_line(r, 2, "stages[1].threads=..: stages.aug.threads is the same key");
+  r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages[01].threads=2", "--set", "stages.aug.threads=1,2"));
+  assert_one_error_line(r, 2, "stages[01].threads=2: stages.aug.threads is the same key");
+  /* two stages are two keys */
+  dir = out_dir("sweep-two-stages");
+  r = run_pb(ARGS("sweep", "--config", cfg, "--quiet", "--out", dir, "--set", "stages.aug.threads=1,2", "--set",
+                  "stages[0].threads=1,2", "--set", "run.steps=4"));
+  if (r->status != 0) fail_msg("sweep: exit %d: %s", r->status, r->err);
   /* a combination over the memory limit fails before the first run, as run would refuse it */
   dir = out_dir("sweep-mem");
   r = run_pb(ARGS("sweep", "--config", cfg, "--set", "limits.max_memory_mb=2", "--set",
@@ -250,9 +261,10 @@ static void test_tune_latency_more_threads_than_cores(void **state) {
 static void test_tune_listed_space(void **state) {
   (void)state;
   const char *dir = out_dir("tune-listed");
-  /* 4 x 2 x 2 = 16 combinations: at most 4 trials, each inside the lists. */
+  /* 4 x 2 x 2 = 16 combinations: at most 4 trials, each inside the lists.  A knob may be named by its
+   * stage's index (stages[0] is read); tune.json names it by the stage's name either way. */
   result *r = run_pb(ARGS("tune", "--config", spin_config(), "--out", dir, "--quiet", "--set",
-                          "stages.aug.threads=1,2,3,4", "--set", "stages.read.threads=1,2", "--set",
+                          "stages.aug.threads=1,2,3,4", "--set", "stages[0].threads=1,2", "--set",
                           "stages.prefetch.depth=1,2"));
   if (r->status != 0) fail_msg("tune: exit %d: %s", r->status, r->err);
   cJSON *tj = load_json(file_in(dir, "tune.json"));
@@ -283,6 +295,9 @@ static void test_tune_budget_and_errors(void **state) {
   assert_one_error_line(r, 2, "--budget-s");
   r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.prefetch.buffer=1,2"));
   assert_one_error_line(r, 2, "not a knob");
+  /* one knob under two spellings (read is stages[0]): the same key listed twice */
+  r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,2", "--set", "stages[0].threads=1,2"));
+  assert_one_error_line(r, 2, "the same key");
   r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,x"));
   assert_one_error_line(r, 2, "not a count");
   r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,2000"));
