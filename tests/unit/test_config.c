@@ -650,6 +650,35 @@ static void test_load_file(void **state) {
 
 /* ---- --set ---- */
 
+/* Two spellings of one key resolve to one string; what does not resolve stays as written. */
+static void test_canonical_paths(void **state) {
+  (void)state;
+  char path[] = "/tmp/pb_test_config_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, EXAMPLE, strlen(EXAMPLE)), (ssize_t)strlen(EXAMPLE));
+  close(fd);
+  const char *paths[] = {"stages.decode.threads", "stages[01].threads", "stages.nope.threads", "run.steps",
+                         "stages[2].ops[0].size", "bad..path"};
+  char out[6][PB_CFG_PATH_LEN];
+  assert_int_equal(pb_config_canonical_paths(path, NULL, 0, paths, 6, out, &err), 0);
+  assert_string_equal(out[0], "stages[1].threads");
+  assert_string_equal(out[1], "stages[1].threads");
+  assert_string_equal(out[2], "stages.nope.threads");
+  assert_string_equal(out[3], "run.steps");
+  assert_string_equal(out[4], "stages[2].ops[0].size");
+  assert_string_equal(out[5], "bad..path");
+  /* the fixed overrides apply first: a stage renamed by one is found by its new name */
+  const char *rename = "stages[1].name=dec";
+  assert_int_equal(pb_config_canonical_paths(path, &rename, 1, (const char *[]){"stages.dec.threads"}, 1, out, &err), 0);
+  assert_string_equal(out[0], "stages[1].threads");
+  /* a config that does not load says so as pb_config_load would */
+  const char *bad = "stages.nope.threads=1";
+  assert_int_equal(pb_config_canonical_paths(path, &bad, 1, paths, 1, out, &err), -EINVAL);
+  assert_non_null(strstr(err.msg, "no stage named"));
+  unlink(path);
+}
+
 static void test_set_variants(void **state) {
   (void)state;
   parse_ok(EXAMPLE, "stages.decode.threads=4"); /* by name */
@@ -863,6 +892,7 @@ int main(void) {
       cmocka_unit_test(test_robust_random),
       cmocka_unit_test(test_tables),
       cmocka_unit_test(test_allreduce),
+      cmocka_unit_test(test_canonical_paths),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
