@@ -12,6 +12,10 @@
 
 #include "common.h"
 
+/* The largest value of an 8-byte integer key: cJSON prints numbers with 15 significant digits whenever
+ * that reads back within one epsilon, so bigger integers would not survive pb_config_to_json and a print. */
+#define PB_CFG_INT_MAX 1e15
+
 #define PB_MAX_STAGES 32
 #define PB_MAX_OPS 16
 #define PB_MAX_DIMS 4

@@ -15,9 +15,6 @@
 
 /* Longest JSON path a message shows; keys in paths are cut to keep messages on one short line. */
 #define PB_CFG_PATH_MAX 256
-/* The largest value of an 8-byte integer key: cJSON prints numbers with 15 significant digits whenever
- * that reads back within one epsilon, so bigger integers would not survive pb_config_to_json and a print. */
-#define PB_CFG_INT_MAX 1e15
 
 typedef struct pb_cfg_ctx {
   char file[320]; /* the config file as messages show it: cut short, no control characters */

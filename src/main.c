@@ -116,15 +116,22 @@ static int set_seed(cli *c, const char *v) {
   char *end;
   errno = 0;
   unsigned long long seed = strtoull(v, &end, 10);
-  if (!*v || *end || errno || v[0] == '-') return usage_error("--seed: \"%s\" is not a number (expected an integer >= 0)", v);
+  if (!*v || *end || (errno && errno != ERANGE) || v[0] == '-' || v[0] == '+' || v[0] == ' ')
+    return usage_error("--seed: \"%s\" is not a number (expected an integer from 0 to 10^15)", v);
+  /* the config's own limit for seed (every unbounded integer), checked here so the error names --seed */
+  if (errno == ERANGE || (double)seed > PB_CFG_INT_MAX)
+    return usage_error("--seed: %s is too large (expected an integer from 0 to 10^15)", v);
   snprintf(c->seed_set, sizeof c->seed_set, "seed=%llu", seed);
   return 0;
 }
 
 static int set_budget(cli *c, const char *v) {
   char *end;
-  double s = strtod(v, &end);
-  if (!*v || *end || !(s > 0) || s > 1e7) return usage_error("--budget-s: \"%s\" is not a positive number of seconds (expected e.g. 600)", v);
+  bool decimal = strspn(v, "0123456789.eE+-") == strlen(v); /* strtod also reads hex, inf and nan */
+  double s = decimal ? strtod(v, &end) : 0;
+  if (!decimal || !*v || *end || !(s > 0))
+    return usage_error("--budget-s: \"%s\" is not a positive number of seconds (expected e.g. 600)", v);
+  if (s > 1e7) return usage_error("--budget-s: %s is too long (expected at most 10^7 seconds)", v);
   c->tune.budget_s = s;
   return 0;
 }

@@ -56,6 +56,18 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(l), 2, "without --config");
   const char *m[] = {"analyze", "/nonexistent/run", NULL}; /* like a missing --config: usage */
   assert_one_error_line(run_pb(m), 2, "/nonexistent/run");
+  /* --seed beyond the config's limit for seed is --seed's error, not the config file's */
+  const char *n[] = {"--config", write_config_text("small", k_small), "--seed", "1000000000000001", NULL};
+  assert_one_error_line(run_pb(n), 2, "--seed: 1000000000000001 is too large");
+  const char *o[] = {"--config", write_config_text("small", k_small), "--seed", "99999999999999999999", NULL};
+  assert_one_error_line(run_pb(o), 2, "--seed: 99999999999999999999 is too large");
+  /* --budget-s over its limit says so; hex, inf and nan are not numbers of seconds */
+  const char *p[] = {"tune", "--config", write_config_text("small", k_small), "--budget-s", "1e8", NULL};
+  assert_one_error_line(run_pb(p), 2, "--budget-s: 1e8 is too long");
+  const char *q[] = {"tune", "--config", write_config_text("small", k_small), "--budget-s", "0x10", NULL};
+  assert_one_error_line(run_pb(q), 2, "--budget-s: \"0x10\" is not a positive number");
+  const char *t[] = {"tune", "--config", write_config_text("small", k_small), "--budget-s", "inf", NULL};
+  assert_one_error_line(run_pb(t), 2, "--budget-s: \"inf\" is not a positive number");
 }
 
 /* gen takes --json (a summary on stdout) and --out (DIR/gen.json), as the contract says; an up-to-date
