@@ -192,16 +192,18 @@ static int analyze_arg(cli *c, const char *a) {
   return usage_error("analyze: option \"%s\" does not apply (expected --out, --format, --json or --quiet)", a);
 }
 
-/* Options about a run (--data, --device, --no-trace; and for calibrate --seed) do not apply to calibrate,
- * gen and validate: saying so beats ignoring them.  0, or the usage error's status. */
+/* Options about a run (--data, --device, --no-trace; and for calibrate --seed; and for validate, which writes
+ * nothing, --out and --format) do not apply to calibrate, gen and validate: saying so beats ignoring them.
+ * 0, or the usage error's status. */
 static int run_only_arg(const char *command, const char *a) {
-  static const char *refused[] = {"--data", "--device", "--no-trace", "--seed"};
-  bool calibrate = strcmp(command, "calibrate") == 0;
-  if (!calibrate && strcmp(command, "gen") != 0 && strcmp(command, "validate") != 0) return 0;
-  int i = option_index(a, refused, PB_ARRAY_LEN(refused) - (calibrate ? 0 : 1));
-  if (i < 0) return 0;
-  fprintf(stderr, "pipebench: %s: option \"%s\" does not apply (expected it with run, ab, tune or sweep)\n", command,
-          refused[i]);
+  static const char *refused[] = {"--data", "--device", "--no-trace", "--seed", "--out", "--format"};
+  /* bit i: refused[i] refused by the command */
+  unsigned mask = strcmp(command, "calibrate") == 0 ? 0x0f : strcmp(command, "gen") == 0 ? 0x07
+                  : strcmp(command, "validate") == 0 ? 0x37 : 0;
+  int i = option_index(a, refused, PB_ARRAY_LEN(refused));
+  if (i < 0 || !(mask & (1u << i))) return 0;
+  fprintf(stderr, "pipebench: %s: option \"%s\" does not apply (expected it with %s)\n", command, refused[i],
+          i < 4 ? "run, ab, tune or sweep" : "a command that writes files");
   return PB_EXIT_USAGE;
 }
 
@@ -258,10 +260,10 @@ static int validate_plan(const pb_config *cfg) {
   return pb_run_plan_memory(cfg, false, true);
 }
 
-static int cmd_validate(const pb_config *cfg) {
+static int cmd_validate(const pb_config *cfg, bool quiet) {
   int rc = validate_plan(cfg);
   if (rc) return rc;
-  print_shapes(cfg);
+  if (!quiet) print_shapes(cfg);
   cJSON *json = pb_config_to_json(cfg);
   char *text = json ? pb_json_print(json, true) : NULL;
   if (!text) return PB_EXIT_RUNTIME;
@@ -371,7 +373,7 @@ static int dispatch(cli *c) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     rc = PB_EXIT_USAGE;
   } else if (strcmp(c->command, "validate") == 0) {
-    rc = cmd_validate(cfg);
+    rc = cmd_validate(cfg, c->run.quiet);
   } else if (strcmp(c->command, "calibrate") == 0) {
     rc = cmd_calibrate(c, cfg);
   } else if (strcmp(c->command, "gen") == 0) {

@@ -50,6 +50,10 @@ static void test_usage_errors(void **state) {
   /* options about a run do not apply to gen and validate, and are refused rather than ignored */
   const char *j[] = {"validate", "--config", write_config_text("small", k_small), "--device", "gpu", NULL};
   assert_one_error_line(run_pb(j), 2, "--device");
+  const char *jo[] = {"validate", "--config", write_config_text("small", k_small), "--out", "somewhere", NULL};
+  assert_one_error_line(run_pb(jo), 2, "--out");
+  const char *jf[] = {"validate", "--config", write_config_text("small", k_small), "--format=json", NULL};
+  assert_one_error_line(run_pb(jf), 2, "--format");
   const char *k[] = {"gen", "--config", write_config_text("small", k_small), "--no-trace", NULL};
   assert_one_error_line(run_pb(k), 2, "--no-trace");
   const char *l[] = {"calibrate", "--set", "seed=1", NULL};
@@ -164,6 +168,13 @@ static void test_validate_prints_resolved_config(void **state) {
   cJSON *decode = cJSON_GetArrayItem(at(cfg, "stages"), 1);
   assert_int_equal(num(decode, "threads"), 3);
   assert_true(cJSON_IsNumber(at(cfg, "run.warmup_steps"))); /* defaults are filled in */
+  assert_non_null(strstr(r->err, "per-sample output of each stage"));
+  /* --quiet: the same config on stdout, nothing on stderr */
+  const char *quiet[] = {"validate", "--config", PB_SOURCE_DIR "/configs/resnet.json", "--quiet", NULL};
+  r = run_pb(quiet);
+  assert_int_equal(r->status, 0);
+  assert_non_null(keep_json(cJSON_Parse(r->out)));
+  assert_string_equal(r->err, "");
 }
 
 /* ---------- runs ---------- */
