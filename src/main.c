@@ -160,6 +160,21 @@ static int parse_valued(cli *c, int argc, char **argv, int *i) {
   return 0;
 }
 
+/* An option of another command names the commands that take it; anything else is unknown. */
+static int unknown_option(const char *command, const char *a) {
+  static const char *const owned[][2] = {
+      {"--force", "gen or calibrate"}, {"--budget-s", "tune"}, {"--write", "tune"}};
+  for (size_t i = 0; i < PB_ARRAY_LEN(owned); i++) {
+    size_t len = strlen(owned[i][0]);
+    if (strncmp(a, owned[i][0], len) == 0 && (a[len] == '\0' || a[len] == '=')) {
+      fprintf(stderr, "pipebench: %s: option \"%s\" does not apply (expected it with %s)\n", command, owned[i][0],
+              owned[i][1]);
+      return PB_EXIT_USAGE;
+    }
+  }
+  return usage_error("unknown option \"%s\" (expected an option that pipebench --help lists)", a);
+}
+
 static int parse_flag(cli *c, const char *a) {
   if (strcmp(a, "--json") == 0) c->run.json_stdout = true;
   else if (strcmp(a, "--quiet") == 0) c->run.quiet = true;
@@ -167,7 +182,7 @@ static int parse_flag(cli *c, const char *a) {
   else if (strcmp(a, "--no-trace") == 0) c->run.no_trace = true;
   else if (strcmp(a, "--force") == 0 && (strcmp(c->command, "gen") == 0 || strcmp(c->command, "calibrate") == 0))
     c->force = true;
-  else return usage_error("unknown option \"%s\" (expected an option that pipebench --help lists)", a);
+  else return unknown_option(c->command, a);
   return 0;
 }
 

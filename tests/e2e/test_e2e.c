@@ -60,6 +60,11 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(l), 2, "without --config");
   const char *m[] = {"analyze", "/nonexistent/run", NULL}; /* like a missing --config: usage */
   assert_one_error_line(run_pb(m), 2, "/nonexistent/run");
+  /* an option of another command names the commands that take it */
+  const char *fo[] = {"--config", write_config_text("small", k_small), "--force", NULL};
+  assert_one_error_line(run_pb(fo), 2, "run: option \"--force\" does not apply (expected it with gen or calibrate)");
+  const char *bo[] = {"sweep", "--config", write_config_text("small", k_small), "--budget-s=4", NULL};
+  assert_one_error_line(run_pb(bo), 2, "sweep: option \"--budget-s\" does not apply (expected it with tune)");
   /* --seed beyond the config's limit for seed is --seed's error, not the config file's */
   const char *n[] = {"--config", write_config_text("small", k_small), "--seed", "1000000000000001", NULL};
   assert_one_error_line(run_pb(n), 2, "--seed: 1000000000000001 is too large");
