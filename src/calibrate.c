@@ -533,21 +533,28 @@ static void print_text(const pb_calibration *c, const pb_config *cfg) {
   }
 }
 
+/* Made before measuring, so that an --out that cannot be made fails at once, not after the measurements
+ * (as run makes its directory before it runs). */
+static int make_out_dir(const char *out_dir) {
+  int rc = out_dir ? pb_mkdir_p(out_dir) : 0;
+  if (rc) fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory)\n",
+                  out_dir, strerror(-rc));
+  return rc ? PB_EXIT_RUNTIME : 0;
+}
+
 static int write_copy(const pb_calibration *c, const char *out_dir) {
   char path[PB_PATH_LEN + 32];
   snprintf(path, sizeof path, "%s/calibration.json", out_dir);
   pb_err err;
-  int rc = pb_mkdir_p(out_dir);
-  if (rc || pb_calib_save(path, c, &err)) {
-    if (rc) fprintf(stderr, "pipebench: %s: cannot create the directory: %s (expected a writable --out)\n", out_dir,
-                    strerror(-rc));
-    else fprintf(stderr, "pipebench: %s\n", err.msg);
+  if (pb_calib_save(path, c, &err)) {
+    fprintf(stderr, "pipebench: %s (expected a writable --out directory)\n", err.msg);
     return PB_EXIT_RUNTIME;
   }
   return 0;
 }
 
 int pb_calibrate(const pb_calibrate_opts *o) {
+  if (make_out_dir(o->out_dir)) return PB_EXIT_RUNTIME;
   pb_calibration *c = calloc(1, sizeof *c);
   if (!c) return PB_EXIT_RUNTIME;
   char machine[256], cache[PB_PATH_LEN];

@@ -141,7 +141,10 @@ int pb_mkdir_p(const char *path) {
     if (mkdir(buf, 0777) && errno != EEXIST) return -errno;
     *p = '/';
   }
-  return mkdir(buf, 0777) && errno != EEXIST ? -errno : 0;
+  if (mkdir(buf, 0777) == 0) return 0;
+  if (errno != EEXIST) return -errno;
+  struct stat st; /* EEXIST: a directory is what was asked for; a file of that name is not */
+  return stat(buf, &st) == 0 && !S_ISDIR(st.st_mode) ? -ENOTDIR : 0;
 }
 
 int pb_write_atomic(const char *path, pb_write_body body, const void *arg) {

@@ -85,7 +85,8 @@ bool pb_signal_overdue(void);
  * cannot be opened or read, -EFBIG when it holds more than max_bytes, -ENOMEM. */
 int pb_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
 
-/* mkdir -p: creates path and its missing parents.  0 (also when it exists) or -errno. */
+/* mkdir -p: creates path and its missing parents.  0 (also when it exists as a directory), -ENOTDIR when
+ * it names something else, or -errno. */
 int pb_mkdir_p(const char *path);
 
 /* Levenshtein distance, for "did you mean" suggestions. */

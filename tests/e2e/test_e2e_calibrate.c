@@ -250,6 +250,9 @@ static void test_bad_usage(void **state) {
   char path[600];
   snprintf(path, sizeof path, "%s/calibration.json", copy);
   assert_non_null(load_json(path));
+  /* --out naming a regular file: refused before anything is measured (one line, no progress lines) */
+  r = run_pb(ARGS("calibrate", "--force", "--out", path));
+  assert_one_error_line(r, 1, "Not a directory (expected a writable directory)");
   /* text only: the summary, no copy */
   copy = out_dir("calib-text-only");
   r = run_pb(ARGS("calibrate", "--format", "text", "--out", copy));
