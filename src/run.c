@@ -103,10 +103,16 @@ int pb_run_check_memory(const pb_config *cfg, const pb_engine *e) {
   char who[512];
   uint64_t bytes = pb_engine_memory_bytes(e, who, sizeof who);
   if (bytes <= (uint64_t)cfg->max_memory_mb * 1000000u) return 0;
+  /* as many decimals as it takes to differ from the limit: "1 MB, more than the limit of 1 MB" says nothing */
+  double mb = (double)bytes / 1e6;
+  int decimals = 0;
+  for (uint64_t unit = 1000000, limit = (uint64_t)cfg->max_memory_mb; decimals < 6 && bytes / unit <= limit;
+       unit /= 10, limit *= 10)
+    decimals++;
   fprintf(stderr,
-          "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %.0f MB, more than the limit of "
+          "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %.*f MB, more than the limit of "
           "%lld MB (expected a larger limit or smaller buffers; %s)\n",
-          cfg->file, (double)bytes / 1e6, (long long)cfg->max_memory_mb, who[0] ? who : "-");
+          cfg->file, decimals, mb, (long long)cfg->max_memory_mb, who[0] ? who : "-");
   return PB_EXIT_USAGE;
 }
 

@@ -155,6 +155,11 @@ static void test_memory_limit_refused(void **state) {
   result *r = run_pb(vargs);
   assert_one_error_line(r, 2, "limits.max_memory_mb");
   assert_string_equal(r->out, "");
+  /* just over the limit: as many decimals as it takes to differ from it (batches of 41 3,072-byte
+   * samples plan 1.01 MB) */
+  const char *just[] = {"validate", "--config", write_config_text("small", k_small), "--set", "stages.batch.size=41",
+                        "--set", "limits.max_memory_mb=1", NULL};
+  assert_one_error_line(run_pb(just), 2, "may buffer 1.01 MB, more than the limit of 1 MB");
 }
 
 static void test_gpu_required_without_gpu(void **state) {
