@@ -112,6 +112,20 @@ static const char *escaped_nul(const char *text) {
   return NULL;
 }
 
+/* The bracket that opens a level deeper than cJSON parses (CJSON_NESTING_LIMIT), or NULL: cJSON stops
+ * there with the same "invalid JSON" as a syntax error, which would send the user looking for one. */
+static const char *too_deep(const char *text) {
+  int depth = 0;
+  bool in_string = false;
+  for (const char *p = text; *p; p++) {
+    if (in_string && *p == '\\' && p[1]) p++;
+    else if (*p == '"') in_string = !in_string;
+    else if (!in_string && (*p == '[' || *p == '{') && ++depth > CJSON_NESTING_LIMIT) return p;
+    else if (!in_string && (*p == ']' || *p == '}')) depth--;
+  }
+  return NULL;
+}
+
 static int parse_json(pb_cfg_ctx *c, const char *text, cJSON **out) {
   if (strncmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3; /* a UTF-8 byte order mark, as some editors write */
   const char *bad = pb_cfg_invalid_utf8(text);
@@ -120,6 +134,13 @@ static int parse_json(pb_cfg_ctx *c, const char *text, cJSON **out) {
     return text_error(c->err, c->file, text, bad, "a \\u0000 in a string (expected text without NUL characters)");
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+  const char *deep = root ? NULL : too_deep(text);
+  if (deep) {
+    char what[128];
+    snprintf(what, sizeof what, "nested more than %d levels deep (expected at most %d levels of arrays and objects)",
+             CJSON_NESTING_LIMIT, CJSON_NESTING_LIMIT);
+    return text_error(c->err, c->file, text, deep, what);
+  }
   if (!root) return json_error(c->err, c->file, text, end ? end : cJSON_GetErrorPtr());
   if (!cJSON_IsObject(root)) {
     int rc = pb_cfg_type_error(c, "", root, "a JSON object with a \"stages\" array");

@@ -486,6 +486,21 @@ static void test_error_json_syntax(void **state) {
   parse_ok("\xEF\xBB\xBF{\"dataset\": {\"format\": \"synthetic\", \"shape\": [1]},"
            " \"stages\": [{\"type\": \"batch\", \"size\": 1}]}",
            NULL); /* a byte order mark is fine */
+  /* deeper than cJSON parses: said so at the bracket that goes too deep, not "invalid JSON"; brackets
+   * inside strings do not count.  The top-level object is level 1, so the 1,000th '[' is level 1,001,
+   * at column 19 + 1,000. */
+  static char deep[8000];
+  size_t n = 0;
+  n += (size_t)snprintf(deep + n, sizeof deep - n, "{\"s\": \"[[[[\", \"a\": ");
+  for (int i = 0; i < 1000; i++) deep[n++] = '[';
+  for (int i = 0; i < 1000; i++) deep[n++] = ']';
+  snprintf(deep + n, sizeof deep - n, "}");
+  expect_error(deep, NULL,
+               "cfg.json: line 1, column 1019: nested more than 1000 levels deep (expected at most 1000 levels of "
+               "arrays and objects)");
+  deep[n - 2000] = ' '; /* the first '[' and the last ']': one level fewer parses, and the unknown key is */
+  deep[n - 1] = ' ';    /* the error */
+  expect_error_has(deep, NULL, "cfg.json: s: unknown key");
 }
 
 static void test_error_structure(void **state) {
