@@ -170,7 +170,10 @@ static void read_errno(pb_worker *w, uint32_t file_index, int rc, const char *do
     snprintf(msg, sizeof msg, "%s: O_DIRECT is not supported here (expected a file system with direct I/O, "
                               "or \"direct\": false)", doing);
   else
-    snprintf(msg, sizeof msg, "%s: %s", doing, strerror(-rc));
+    snprintf(msg, sizeof msg, "%s: %s (expected %s)", doing, strerror(-rc),
+             rc == -ENOENT                   ? "the file listed when the run started, still there"
+             : rc == -EACCES || rc == -EPERM ? "a file this user may read"
+                                             : "a readable file");
   read_error(w, file_index, msg);
 }
 
@@ -302,7 +305,9 @@ static int load_npz(pb_worker *w, read_worker *rw) {
   int n = 0;
   int open_rc = pb_npz_open(path, &z, &err);
   if (open_rc) {
-    if (!err.msg[0]) snprintf(err.msg, sizeof err.msg, "%s: cannot open it: %s", path, strerror(-open_rc));
+    if (!err.msg[0])
+      snprintf(err.msg, sizeof err.msg, "%s: cannot open it: %s (expected a readable .npz file)", path,
+               strerror(-open_rc));
     return read_error(w, rw->file_index, err.msg), -EBADMSG;
   }
   const pb_npz_member *m = pb_npz_list(z, &n);
