@@ -297,7 +297,7 @@ static void test_malformed_json(void **state) {
   memset(deep, '[', 20000);
   deep[20000] = '\0';
   result *r = run_pb(ARGS("validate", "--config", write_config_text("deep", deep)));
-  assert_one_error_line(r, 2, "invalid JSON");
+  assert_one_error_line(r, 2, "column 1001: nested more than 1000 levels deep");
   /* a NUL byte inside the file */
   const char *nul = tmp_path("nul.json");
   FILE *f = fopen(nul, "wb");
