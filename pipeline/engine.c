@@ -59,7 +59,8 @@ void pb_worker_error(pb_worker *w, pb_elem *el, const char *file, const char *me
   /* on_error skip must not spin forever on data that cannot work at all (wrong format, O_DIRECT refused
    * by the file system): 10,000 errors before a single batch ends the run. */
   bool hopeless = e->errors_total >= PB_HOPELESS_ERRORS && atomic_load(&e->batches_made) == 0;
-  if ((stop || hopeless) && !atomic_load(&e->failed)) {
+  bool first_stop = (stop || hopeless) && !atomic_load(&e->failed);
+  if (first_stop) {
     /* the sample's own error in the contract's form, then why the run stopped on it when that is not
      * simply the error itself */
     char why[160] = "";
@@ -73,15 +74,20 @@ void pb_worker_error(pb_worker *w, pb_elem *el, const char *file, const char *me
     atomic_store(&e->failed, true);
   }
   uv_mutex_unlock(&e->errors_lock);
+  if (first_stop) pb_engine_cancel(e);
 }
 
+/* The run stops at once, not when the main thread next looks (up to 50 ms later, time enough for
+ * thousands more samples, errors among them, to go through): every queue and pool is cancelled now. */
 void pb_engine_fail(pb_engine *e, const char *message) {
   uv_mutex_lock(&e->errors_lock);
-  if (!atomic_load(&e->failed)) {
+  bool first = !atomic_load(&e->failed);
+  if (first) {
     snprintf(e->failure, sizeof e->failure, "%s", message);
     atomic_store(&e->failed, true);
   }
   uv_mutex_unlock(&e->errors_lock);
+  if (first) pb_engine_cancel(e);
 }
 
 bool pb_engine_failed(pb_engine *e) { return atomic_load(&e->failed); }
@@ -272,6 +278,13 @@ static int process_chunk(pb_worker *w, int n) {
     count_call(w, samples, bytes, t0, t1);
     if (rc < 0 || w->cancelled) {
       abandon_inputs(w, i + 1, n);
+      return -ECANCELED;
+    }
+    /* the engine's flag too: a run stopped by an error (pb_engine_fail) ends here, not after the chunk;
+     * what this worker holds for the next stage is handed to flush_out, which counts it in flight */
+    if (atomic_load_explicit(&w->stage->engine->cancelled, memory_order_relaxed)) {
+      abandon_inputs(w, i + 1, n);
+      flush_out(w);
       return -ECANCELED;
     }
     if (w->nout && t1 - w->out_first_ns >= PB_FLUSH_AFTER_NS) {

@@ -190,10 +190,12 @@ void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist);
 int pb_emit(pb_worker *w, const pb_elem *e);
 /* A sample (or batch) failed in this stage: counted as errors, its buffer released, the first few kept
  * with file and message.  The run stops (exit 1) when run.on_error is "fail", when run.max_errors is
- * exceeded, or when `fatal` (a device failure). */
+ * exceeded, or when `fatal` (a device failure): the engine is cancelled then and there (pb_engine_fail).
+ * The caller must hold no queue or pool lock. */
 void pb_worker_error(pb_worker *w, pb_elem *e, const char *file, const char *message, bool fatal);
 bool pb_engine_failed(pb_engine *e);
-/* Stops the run with exit 1 and this message (first call wins). */
+/* Stops the run with exit 1 and this message (first call wins), cancelling the engine at once: every
+ * worker's next queue or pool wait returns -ECANCELED.  The caller must hold no queue or pool lock. */
 void pb_engine_fail(pb_engine *e, const char *message);
 /* The path of file `index` of the run's file list, or NULL (in-memory data). */
 const char *pb_engine_file_path(const pb_engine *e, uint32_t index);

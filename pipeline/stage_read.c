@@ -285,6 +285,13 @@ static int start_npy(pb_worker *w, read_worker *rw) {
     return read_error(w, rw->file_index, err.msg), 0;
   size_t spf = samples_per_file(w->stage->engine->cfg);
   bool split = spf > 1 && info.ndims >= 1 && (size_t)info.shape[0] == spf;
+  if (spf > 1 && !split) { /* not what the config promises: one sample of another size would pass unseen */
+    char msg[PB_PATH_LEN + 240];
+    char rows[48] = "a 0-d array";
+    if (info.ndims >= 1) snprintf(rows, sizeof rows, "%lld rows along axis 0", (long long)info.shape[0]);
+    snprintf(msg, sizeof msg, "%s: %s (expected %zu rows, dataset.generate.samples_per_file)", rw->label, rows, spf);
+    return read_error(w, rw->file_index, msg), 0;
+  }
   if (split && info.fortran_order) { /* its samples are not contiguous rows: refuse, never one big sample */
     char msg[PB_PATH_LEN + 240];
     snprintf(msg, sizeof msg, "%s: a Fortran-order array of %zu samples (expected C order: save it with "
@@ -304,6 +311,8 @@ static int load_npz(pb_worker *w, read_worker *rw) {
   pb_err err = {.msg = ""};
   int n = 0;
   int open_rc = pb_npz_open(path, &z, &err);
+  /* files_read counts a file read through whatever its format: a bad archive, unlike an I/O error */
+  if (open_rc == -EBADMSG) w->ctr.files_read_total++;
   if (open_rc) {
     if (!err.msg[0])
       snprintf(err.msg, sizeof err.msg, "%s: cannot open it: %s (expected a readable .npz file)", path,
@@ -323,6 +332,7 @@ static int load_npz(pb_worker *w, read_worker *rw) {
   /* npy errors inside it name the member: their offsets are the member's, not the archive's */
   if (!rc) snprintf(rw->label, sizeof rw->label, "%s: member '%.60s'", path, m[0].name);
   pb_npz_close(z);
+  if (rc == -EBADMSG) w->ctr.files_read_total++;
   if (rc) return read_error(w, rw->file_index, err.msg), rc;
   apply_caps(w->stage, rw->file_bytes);
   count_bytes_read(w, rw->file_bytes);
@@ -342,7 +352,8 @@ static void start_file(pb_worker *w, uint32_t fi, uint32_t epoch) {
   }
   w->ctr.files_read_total++;
   if (rw->file_bytes == 0) /* no record in it: an error, as an empty JPEG is, never a silent nothing */
-    return read_error(w, fi, "empty file (expected at least one record)");
+    return read_error(w, fi, fmt == PB_FMT_NPZ ? "empty first member: 0 bytes (expected an .npy array)"
+                                               : "empty file (expected at least one record)");
   rw->pending = true;
   if (fmt == PB_FMT_RAW) start_raw(w, rw);
   else if (fmt == PB_FMT_NPY || fmt == PB_FMT_NPZ) start_npy(w, rw);

@@ -414,6 +414,27 @@ static int remove_generated(const char *dir) {
   return rc;
 }
 
+/* What a JPEG can hold (libjpeg's 65500-pixel sides) and the image generator's pixel limit: the schema
+ * allows sides up to 65535, which a decode's `max_pixels` judges, but gen cannot write them. */
+static const char *image_too_big(const pb_generate_cfg *g, bool jpeg, const char **path) {
+  static char why[160];
+  if (!jpeg || !g->has_image) return NULL;
+  if (g->width > PB_SYNTH_MAX_SIDE || g->height > PB_SYNTH_MAX_SIDE) {
+    *path = g->width > PB_SYNTH_MAX_SIDE ? "dataset.generate.image.width" : "dataset.generate.image.height";
+    snprintf(why, sizeof why, "%lld pixels is more than a JPEG can hold (expected at most %d)",
+             (long long)PB_MAX(g->width, g->height), PB_SYNTH_MAX_SIDE);
+    return why;
+  }
+  if ((int64_t)g->width * g->height > PB_SYNTH_MAX_PIXELS) {
+    *path = "dataset.generate.image";
+    snprintf(why, sizeof why, "%lld x %lld is %lld pixels (expected at most %lld pixels per generated image)",
+             (long long)g->width, (long long)g->height, (long long)g->width * g->height,
+             (long long)PB_SYNTH_MAX_PIXELS);
+    return why;
+  }
+  return NULL;
+}
+
 /* What gen needs from the config beyond validation; exit 2 with one line when it is missing. */
 static int check_generable(const pb_config *cfg) {
   const pb_dataset_cfg *d = &cfg->dataset;
@@ -427,6 +448,14 @@ static int check_generable(const pb_config *cfg) {
   else if (!jpeg && !g->record_bytes) path = "dataset.generate.record_bytes", why = "missing (expected the bytes of each record)";
   else if (d->format == PB_FMT_RAW && g->record_bytes_stdev) path = "dataset.generate.record_bytes_stdev", why = "raw records are fixed-size (expected 0)";
   else if (d->format == PB_FMT_JPEG && g->samples_per_file != 1) path = "dataset.generate.samples_per_file", why = "a JPEG file holds one image (expected 1)";
+  if (!why) why = image_too_big(g, jpeg, &path);
+  char records[200];
+  if (!why && d->format == PB_FMT_RAW && d->record_bytes != g->record_bytes) {
+    snprintf(records, sizeof records, "%lld, not the %lld bytes of the records gen writes (expected "
+             "dataset.generate.record_bytes, or no dataset.record_bytes: it defaults to that)",
+             (long long)d->record_bytes, (long long)g->record_bytes);
+    path = "dataset.record_bytes", why = records;
+  }
   if (!why) return 0;
   fprintf(stderr, "pipebench: %s: %s: %s\n", cfg->file, path, why);
   return PB_EXIT_USAGE;

@@ -81,6 +81,28 @@ static void test_usage_errors(void **state) {
 
 /* gen takes --json (a summary on stdout) and --out (DIR/gen.json), as the contract says; an up-to-date
  * dataset is reported as not generated, with the manifest's counts. */
+/* What gen cannot write is refused before anything is written (exit 2, one line naming the key): a JPEG
+ * side over 65500, an image over 2^28 pixels, raw records of another size than dataset.record_bytes. */
+static void test_gen_refuses_what_it_cannot_write(void **state) {
+  char json[800], data[400];
+  snprintf(data, sizeof data, "%s/gen-refused", g_tmp);
+  snprintf(json, sizeof json,
+           "{\"name\":\"gr\",\"dataset\":{\"path\":\"%s\",\"format\":\"jpeg\",\"generate\":"
+           "{\"num_files\":2,\"image\":{\"width\":65535,\"height\":1}}},\"stages\":[{\"type\":\"read\"},"
+           "{\"type\":\"decode\"},{\"type\":\"batch\",\"size\":1}],\"device\":{\"kind\":\"emulated\"}}",
+           data);
+  const char *cfg = write_config_text("gen-refused", json);
+  const char *a[] = {"gen", "--config", cfg, NULL};
+  assert_one_error_line(run_pb(a), 2, "dataset.generate.image.width: 65535 pixels is more than a JPEG can hold");
+  const char *b[] = {"gen", "--config", cfg, "--set", "dataset.generate.image={\"width\":20000,\"height\":20000}", NULL};
+  assert_one_error_line(run_pb(b), 2, "dataset.generate.image: 20000 x 20000 is 400000000 pixels");
+  const char *c[] = {"gen", "--config", cfg, "--set", "dataset.format=raw", "--set", "stages[1]=null", "--set",
+                     "dataset.generate={\"num_files\":2,\"record_bytes\":64}", "--set", "dataset.record_bytes=100", NULL};
+  assert_one_error_line(run_pb(c), 2, "dataset.record_bytes: 100, not the 64 bytes");
+  struct stat st;
+  assert_int_equal(stat(data, &st), -1); /* nothing written, not even the directory */
+}
+
 static void test_gen_summary(void **state) {
   char json[800];
   snprintf(json, sizeof json,
@@ -380,6 +402,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_version_and_help, free_reports),
       cmocka_unit_test_teardown(test_usage_errors, free_reports),
+      cmocka_unit_test_teardown(test_gen_refuses_what_it_cannot_write, free_reports),
       cmocka_unit_test_teardown(test_gen_summary, free_reports),
       cmocka_unit_test_teardown(test_bad_configs_exit_2, free_reports),
       cmocka_unit_test_teardown(test_bad_set_exit_2, free_reports),

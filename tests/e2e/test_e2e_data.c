@@ -381,6 +381,13 @@ static void test_cache_over_limit_fails(void **state) {
   if (r->status != 1) fail_msg("expected exit 1, got %d: %s", r->status, r->err);
   assert_non_null(strstr(r->err, "does not fit the cache"));
   assert_non_null(strstr(r->err, "limits.max_memory_mb"));
+  /* and nothing of a part-epoch replayed: every sample read is from the first epoch's 2,000, the error is
+   * counted once, and the run ends on it */
+  cJSON *small = load_report(out_dir("tfcache-small"));
+  if (num(small, "accounting.samples_read") > 2000)
+    fail_msg("%.0f samples read: part of the epoch was replayed", num(small, "accounting.samples_read"));
+  expect_count(small, "errors", 1);
+  assert_accounting_balances(small);
   cJSON *rep = run_report(cfg, "tfcache-big", ARGS("--set", "limits.max_memory_mb=64"));
   expect_count(rep, "samples_consumed", 4000);
   expect_count(rep, "errors", 0);
@@ -411,6 +418,47 @@ static void test_cache_planned_from_generate(void **state) {
 
 /* ---------- 5. npy, npz ---------- */
 
+/* A message in accounting.first_errors containing `part`? */
+static bool first_error_has(cJSON *rep, const char *part) {
+  cJSON *e;
+  cJSON_ArrayForEach(e, at(rep, "accounting.first_errors")) {
+    if (strstr(str(e, "message"), part)) return true;
+  }
+  return false;
+}
+
+/* Beside the generated files: one that is not an array (npz: not a zip) is read through, so it counts in
+ * files_read as a corrupt file of any format does, and fails as a sample; an npy whose axis 0 is not
+ * generate.samples_per_file long is a sample error, not one sample of another size. */
+static void npy_like_bad_files(const char *format, const char *cfg, const char *data) {
+  char path[500];
+  snprintf(path, sizeof path, "%s/zz-garbage.%s", data, format);
+  write_bytes(path, "not an array at all", 19, false);
+  int nbad = 1;
+  if (strcmp(format, "npy") == 0) {
+    static const char dict[] = "{'descr': '|u1', 'fortran_order': False, 'shape': (3, 128), }";
+    char header[128]; /* magic, version, length, the dict padded with spaces to a multiple of 64 */
+    memset(header, ' ', sizeof header);
+    memcpy(header, "\x93NUMPY\x01\x00", 8);
+    header[8] = (char)(sizeof header - 10); /* the header length, little-endian u16 */
+    header[9] = 0;
+    memcpy(header + 10, dict, sizeof dict - 1);
+    header[sizeof header - 1] = '\n';
+    uint8_t rows[3 * 128] = {0};
+    snprintf(path, sizeof path, "%s/zz-three-rows.npy", data);
+    write_bytes(path, header, sizeof header, false);
+    write_bytes(path, rows, sizeof rows, true);
+    nbad++;
+  }
+  cJSON *rep = run_report(cfg, format, NULL);
+  expect_count(rep, "files_read", 2 * (3 + nbad));
+  expect_count(rep, "errors", 2 * nbad);
+  expect_count(rep, "samples_consumed", 24);
+  if (nbad > 1 && !first_error_has(rep, "3 rows along axis 0 (expected 4 rows"))
+    fail_msg("no error names the npy of 3 rows");
+  assert_accounting_balances(rep);
+}
+
 static void npy_like(const char *format) {
   char name[32], dataset[300];
   snprintf(name, sizeof name, "%s", format);
@@ -434,6 +482,7 @@ static void npy_like(const char *format) {
   assert_int_equal(num(read, "calls"), 24);
   assert_int_equal(num(read, "bytes_out") / num(read, "calls"), 128);
   assert_accounting_balances(rep);
+  npy_like_bad_files(format, cfg, data);
 }
 
 static void test_npy(void **state) { npy_like("npy"); }
@@ -620,6 +669,10 @@ static void test_on_error_fail_stops_early(void **state) {
   cJSON *rep = load_report(dir);
   double read = num(rep, "accounting.samples_read");
   if (read >= 200 * 26) fail_msg("the run read all %.0f samples although the first error should stop it", read);
+  /* and at once: the first error cancels the engine, so at most the other decode thread's sample fails
+   * too (the main thread's 50 ms poll used to let several epochs' errors through) */
+  double errors = num(rep, "accounting.errors");
+  if (errors > 2) fail_msg("%.0f errors: the run went on after the first", errors);
   assert_accounting_balances(rep);
 }
 
