@@ -118,7 +118,10 @@ static bool is_downstream(const pb_analysis *a, int row, int of) {
  * last during the block.  (When it is itself a block, the walk resolves that one next.) */
 static bool resolve_backpressure(walk *w, int row, const pb_event *blocked) {
   const pb_analysis *a = w->a;
-  uint64_t t = blocked->t1_ns, from = blocked->t0_ns, best_end = 0;
+  /* Never past the cursor: a hand-off is stamped after its push returns, so the consumer can have taken
+   * the element (and the walk come from there) before the producer's block ends.  Looking up to the
+   * block's end would find that consumer event again, or a later one, and the walk would go round. */
+  uint64_t t = blocked->t1_ns < w->t ? blocked->t1_ns : w->t, from = blocked->t0_ns, best_end = 0;
   bool found = false, device = false;
   pb_evref best = {0};
   bool pool = blocked->flags & PB_EVF_BLOCKED_POOL;

@@ -201,6 +201,38 @@ static void test_path_backpressure(void **state) {
   free_fixture(f);
 }
 
+/* Regression: a hand-off is stamped after its push returns, so a fast consumer can start on the element
+ * before the producer's recorded hand-off (and before the end of the block that preceded it).  Looking
+ * for who made room up to the block's end found the consumer's call the walk had come from, and the walk
+ * went round until the hop limit ("hop limit (malformed trace)"), covering only part of the window. */
+static void test_path_handoff_stamped_after_consumer_start(void **state) {
+  fixture *f = make_fixture();
+  for (uint64_t i = 0; i < 8; i++) {
+    ev(f, 0, PB_EV_PROCESS, PB_EVF_PRODUCE | PB_EVF_EMITTED, i * US, (i + 1) * US, PB_NO_KEY, i);
+    /* slow: 10 us on sample i, blocked until 100 (i + 1) us, the hand-off stamped then */
+    uint64_t s0 = 100 * US * i, h = 100 * US * (i + 1);
+    ev(f, 1, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_EMITTED, s0 + 8 * US, s0 + 18 * US, i, i);
+    ev(f, 1, PB_EV_BLOCKED, 0, s0 + 18 * US, h, PB_NO_KEY, PB_NO_KEY);
+    ev(f, 1, PB_EV_HANDOFF, 0, h, h, PB_NO_KEY, PB_NO_KEY);
+    /* batch took sample i 2 us before that stamp, for 1 us */
+    uint8_t fl = PB_EVF_CALL_START | PB_EVF_JOINED | (i % 4 == 3 ? PB_EVF_EMITTED : 0);
+    ev(f, 2, PB_EV_PROCESS, fl, h - 2 * US, h - 1 * US, i, PB_BATCH_KEY(i / 4));
+  }
+  step(f, 0, 0, 399 * US, 400 * US, 410 * US);
+  step(f, 1, 410 * US, 799 * US, 800 * US, 810 * US);
+  f->rec.window_start_ns = 0;
+  f->rec.window_end_ns = 810 * US;
+  f->rec.measured_count = 2;
+  pb_analysis a;
+  assert_int_equal(pb_analysis_init(&a, &f->rec), 0);
+  pb_critical_path(&f->rep, &a);
+  assert_string_equal(f->rep.critical_path_stop, "window start");
+  assert_float_equal(f->rep.critical_path_total_ms, 0.81, 1e-9); /* the whole window */
+  assert_true(f->rep.critical_path_hops < 200);
+  pb_analysis_free(&a);
+  free_fixture(f);
+}
+
 /* A ring that overwrote events: the analysed window starts where every ring still has events. */
 static void test_window_when_rings_dropped(void **state) {
   fixture *f = make_fixture();
@@ -350,6 +382,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_graph_from_lineage), cmocka_unit_test(test_path_map_bound),
       cmocka_unit_test(test_path_device_bound),  cmocka_unit_test(test_path_backpressure),
+      cmocka_unit_test(test_path_handoff_stamped_after_consumer_start),
       cmocka_unit_test(test_window_when_rings_dropped), cmocka_unit_test(test_keymap),
       cmocka_unit_test(test_trace_ring),        cmocka_unit_test(test_cpu_bound_net_of_run_queue_delay),
       cmocka_unit_test(test_cache_scales_upstream_capacity),
