@@ -24,6 +24,21 @@ const char *pb_utf8_first_invalid(const char *s) {
   return NULL;
 }
 
+size_t pb_utf8_copy(char *dst, size_t cap, const char *src) {
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)src; *p;) {
+    size_t c = pb_utf8_char_bytes(p);
+    const char *piece = c ? (const char *)p : "\xEF\xBF\xBD";
+    size_t len = c ? c : 3;
+    if (n + len + 1 > cap) break; /* a whole character or none */
+    memcpy(dst + n, piece, len);
+    n += len;
+    p += c ? c : 1;
+  }
+  if (cap) dst[n] = '\0';
+  return n;
+}
+
 /* A new copy of s with each invalid byte replaced by U+FFFD (3 bytes). */
 static char *fixed_copy(const char *s) {
   char *out = malloc(3 * strlen(s) + 1), *o = out;

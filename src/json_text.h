@@ -16,6 +16,11 @@ size_t pb_utf8_char_bytes(const unsigned char *p);
 /* The first byte of s that does not start a well-formed character, or NULL when s is all UTF-8. */
 const char *pb_utf8_first_invalid(const char *s);
 
+/* Copies src into dst[cap] as well-formed UTF-8, each invalid byte as U+FFFD, cut before the first
+ * character that would not fit (never inside one): what JSON writes is then exactly what is kept, and a
+ * fixed-size field read back from a trace holds it.  Returns the bytes written, before the NUL. */
+size_t pb_utf8_copy(char *dst, size_t cap, const char *src);
+
 /* Replaces every string value in the tree (and its keys) that is not well-formed UTF-8 by one that is,
  * each invalid byte becoming U+FFFD.  false when out of memory. */
 bool pb_json_fix_utf8(cJSON *item);

@@ -1,4 +1,5 @@
 #include "record.h"
+#include "json_text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -61,7 +62,7 @@ static void take_steps(pb_record *rec, pb_steps *s) {
   rec->steps_failed = s->failed;
   rec->peer_stopped = s->peer_stopped;
   rec->world_size = 1; /* the caller sets its rank in a job */
-  snprintf(rec->steps_failure, sizeof rec->steps_failure, "%s", s->failure);
+  pb_utf8_copy(rec->steps_failure, sizeof rec->steps_failure, s->failure); /* as trace.json writes it */
 }
 
 static uint64_t trace_ring_bytes(const pb_engine *e) {
@@ -100,7 +101,12 @@ int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e,
   struct rusage ru;
   rec->peak_rss_bytes = getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0; /* KB on Linux */
   rec->nfirst_errors = e->nfirst_errors;
-  memcpy(rec->first_errors, e->first_errors, sizeof rec->first_errors);
+  /* file names are bytes, and the engine cut them at a byte count: kept as the UTF-8 that JSON writes,
+   * within the field, so trace.json reads back into the same fields (analyze) */
+  for (int i = 0; i < e->nfirst_errors; i++) {
+    pb_utf8_copy(rec->first_errors[i].file, sizeof rec->first_errors[i].file, e->first_errors[i].file);
+    pb_utf8_copy(rec->first_errors[i].message, sizeof rec->first_errors[i].message, e->first_errors[i].message);
+  }
   take_steps(rec, s);
   pb_ceilings_none(&rec->ceilings, "not looked up"); /* run.c looks the calibration up */
   uint64_t window_ns = s->window_end_ns > s->window_start_ns ? s->window_end_ns - s->window_start_ns : 0;

@@ -408,9 +408,11 @@ static void test_bad_jpegs(void **state) {
     expect_bad_sample(k_jpeg_cfg, dir, f, what[k], 1, k_no_prefix);
   }
   /* a file name that is not UTF-8 (Latin-1 \xE9): report.json and trace.json stay valid JSON (UTF-8),
-   * the name's invalid bytes written as U+FFFD */
+   * the name's invalid bytes written as U+FFFD.  A long one (each of 100 bytes becomes 3) is kept as
+   * whole characters within the report's 255 bytes, so analyze reads the trace back */
   const char *dir = copy_dataset("jpeg", "latin1");
-  sh("rm -f '%s'/img-00000000.jpg && : > '%s'/$(printf 'img-\\351t\\351.jpg')", dir, dir);
+  sh("rm -f '%s'/img-00000000.jpg && : > '%s'/$(printf 'img-\\351t\\351.jpg') && "
+     ": > '%s'/$(printf 'img-%%0100d.jpg' 0 | tr 0 '\\351')", dir, dir, dir);
   char set_path[500];
   snprintf(set_path, sizeof set_path, "dataset.path=%s", dir);
   const char *out = out_dir("latin1");
@@ -419,9 +421,18 @@ static void test_bad_jpegs(void **state) {
   if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
   sh("iconv -f UTF-8 -t UTF-8 '%s/report.json' > /dev/null && iconv -f UTF-8 -t UTF-8 '%s/trace.json' > /dev/null",
      out, out);
-  cJSON *e = cJSON_GetArrayItem(at(load_report(out), "accounting.first_errors"), 0);
-  assert_non_null(e);
-  if (!strstr(str(e, "file"), "img-\xEF\xBF\xBDt\xEF\xBF\xBD.jpg")) fail_msg("file: %s", str(e, "file"));
+  cJSON *errs = at(load_report(out), "accounting.first_errors");
+  bool short_name = false;
+  cJSON *e;
+  cJSON_ArrayForEach(e, errs) short_name = short_name || strstr(str(e, "file"), "img-\xEF\xBF\xBDt\xEF\xBF\xBD.jpg");
+  if (!short_name) fail_msg("no first error names img-?t?.jpg");
+  const char *again = out_dir("latin1-analyze");
+  r = run_pb(ARGS("analyze", out, "--out", again, "--format", "json", "--quiet"));
+  if (r->status != 0) fail_msg("analyze: exit %d: %s", r->status, r->err);
+  char *a = cJSON_PrintUnformatted(errs), *b = cJSON_PrintUnformatted(at(load_report(again), "accounting.first_errors"));
+  assert_string_equal(a, b);
+  free(a);
+  free(b);
 }
 
 static void test_unreadable_and_broken_links(void **state) {

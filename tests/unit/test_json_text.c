@@ -40,6 +40,24 @@ static void test_tree_fixed(void **state) {
   cJSON_Delete(root);
 }
 
+/* Bytes into a fixed field as the UTF-8 JSON will write: invalid bytes as U+FFFD, never a character cut. */
+static void test_utf8_copy(void **state) {
+  (void)state;
+  char buf[8];
+  assert_int_equal(pb_utf8_copy(buf, sizeof buf, "abc"), 3);
+  assert_string_equal(buf, "abc");
+  assert_int_equal(pb_utf8_copy(buf, sizeof buf, "a\xE9z"), 5); /* a Latin-1 byte */
+  assert_string_equal(buf, "a\xEF\xBF\xBDz");
+  assert_int_equal(pb_utf8_copy(buf, sizeof buf, "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"), 6); /* 4 x e-acute: 3 fit */
+  assert_string_equal(buf, "\xC3\xA9\xC3\xA9\xC3\xA9");
+  assert_int_equal(pb_utf8_copy(buf, sizeof buf, "abcde\xE9"), 5); /* U+FFFD would need 8 bytes with NUL */
+  assert_string_equal(buf, "abcde");
+  assert_int_equal(pb_utf8_copy(buf, sizeof buf, "ab\xC3"), 5); /* a character cut short by a byte count */
+  assert_null(pb_utf8_first_invalid(buf));
+  assert_int_equal(pb_utf8_copy(buf, 1, "abc"), 0);
+  assert_string_equal(buf, "");
+}
+
 static void test_fput_str(void **state) {
   (void)state;
   char *buf = NULL;
@@ -56,6 +74,7 @@ int main(void) {
       cmocka_unit_test(test_char_bytes),
       cmocka_unit_test(test_tree_fixed),
       cmocka_unit_test(test_fput_str),
+      cmocka_unit_test(test_utf8_copy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
