@@ -26,6 +26,16 @@ static int parse_stage(pb_cfg_ctx *c, const cJSON *obj, const char *path, pb_sta
 }
 
 static int check_unique_name(pb_cfg_ctx *c, const pb_config *cfg, int i, const char *path) {
+  /* the report's own rows: the accelerator, and the in-memory source of synthetic data.  A stage of that
+   * name would be taken for them (the bottleneck "device" means not input-bound). */
+  static const char *const reserved[] = {"device", "source"};
+  for (size_t r = 0; r < PB_ARRAY_LEN(reserved); r++) {
+    if (strcmp(cfg->stages[i].name, reserved[r]) != 0) continue;
+    char p[PB_CFG_PATH_MAX];
+    pb_cfg_path_key(p, path, "name");
+    return pb_cfg_fail(c, p, "\"%s\" is the report's name for the %s (expected another stage name)", reserved[r],
+                       r == 0 ? "accelerator" : "in-memory source of synthetic data");
+  }
   for (int j = 0; j < i; j++) {
     if (strcmp(cfg->stages[j].name, cfg->stages[i].name) != 0) continue;
     char p[PB_CFG_PATH_MAX], q[80];

@@ -339,6 +339,10 @@ static void test_error_examples(void **state) {
   expect_error("{\"seed\": 1}", NULL, "cfg.json: stages: missing (expected an array of 1 to 32 stage objects)");
   expect_error(EXAMPLE, "stages[3].name=decode",
                "cfg.json: stages[3].name: \"decode\" is already used by stages[1] (expected a unique name)");
+  expect_error(EXAMPLE, "stages.h2d.name=device",
+               "cfg.json: stages[6].name: \"device\" is the report's name for the accelerator (expected another "
+               "stage name)");
+  expect_error_has(EXAMPLE, "stages.augment.name=source", "cfg.json: stages[2].name: \"source\" is the report's name");
   expect_error(EXAMPLE, "stages.shuffle.threads=2",
                "cfg.json: stages[3].threads: 2 is out of range (expected 1: a shuffle stage runs on one thread)");
   expect_error(SYNTH, "run={\"steps\": 5, \"duration_s\": 5}", /* both in the config itself */
