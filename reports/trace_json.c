@@ -935,6 +935,11 @@ static int load_step(loader *l, const cJSON *a, size_t i, pb_step *st) {
   if (st->compute_end_ns < st->compute_start_ns || (st->h2d_start_ns && st->h2d_end_ns < st->h2d_start_ns))
     return bad(l, "pipebench.steps[%zu]: an interval that ends before it starts (expected compute_start <= "
                   "compute_end and h2d_start <= h2d_end)", i);
+  /* a device runs one step at a time, on a batch it has: the step's span and its input wait are measured
+   * from these, and a later one would wrap around */
+  if (st->prev_end_ns > st->compute_start_ns || st->ready_ns > st->compute_end_ns)
+    return bad(l, "pipebench.steps[%zu]: prev_end after compute_start, or ready after compute_end (expected the "
+                  "previous step to end before this one starts, and the batch's hand-off before it ends)", i);
   if (l->rec->device_count > 0 && device >= l->rec->device_count)
     return bad(l, "pipebench.steps[%zu][9] (device): %d (expected below device.count %d)", i, device,
                l->rec->device_count);
@@ -1109,6 +1114,12 @@ static int load_stage(loader *l, const cJSON *v, int i, pb_stage_rec *s) {
   int ncfg = l->rec->cfg->nstages;
   if ((rc = v_int(l, member(v, "cfg_index"), AT("cfg_index"), -1, ncfg - 1, &s->cfg_index))) return rc;
   if ((rc = v_bool(l, member(v, "is_source"), AT("is_source"), &s->is_source))) return rc;
+  /* a row is its config stage (the analysis reads that stage's settings through cfg_index), or the
+   * in-memory source, which has none */
+  const char *cfg_type = s->cfg_index >= 0 ? pb_stage_type_name(l->rec->cfg->stages[s->cfg_index].type) : "source";
+  if (strcmp(cfg_type, s->type) != 0)
+    return bad(l, "%s: a %s row whose cfg_index %d is %s %s (expected the index of its own config stage, or -1 "
+                  "for the source)", at, s->type, s->cfg_index, s->cfg_index >= 0 ? "a" : "the", cfg_type);
   if ((rc = v_bool(l, member(v, "skipped"), AT("skipped"), &s->skipped))) return rc;
   if ((rc = v_bool(l, member(v, "batched"), AT("batched"), &s->batched))) return rc;
   const cJSON *c = member(v, "ctr");
@@ -1207,7 +1218,7 @@ static int load_device(loader *l, const cJSON *d) {
   int rc = v_object(l, d, "pipebench.device");
   if (!rc) rc = v_str(l, member(d, "kind"), "pipebench.device.kind", rec->device_kind, sizeof rec->device_kind);
   if (!rc) rc = v_str(l, member(d, "name"), "pipebench.device.name", rec->device_name, sizeof rec->device_name);
-  if (!rc) rc = v_int(l, member(d, "count"), "pipebench.device.count", 0, PB_MAX_DEVICES, &rec->device_count);
+  if (!rc) rc = v_int(l, member(d, "count"), "pipebench.device.count", 1, PB_MAX_DEVICES, &rec->device_count);
   if (!rc)
     rc = v_str(l, member(d, "timing_source"), "pipebench.device.timing_source", rec->timing_source,
                sizeof rec->timing_source);

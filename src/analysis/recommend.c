@@ -183,7 +183,7 @@ static void recommend_prefetch(pb_report *r, const pb_record *rec) {
     if (!r->stages[i].skipped && strcmp(r->stages[i].type, "prefetch") == 0) pi = i;
   pb_recommendation *rc = add(r);
   if (!rc) return;
-  if (pi >= 0) {
+  if (pi >= 0 && rec->stages[pi].cfg_index >= 0) { /* the loader checks it; a row without a config never */
     const pb_stage_cfg *sc = &rec->cfg->stages[rec->stages[pi].cfg_index];
     snprintf(rc->action, sizeof rc->action, "--set stages.%s.depth=%lld", rec->stages[pi].name,
              (long long)(sc->depth + extra));

@@ -486,6 +486,13 @@ static void test_bad_queue_fill(void **state) {
       {",3650000000004,3650000000900]", ",3650000000001,3650000000900]", "steps[1]: the exchange runs from 3650000000001"},
       {",3650000000004,3650000000900]", ",3650000000004]", "steps[1]: 12 fields (expected 11"},
       {"\"rank\":1,", "\"rank\":2,", "pipebench.job.rank: 2 is out of range"},
+      /* a step that starts before the previous one ended, or ends before its batch came: would wrap around */
+      {"[-5,5,0,0,7,", "[9,5,0,0,7,", "steps[0]: prev_end after compute_start"},
+      {"[-5,5,0,0,7,3600000000001,", "[-5,3600000000002,0,0,7,3600000000001,", "or ready after compute_end"},
+      /* no device, and a row that is not its config stage (the analysis reads that stage's settings) */
+      {"\"count\":2,\"timing_source\"", "\"count\":0,\"timing_source\"", "device.count: 0 is out of range"},
+      {"\"cfg_index\":1,", "\"cfg_index\":2,", "stages[1]: a batch row whose cfg_index 2 is a prefetch"},
+      {"\"cfg_index\":2,", "\"cfg_index\":-1,", "stages[2]: a prefetch row whose cfg_index -1 is the source"},
   };
   for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
     char *bad = replaced(text, cases[i].from, cases[i].to);
