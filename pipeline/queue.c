@@ -1,6 +1,7 @@
 #include "queue.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "common.h"
@@ -159,7 +160,7 @@ uint64_t pb_queue_drain(pb_queue *q) {
 }
 
 double pb_queue_mean_fill(pb_queue *q, uint64_t window_ns) {
-  if (!window_ns) return 0.0;
+  if (!window_ns) return NAN;
   uv_mutex_lock(&q->lock);
   integrate_fill(q); /* the stretch since the last change, up to the window's end */
   double fill = (double)q->fill_ns / ((double)window_ns * q->capacity);

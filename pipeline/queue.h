@@ -53,7 +53,8 @@ void pb_queue_cancel(pb_queue *q);
 uint64_t pb_queue_drain(pb_queue *q);
 /* Integrate occupancy only inside [*start, *end) (the engine's measured window). */
 void pb_queue_set_window(pb_queue *q, const _Atomic uint64_t *start_ns, const _Atomic uint64_t *end_ns);
-/* Time-weighted mean occupancy over a window of window_ns, 0..1. */
+/* Time-weighted mean occupancy over a window of window_ns, 0..1; NAN without a window (not measured: the
+ * report says null, not 0). */
 double pb_queue_mean_fill(pb_queue *q, uint64_t window_ns);
 /* Occupancy integrated over the whole run so far, element-nanoseconds: the difference of two readings
  * over (capacity x time between them) is the mean fill in between (src/timeline.c). */

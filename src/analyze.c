@@ -35,7 +35,7 @@ static int resolve(const char *path, char *out, size_t len) {
             "pipebench: %s: no trace.json in this directory (expected a run directory written with the trace "
             "format and without --no-trace, or a trace.json)\n",
             path);
-    return PB_EXIT_RUNTIME;
+    return PB_EXIT_USAGE; /* a PATH that holds no trace is named wrong, as one that is not there */
   }
   return 0;
 }

@@ -244,6 +244,8 @@ static int parse_args(cli *c, int argc, char **argv) {
     if (rc == 1) rc = parse_flag(c, argv[i]);
     if (rc) return rc;
   }
+  if (c->run.no_trace && c->run.formats_given && (c->run.formats & PB_FMT_TRACE))
+    return usage_error("--no-trace: --format names %s too (expected one or the other)", "trace");
   if (c->seed_set[0]) c->sets[c->nsets++] = c->seed_set; /* --seed is applied last, like a --set */
   /* --device is device.kind's override: applied last too, so the report's config says the device it ran */
   if (c->device_set[0]) c->sets[c->nsets++] = c->device_set;
@@ -329,6 +331,12 @@ static int cmd_gen(cli *c, const pb_config *cfg) {
 static int cmd_analyze(cli *c) {
   if (!c->path) return usage_error("%s: no PATH (expected pipebench analyze TRACE.json|RUN_DIR)", c->command);
   if (!c->run.formats_given) c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML;
+  /* files asked for by name, with nowhere to write them: say so rather than write nothing */
+  unsigned files = c->run.formats & (unsigned)(PB_FMT_JSON | PB_FMT_CSV | PB_FMT_HTML | PB_FMT_TRACE);
+  if (c->run.formats_given && files && !c->run.out_dir)
+    return usage_error("analyze: --format %s names files, and there is no --out (expected --out DIR with it, or "
+                       "--format text)", files & PB_FMT_JSON ? "json" : files & PB_FMT_CSV ? "csv"
+                                         : files & PB_FMT_HTML ? "html" : "trace");
   return pb_analyze(c->path, &c->run);
 }
 

@@ -65,6 +65,11 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(fo), 2, "run: option \"--force\" does not apply (expected it with gen or calibrate)");
   const char *bo[] = {"sweep", "--config", write_config_text("small", k_small), "--budget-s=4", NULL};
   assert_one_error_line(run_pb(bo), 2, "sweep: option \"--budget-s\" does not apply (expected it with tune)");
+  /* asked for a trace and for none; analyze asked for files with nowhere to write them */
+  const char *nt[] = {"--config", write_config_text("small", k_small), "--no-trace", "--format", "json,trace", NULL};
+  assert_one_error_line(run_pb(nt), 2, "--no-trace: --format names trace too");
+  const char *an[] = {"analyze", g_tmp, "--format", "csv", NULL};
+  assert_one_error_line(run_pb(an), 2, "analyze: --format csv names files, and there is no --out");
   /* --seed beyond the config's limit for seed is --seed's error, not the config file's */
   const char *n[] = {"--config", write_config_text("small", k_small), "--seed", "1000000000000001", NULL};
   assert_one_error_line(run_pb(n), 2, "--seed: 1000000000000001 is too large");

@@ -413,9 +413,10 @@ static void test_analyze_reproduces_report(void **state) {
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (!cJSON_Compare(at(rep, keys[i]), at(again, keys[i]), true)) fail_msg("analyze: %s differs", keys[i]);
   assert_true(cJSON_Compare(rep, again, true));
-  /* A run directory without a trace is an I/O error (exit 1); a file that is not a trace, a usage one (2). */
+  /* A directory without a trace, like a path that is not there or a file that is not a trace, is a usage
+   * error (2): the PATH named the wrong thing. */
   r = run_pb(ARGS("analyze", g_tmp));
-  assert_one_error_line(r, 1, NULL);
+  assert_one_error_line(r, 2, "no trace.json in this directory");
   r = run_pb(ARGS("analyze", starved_config()));
   assert_one_error_line(r, 2, NULL);
 }
