@@ -474,7 +474,7 @@ int pb_ab(pb_multi *m) {
   int rc = c && cfg ? 0 : PB_EXIT_RUNTIME;
   if (rc) fprintf(stderr, "pipebench: ab: out of memory\n");
   if (!rc) rc = refuse_in_memory_dataset(m, cfg);
-  if (!rc) rc = pb_multi_begin(m, cfg, true);
+  if (!rc) rc = pb_multi_begin(m, NULL, 0, cfg, true);
   if (!rc) {
     c->m = m;
     c->cfg = cfg;

@@ -573,6 +573,12 @@ int pb_gen_if_missing(const pb_config *cfg, bool quiet, bool no_progress) {
 int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
   int rc = check_generable(cfg);
   if (rc) return rc;
+  /* --out first: one that cannot be made fails now, not after the whole dataset was written */
+  if (opts->out_dir && (rc = pb_mkdir_p(opts->out_dir))) {
+    fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory)\n",
+            opts->out_dir, strerror(-rc));
+    return PB_EXIT_RUNTIME;
+  }
   cJSON *spec = spec_json(cfg);
   bool ours = false;
   int existing = check_existing(cfg, opts, spec, &ours);
@@ -586,7 +592,8 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
     return write_summary(cfg, opts, false, files, samples, bytes, 0);
   }
   if ((opts->force || ours) && (rc = remove_generated(cfg->dataset.path))) {
-    fprintf(stderr, "pipebench: %s: cannot remove the old dataset: %s\n", cfg->dataset.path, strerror(-rc));
+    fprintf(stderr, "pipebench: %s: cannot remove the old dataset: %s (expected a directory pipebench can write "
+                    "in)\n", cfg->dataset.path, strerror(-rc));
     cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }

@@ -146,7 +146,11 @@ static int parse_valued(cli *c, int argc, char **argv, int *i) {
     c->sets[c->nsets++] = v;
   } else if ((v = option_value(argc, argv, i, "--data"))) return set_data(c, v);
   else if ((v = option_value(argc, argv, i, "--device"))) return set_device(c, v);
-  else if ((v = option_value(argc, argv, i, "--out"))) c->run.out_dir = v;
+  else if ((v = option_value(argc, argv, i, "--out"))) {
+    c->run.out_dir = v;
+    /* room for the files under it (trial-NNN/report.json and the like): a longer one would be cut */
+    if (strlen(v) > PB_PATH_LEN - 64) return usage_error("--out: \"%s\" is too long (expected at most 4032 bytes)", v);
+  }
   else if ((v = option_value(argc, argv, i, "--seed"))) return set_seed(c, v);
   else if (strcmp(c->command, "tune") == 0 && (v = option_value(argc, argv, i, "--budget-s"))) return set_budget(c, v);
   else if (strcmp(c->command, "tune") == 0 && (v = option_value(argc, argv, i, "--write"))) c->tune.write_file = v;
@@ -164,6 +168,8 @@ static int parse_valued(cli *c, int argc, char **argv, int *i) {
 static int unknown_option(const char *command, const char *a) {
   static const char *const owned[][2] = {
       {"--force", "gen or calibrate"}, {"--budget-s", "tune"}, {"--write", "tune"}};
+  if (strncmp(a, "--force=", 8) == 0 && (strcmp(command, "gen") == 0 || strcmp(command, "calibrate") == 0))
+    return usage_error("--force takes no value (\"%s\"; expected --force alone)", a);
   for (size_t i = 0; i < PB_ARRAY_LEN(owned); i++) {
     size_t len = strlen(owned[i][0]);
     if (strncmp(a, owned[i][0], len) == 0 && (a[len] == '\0' || a[len] == '=')) {

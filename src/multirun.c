@@ -20,9 +20,9 @@ int pb_multi_load(const pb_multi *m, const char *const *sets, int nsets, pb_conf
   return pb_config_load(cfg, m->config_file, all, n, err);
 }
 
-int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data) {
+int pb_multi_begin(pb_multi *m, const char *const *sets, int nsets, pb_config *base, bool needs_real_data) {
   pb_err err;
-  if (pb_multi_load(m, NULL, 0, base, &err)) {
+  if (pb_multi_load(m, sets, nsets, base, &err)) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }

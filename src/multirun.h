@@ -27,9 +27,10 @@ typedef struct pb_multi {
   bool first_notice_shown;
 } pb_multi;
 
-/* Loads the base config, checks it can run, generates a preset's missing dataset (unless every run is
- * synthetic) and makes the output directory.  0, or the exit status after printing one line. */
-int pb_multi_begin(pb_multi *m, pb_config *base, bool needs_real_data);
+/* Loads the base config (with `sets` after the base overrides: sweep's first combination, whose lists may
+ * supply a key the file lacks), checks it can run, generates a preset's missing dataset (unless every run
+ * is synthetic) and makes the output directory.  0, or the exit status after printing one line. */
+int pb_multi_begin(pb_multi *m, const char *const *sets, int nsets, pb_config *base, bool needs_real_data);
 
 /* The config with the base overrides, then `sets` (PATH=VALUE each).  0, or -EINVAL with err set. */
 int pb_multi_load(const pb_multi *m, const char *const *sets, int nsets, pb_config *cfg, pb_err *err);

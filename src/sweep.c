@@ -389,7 +389,10 @@ int pb_sweep(pb_multi *m) {
   if (!rc) rc = check_all(s, cfg);
   /* the base config's own dataset is not generated here: a swept dataset.path may never use it, and
    * prepare_all generates each combination's (the base's among them when a combination uses it) */
-  if (!rc) rc = pb_multi_begin(m, cfg, false);
+  char first_buf[PB_SWEEP_MAX_AXES][320];
+  const char *first[PB_SWEEP_MAX_AXES];
+  if (!rc) trial_sets(s, 0, first_buf, first); /* the base may need a swept key to load at all */
+  if (!rc) rc = pb_multi_begin(m, first, s->naxes, cfg, false);
   if (!rc) rc = prepare_all(s, cfg);
   if (!rc) {
     bool interrupted = false;

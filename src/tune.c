@@ -511,7 +511,7 @@ static bool should_stop(tuner *t, int without_gain) {
   if (t->ntrials >= t->max_trials)
     snprintf(t->stop_reason, sizeof t->stop_reason, "trial limit (%d)", t->max_trials);
   else if (elapsed_s(t) + longest_trial_s(t) > t->budget_s)
-    snprintf(t->stop_reason, sizeof t->stop_reason, "time budget (--budget-s %.0f): another trial would end after it",
+    snprintf(t->stop_reason, sizeof t->stop_reason, "time budget (--budget-s %g): another trial would end after it",
              t->budget_s);
   else if (strcmp(best->rep->bottleneck_stage, "device") == 0 && best->rep->device_idle_pct < 3)
     snprintf(t->stop_reason, sizeof t->stop_reason, "the device is the limit (idle %.1f %%)", best->rep->device_idle_pct);
@@ -902,8 +902,13 @@ static int setup(tuner *t, pb_multi *m, const pb_tune_opts *o) {
   m->base_sets = t->fixed;
   m->nbase_sets = t->nfixed;
   if (!rc && o->write_file) rc = check_writable(o->write_file); /* before the search, not after it */
-  if (!rc) rc = pb_multi_begin(m, t->cfg, !m->run.synthetic);
+  /* the lists are checked on the config before pb_multi_begin generates a dataset or makes a directory */
+  if (!rc && pb_multi_load(m, NULL, 0, t->cfg, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    rc = PB_EXIT_USAGE;
+  }
   if (!rc) rc = find_knobs(t, axes, (const char(*)[PB_CFG_PATH_LEN])canon, naxes);
+  if (!rc) rc = pb_multi_begin(m, NULL, 0, t->cfg, !m->run.synthetic); /* the same config again: the knobs stand */
   free(axes);
   free(canon);
   if (rc) return rc;
@@ -934,7 +939,7 @@ int pb_tune(pb_multi *m, const pb_tune_opts *o) {
     point base;
     base_point(t, &base);
     if (!m->run.quiet)
-      fprintf(stderr, "pipebench: tune: %d knobs, at most %d trials, budget %.0f s, into %s\n", t->nknobs,
+      fprintf(stderr, "pipebench: tune: %d knobs, at most %d trials, budget %g s, into %s\n", t->nknobs,
               t->max_trials, t->budget_s, m->out_dir);
     rc = search(t, &base);
     if (t->ntrials) rc = finish(t, o, rc);

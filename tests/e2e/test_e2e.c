@@ -65,6 +65,8 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(fo), 2, "run: option \"--force\" does not apply (expected it with gen or calibrate)");
   const char *bo[] = {"sweep", "--config", write_config_text("small", k_small), "--budget-s=4", NULL};
   assert_one_error_line(run_pb(bo), 2, "sweep: option \"--budget-s\" does not apply (expected it with tune)");
+  const char *fv[] = {"gen", "--config", write_config_text("small", k_small), "--force=yes", NULL};
+  assert_one_error_line(run_pb(fv), 2, "--force takes no value");
   /* asked for a trace and for none; analyze asked for files with nowhere to write them */
   const char *nt[] = {"--config", write_config_text("small", k_small), "--no-trace", "--format", "json,trace", NULL};
   assert_one_error_line(run_pb(nt), 2, "--no-trace: --format names trace too");
@@ -106,6 +108,10 @@ static void test_gen_refuses_what_it_cannot_write(void **state) {
   assert_one_error_line(run_pb(c), 2, "dataset.record_bytes: 100, not the 64 bytes");
   struct stat st;
   assert_int_equal(stat(data, &st), -1); /* nothing written, not even the directory */
+  /* an --out that cannot be made fails before the dataset is written */
+  const char *d[] = {"gen", "--config", cfg, "--set", "dataset.generate.image.width=8", "--out", cfg, NULL};
+  assert_one_error_line(run_pb(d), 1, "Not a directory (expected a writable directory)");
+  assert_int_equal(stat(data, &st), -1);
 }
 
 static void test_gen_summary(void **state) {

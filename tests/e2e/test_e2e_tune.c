@@ -120,6 +120,14 @@ static void test_sweep_errors(void **state) {
   assert_one_error_line(r, 2, "stages[1].threads=..: stages.aug.threads is the same key");
   r = run_pb(ARGS("sweep", "--config", cfg, "--set", "stages[01].threads=2", "--set", "stages.aug.threads=1,2"));
   assert_one_error_line(r, 2, "stages[01].threads=2: stages.aug.threads is the same key");
+  /* a required key the config file lacks (the batch's size), supplied by a list: every combination
+   * loads, so the sweep runs */
+  const char *sizeless = write_config(
+      "sizeless", "{'name':'sizeless','dataset':{'format':'synthetic','shape':[8],'num_samples':100},"
+      "'stages':[{'type':'batch'}],'device':{'kind':'emulated','step_ms':0},'run':{'steps':4}}");
+  dir = out_dir("sweep-base-needs-list");
+  r = run_pb(ARGS("sweep", "--config", sizeless, "--quiet", "--out", dir, "--set", "stages.batch.size=2,4"));
+  if (r->status != 0) fail_msg("sweep with the size from a list: exit %d: %s", r->status, r->err);
   /* two stages are two keys */
   dir = out_dir("sweep-two-stages");
   r = run_pb(ARGS("sweep", "--config", cfg, "--quiet", "--out", dir, "--set", "stages.aug.threads=1,2", "--set",
@@ -298,8 +306,11 @@ static void test_tune_budget_and_errors(void **state) {
   /* one knob under two spellings (read is stages[0]): the same key listed twice */
   r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,2", "--set", "stages[0].threads=1,2"));
   assert_one_error_line(r, 2, "the same key");
-  r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,x"));
+  /* checked before anything is generated or made: no output directory is left behind */
+  dir = out_dir("tune-bad-list");
+  r = run_pb(ARGS("tune", "--config", cfg, "--out", dir, "--set", "stages.read.threads=1,x"));
   assert_one_error_line(r, 2, "not a count");
+  assert_false(exists(dir));
   r = run_pb(ARGS("tune", "--config", cfg, "--set", "stages.read.threads=1,2000"));
   assert_one_error_line(r, 2, "from 1 to 1024");
   /* --write where nothing can be written: refused before the search, not after it */
