@@ -84,6 +84,7 @@ struct pb_device {
   double step_ms, step_stdev_ms;
   pb_rng rng[PB_MAX_DEVICES];  /* per device: step-time draws are reproducible with the seed */
   atomic_uint next_device;     /* round-robin dealing of copies */
+  atomic_bool cancelled;       /* pb_device_cancel: a step's sleep ends (an error stop, not only a signal) */
   void *impl;                  /* the CUDA implementation's state */
 };
 

@@ -35,12 +35,12 @@ static int emulated_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t
 }
 
 /* The step's sleep, in slices: a long emulated step (step_ms in seconds) must not hold a SIGINT/SIGTERM
- * up for its whole length (CONTRACT: exit 130 promptly, the partial report written).  True when a
- * signal cut it short. */
+ * up for its whole length (CONTRACT: exit 130 promptly, the partial report written), nor a run stopped
+ * by an error (pb_device_cancel).  True when one of them cut it short. */
 #define STEP_SLICE_NS 20000000ull
-static bool sleep_unless_signalled(uint64_t until_ns) {
+static bool sleep_unless_signalled(pb_device *d, uint64_t until_ns) {
   for (uint64_t now = pb_now_ns(); now < until_ns; now = pb_now_ns()) {
-    if (pb_signalled()) return true;
+    if (pb_signalled() || atomic_load(&d->cancelled)) return true;
     pb_sleep_until_ns(until_ns - now > STEP_SLICE_NS ? now + STEP_SLICE_NS : until_ns);
   }
   return false;
@@ -55,7 +55,7 @@ static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t ready
    * host could not have queued it (it was busy elsewhere), and the late start is the host's, as on a
    * GPU whose launch queue ran dry.  Without this, device time would fall ever further behind. */
   uint64_t t0 = ready_ns && ready_ns < now && now - ready_ns < step_ns ? ready_ns : now;
-  if (step_ns && sleep_unless_signalled(t0 + step_ns)) return -ECANCELED; /* the batch counts as in flight */
+  if (step_ns && sleep_unless_signalled(d, t0 + step_ns)) return -ECANCELED; /* the batch counts as in flight */
   *start_ns = t0;
   *end_ns = t0 + step_ns;
   return 0;
@@ -63,9 +63,12 @@ static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t ready
 
 static void emulated_close(pb_device *d) { uv_mutex_destroy(&d->copy_lock); }
 
+static void emulated_cancel(pb_device *d) { atomic_store(&d->cancelled, true); }
+
 static const pb_device_ops emulated_ops = {
     .h2d = emulated_h2d,
     .step = emulated_step,
+    .cancel = emulated_cancel,
     .close = emulated_close,
 };
 

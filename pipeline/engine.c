@@ -276,13 +276,10 @@ static int process_chunk(pb_worker *w, int n) {
     uint64_t t1 = pb_now_ns();
     seg_close(w, t1);
     count_call(w, samples, bytes, t0, t1);
-    if (rc < 0 || w->cancelled) {
-      abandon_inputs(w, i + 1, n);
-      return -ECANCELED;
-    }
-    /* the engine's flag too: a run stopped by an error (pb_engine_fail) ends here, not after the chunk;
-     * what this worker holds for the next stage is handed to flush_out, which counts it in flight */
-    if (atomic_load_explicit(&w->stage->engine->cancelled, memory_order_relaxed)) {
+    /* cancelled (by a failed push or pool wait, or the engine's flag: a run stopped by an error ends here,
+     * not after the chunk): what this worker still holds for the next stage goes to flush_out, which
+     * counts it in flight (a fused map can return before it pushed what it had made) */
+    if (rc < 0 || w->cancelled || atomic_load_explicit(&w->stage->engine->cancelled, memory_order_relaxed)) {
       abandon_inputs(w, i + 1, n);
       flush_out(w);
       return -ECANCELED;

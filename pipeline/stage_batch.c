@@ -231,9 +231,11 @@ void *pb_batch_take_slot(pb_worker *w, pb_stage *batch, const pb_elem *in, void 
   forming *f = st->open;
   uint32_t slot = f->taken++;
   if (f->taken == (uint32_t)batch->cfg->size) st->open = NULL;
+  /* under the lock: a cancel (abandon_forming) may release f->buf as soon as it is let go */
+  void *data = slot_data(st, f, slot);
   uv_mutex_unlock(&st->slot_lock);
   *owner = f;
-  return slot_data(st, f, slot);
+  return data;
 }
 
 static int cmp_u32(const void *a, const void *b) {

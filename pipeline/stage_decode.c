@@ -130,7 +130,7 @@ static int decode_process(pb_worker *w, pb_elem *in) {
   decode_worker *dw = w->state;
   pb_jpeg_decoder *dec = dw->dec;
   pb_err err;
-  int width, height, out_w, out_h;
+  int width = 0, height = 0, out_w, out_h; /* tjDecompressHeader3 can succeed without setting them */
   if (pb_jpeg_header(dec, in->data, in->bytes, &width, &height, &err)) return decode_fail(w, in, NULL, err.msg);
   int64_t max_pixels = w->stage->cfg->max_pixels;
   if (max_pixels > 0 && (int64_t)width * height > max_pixels) { /* refuse before reserving its memory */

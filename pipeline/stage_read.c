@@ -429,7 +429,10 @@ static bool is_one_sample(const pb_engine *e, uint32_t fi) {
 static int read_produce(pb_worker *w, int max) {
   read_worker *rw = w->state;
   int n = 0;
-  while (n < max && !w->cancelled) {
+  /* the engine's flag too: files that fail to open need no buffer and no push, so a run stopped by
+   * their errors (on_error fail, max_errors) would otherwise go on claiming files to the epoch's end */
+  const _Atomic bool *stopped = &w->stage->engine->cancelled;
+  while (n < max && !w->cancelled && !atomic_load_explicit(stopped, memory_order_relaxed)) {
     if (rw->pending) {
       int rc = next_sample(w, rw);
       if (rc < 0) return -ECANCELED;
@@ -448,7 +451,7 @@ static int read_produce(pb_worker *w, int max) {
     if (read_whole(w, fi, epoch) < 0) return -ECANCELED;
     file_done(w);
   }
-  return w->cancelled ? -ECANCELED : n;
+  return w->cancelled || atomic_load_explicit(stopped, memory_order_relaxed) ? -ECANCELED : n;
 }
 
 /* ---------- lifecycle ---------- */

@@ -376,7 +376,9 @@ static int report(run_ctx *c, double cpu0) {
   if (!r->balanced)
     fprintf(stderr, "pipebench: internal error: the sample accounting does not balance (see report)\n");
   bool all_failed = note_all_failed(c, r);
-  if (c->steps.measured_count == 0 && !c->opts->quiet && !all_failed)
+  /* not when the run stopped on an error: that error is the one line to say (pb_run prints it) */
+  bool stopped = all_failed || pb_engine_failed(&c->engine) || c->steps.failed;
+  if (c->steps.measured_count == 0 && !c->opts->quiet && !stopped)
     fprintf(stderr, "pipebench: warning: the run ended before any measured step (%zu steps, %lld warm-up)\n",
             c->steps.n, (long long)c->cfg->run.warmup_steps);
   rc = write_outputs(c, r, rec);

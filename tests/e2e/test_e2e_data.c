@@ -674,6 +674,48 @@ static void test_on_error_fail_stops_early(void **state) {
   double errors = num(rep, "accounting.errors");
   if (errors > 2) fail_msg("%.0f errors: the run went on after the first", errors);
   assert_accounting_balances(rep);
+  /* stopped before any measured step (1,000 warm-up steps), without --quiet: the error is the one line,
+   * not also the warning that the run ended before any measured step */
+  r = run_pb(ARGS("--config", cfg, "--out", dir, "--format", "json", "--set", "run.on_error=fail", "--set",
+                  "run.epochs=200", "--set", "run.warmup_steps=1000"));
+  assert_one_error_line(r, 1, NULL);
+}
+
+/* Files that fail to open need no buffer and no push: the read stage must see the stop itself, or it
+ * goes on claiming files to the end of the epoch (300 errors here, where the first stops the run). */
+static void test_on_error_fail_stops_unopenable_files(void **state) {
+  const char *data = tmp_path("dangling-only");
+  mkdir(data, 0777);
+  for (int i = 100; i < 400; i++) {
+    char link[500];
+    snprintf(link, sizeof link, "%s/img-%d.jpg", data, i);
+    assert_int_equal(symlink("/nonexistent/pb", link), 0);
+  }
+  const char *cfg = write_config("dangling", "{'dataset':{'path':'%s','format':'jpeg'},'stages':[{'type':'read',"
+                                             "'threads':2},{'type':'decode'},{'type':'batch','size':2}],"
+                                             "'device':{'kind':'emulated','step_ms':1},"
+                                             "'run':{'epochs':1,'on_error':'fail'}}", data);
+  const char *dir = tmp_path("dangling-out");
+  result *r = run_pb(ARGS("run", "--config", cfg, "--quiet", "--format", "json", "--out", dir));
+  assert_one_error_line(r, 1, "No such file");
+  cJSON *rep = load_report(dir);
+  double errors = num(rep, "accounting.errors");
+  if (errors > 2) fail_msg("%.0f errors: the read stage went on after the first (one per read thread at most)", errors);
+  assert_accounting_balances(rep);
+}
+
+/* A fused map (the map writes into the batch's slots) stopped while it holds a result it has not handed
+ * on: that sample is in flight, not lost.  The duration stop lands anywhere, so the run is repeated. */
+static void test_fused_map_stop_balances(void **state) {
+  const char *cfg = write_config(
+      "fusestop", "{'dataset':{'format':'synthetic','shape':[48,64,3],'dtype':'uint8'},"
+      "'stages':[{'type':'map','threads':8,'ops':[{'op':'spin','us':30},{'op':'resize','size':24}]},"
+      "{'type':'batch','size':16,'fuse_map':true}],'device':{'kind':'emulated','step_ms':0},"
+      "'run':{'duration_s':0.02,'warmup_steps':0}}");
+  for (int i = 0; i < 10; i++) {
+    cJSON *rep = run_report(cfg, "fusestop", NULL);
+    assert_accounting_balances(rep);
+  }
 }
 
 /* ---------- 8. corrupt TFRecord ---------- */
@@ -954,6 +996,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_raw_and_trailing_partial_record, free_reports),
       cmocka_unit_test_teardown(test_bad_jpegs_skip_fail_and_max_errors, free_reports),
       cmocka_unit_test_teardown(test_on_error_fail_stops_early, free_reports),
+      cmocka_unit_test_teardown(test_on_error_fail_stops_unopenable_files, free_reports),
+      cmocka_unit_test_teardown(test_fused_map_stop_balances, free_reports),
       cmocka_unit_test_teardown(test_corrupt_tfrecord_crc, free_reports),
       cmocka_unit_test_teardown(test_max_pixels_refuses_oversized, free_reports),
       cmocka_unit_test_teardown(test_resize_too_wide_is_a_sample_error, free_reports),

@@ -155,6 +155,41 @@ static void test_cancel_mid_run_balances(void **state) {
   free_run(m);
 }
 
+typedef struct step_call {
+  pb_device *d;
+  int rc;
+} step_call;
+
+static void long_step(void *arg) {
+  step_call *c = arg;
+  pb_elem batch = {.nsamples = 1};
+  uint64_t t0, t1;
+  c->rc = pb_device_step(c->d, 0, &batch, 0, &t0, &t1);
+}
+
+/* A run stopped by an error cancels the device: the emulated step in progress ends then, as it does at a
+ * signal, instead of sleeping out its step_ms (up to an hour). */
+static void test_emulated_step_ends_at_cancel(void **state) {
+  pb_config cfg;
+  pb_err err;
+  if (pb_config_parse(&cfg, "test.json", CFG("{\"type\":\"batch\",\"size\":1}", "\"step_ms\":30000", "\"steps\":1"),
+                      NULL, 0, &err))
+    fail_msg("config: %s", err.msg);
+  pb_device d;
+  char notice[128];
+  assert_int_equal(pb_device_open(&d, &cfg, PB_DEVICE_EMULATED, notice, sizeof notice, &err), 0);
+  step_call c = {.d = &d};
+  uint64_t t0 = pb_now_ns();
+  uv_thread_t th;
+  assert_int_equal(uv_thread_create(&th, long_step, &c), 0);
+  pb_sleep_until_ns(t0 + 50000000ull);
+  pb_device_cancel(&d);
+  uv_thread_join(&th);
+  assert_int_equal(c.rc, -ECANCELED);
+  assert_true(pb_now_ns() - t0 < 5000000000ull); /* 30 s if the cancel were not seen */
+  pb_device_close(&d);
+}
+
 /* --data synthetic skips per-sample stages: the source emits the shape after the last one. */
 static void test_synthetic_mode_skips_per_sample_stages(void **state) {
   const char *cfg = "{\"dataset\":{\"format\":\"synthetic\",\"shape\":[64]},\"stages\":["
@@ -577,6 +612,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_batch_keep_one_remainder),
       cmocka_unit_test(test_steps_stop_counts_in_flight),
       cmocka_unit_test(test_cancel_mid_run_balances),
+      cmocka_unit_test(test_emulated_step_ends_at_cancel),
       cmocka_unit_test(test_synthetic_mode_skips_per_sample_stages),
       cmocka_unit_test(test_counters_clip_to_window),
       cmocka_unit_test(test_multi_device_window),
