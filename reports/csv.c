@@ -8,7 +8,7 @@
 
 #include "metrics.h"
 
-static void put_field(FILE *f, const char *s) {
+void pb_csv_put_field(FILE *f, const char *s) {
   if (!strpbrk(s, ",\"\r\n")) {
     fputs(s, f);
     return;
@@ -23,7 +23,7 @@ static void put_field(FILE *f, const char *s) {
 
 /* A JSON scalar as a cell: numbers as report.json prints them, null as empty, booleans as 1/0. */
 static void put_value(FILE *f, const cJSON *v) {
-  if (cJSON_IsString(v)) put_field(f, v->valuestring);
+  if (cJSON_IsString(v)) pb_csv_put_field(f, v->valuestring);
   else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "1" : "0", f);
   else if (cJSON_IsNumber(v)) {
     char *text = cJSON_PrintUnformatted(v);

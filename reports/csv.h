@@ -4,6 +4,8 @@
 #ifndef PB_CSV_H
 #define PB_CSV_H
 
+#include <stdio.h>
+
 #include "record.h"
 #include "report.h"
 
@@ -15,5 +17,8 @@ int pb_csv_write_stages(const pb_report *r, const char *path);
  * the run started, and the step's breakdown (input_wait, h2d, compute, other) as report.json's means
  * take it.  0 or -errno. */
 int pb_csv_write_steps(const pb_record *rec, const char *path);
+
+/* One cell: as it is, or quoted (RFC 4180) when it holds a comma, a quote or a line break. */
+void pb_csv_put_field(FILE *f, const char *s);
 
 #endif

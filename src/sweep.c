@@ -4,11 +4,13 @@
 #include "sweep.h"
 #include "json_text.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv.h"
 #include "engine.h"
 #include "gen.h"
 
@@ -221,7 +223,10 @@ static void print_table(const sweep *s, FILE *out) {
     }
     fprintf(out, " %12s %8s %8s  %-14s%s\n", fmt_num(b1, sizeof b1, "%.1f", r->samples_per_s),
             fmt_num(b2, sizeof b2, "%.1f", r->device_idle_pct), fmt_num(b3, sizeof b3, "%.1f", r->accelerator_utilization_pct),
-            pb_multi_bottleneck(r), t == s->best ? "  <- best" : s->status[t] ? "  (failed)" : "");
+            pb_multi_bottleneck(r), t == s->best              ? "  <- best"
+                                    : s->status[t] == PB_EXIT_INTERRUPTED ? "  (interrupted)"
+                                    : s->status[t]                        ? "  (failed)"
+                                                                          : "");
   }
 }
 
@@ -237,17 +242,24 @@ static int write_csv(const sweep *s) {
   snprintf(path, sizeof path, "%s/sweep.csv", s->m->out_dir);
   FILE *f = fopen(path, "w");
   if (!f) {
-    fprintf(stderr, "pipebench: %s: cannot write the table\n", path);
+    fprintf(stderr, "pipebench: %s: cannot write the table: %s (expected a writable output directory)\n", path,
+            strerror(errno));
     return PB_EXIT_RUNTIME;
   }
   fprintf(f, "trial");
-  for (int a = 0; a < s->naxes; a++) fprintf(f, ",%s", s->axes[a].path);
+  for (int a = 0; a < s->naxes; a++) {
+    fputc(',', f);
+    pb_csv_put_field(f, s->axes[a].path);
+  }
   fprintf(f, ",status,samples_per_s,batches_per_s,device_idle_pct,accelerator_utilization_pct,bottleneck,best\n");
   for (int t = 0; t < s->ntrials; t++) {
     if (s->status[t] < 0) continue;
     const pb_report *r = &s->reports[t];
     fprintf(f, "%d", t + 1);
-    for (int a = 0; a < s->naxes; a++) fprintf(f, ",%s", s->axes[a].values[value_index(s, t, a)]);
+    for (int a = 0; a < s->naxes; a++) { /* a swept dataset.path may hold a comma or a line break */
+      fputc(',', f);
+      pb_csv_put_field(f, s->axes[a].values[value_index(s, t, a)]);
+    }
     fprintf(f, ",%d", s->status[t]);
     csv_num(f, ran(s, t) ? r->samples_per_s : NAN, 1);
     csv_num(f, ran(s, t) ? r->batches_per_s : NAN, 1);
@@ -315,7 +327,7 @@ static int run_trial(sweep *s, int t, pb_config *cfg) {
     char b[32];
     fprintf(stderr, "pipebench: sweep: trial %d/%d %s: %.1f s, %s samples/s%s\n", t + 1, s->ntrials, line,
             (double)(pb_now_ns() - t0) / 1e9, fmt_num(b, sizeof b, "%.1f", s->reports[t].samples_per_s),
-            rc ? " (failed)" : "");
+            rc == PB_EXIT_INTERRUPTED ? " (interrupted)" : rc ? " (failed)" : "");
   }
   return rc;
 }

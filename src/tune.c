@@ -468,7 +468,8 @@ static void show_trial(const tuner *t, const trial *tr) {
   point_text(t, &tr->p, pt, sizeof pt);
   fprintf(stderr, "pipebench: tune: trial %d, %s: %s\n", t->ntrials, tr->change, pt);
   if (tr->status)
-    fprintf(stderr, "pipebench: tune:   failed (exit %d) after %.1f s\n", tr->status, tr->wall_s);
+    fprintf(stderr, "pipebench: tune:   %s (exit %d) after %.1f s\n",
+            tr->status == PB_EXIT_INTERRUPTED ? "interrupted" : "failed", tr->status, tr->wall_s);
   else
     fprintf(stderr, "pipebench: tune:   predicted %s, measured %.1f samples/s%s, %.1f s; bottleneck %s\n", pred,
             measured(tr), err, tr->wall_s, pb_multi_bottleneck(tr->rep));
@@ -797,6 +798,7 @@ static void print_table(const tuner *t, FILE *out) {
   for (int i = 0; i < t->ntrials; i++) {
     const trial *tr = &t->trials[i];
     char pred[32] = "-", meas[32] = "failed", err[32] = "-";
+    if (tr->status == PB_EXIT_INTERRUPTED) snprintf(meas, sizeof meas, "interrupted");
     if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%.1f", tr->predicted);
     if (!isnan(measured(tr))) snprintf(meas, sizeof meas, "%.1f", measured(tr));
     if (!isnan(error_pct(tr))) snprintf(err, sizeof err, "%+.1f", error_pct(tr));

@@ -128,6 +128,15 @@ static void test_sweep_errors(void **state) {
   dir = out_dir("sweep-base-needs-list");
   r = run_pb(ARGS("sweep", "--config", sizeless, "--quiet", "--out", dir, "--set", "stages.batch.size=2,4"));
   if (r->status != 0) fail_msg("sweep with the size from a list: exit %d: %s", r->status, r->err);
+  /* sweep.csv quotes a value that holds a quote (RFC 4180), so every row stays one record */
+  char csv[4096];
+  dir = out_dir("sweep-quoted");
+  r = run_pb(ARGS("sweep", "--config", sizeless, "--quiet", "--out", dir, "--set", "stages.batch.size=2",
+                  "--set", "name=say\"hi\",plain"));
+  if (r->status != 0) fail_msg("sweep over names: exit %d: %s", r->status, r->err);
+  read_text(file_in(dir, "sweep.csv"), csv, sizeof csv);
+  if (!strstr(csv, "\n1,\"say\"\"hi\"\"\",") || !strstr(csv, "\n2,plain,"))
+    fail_msg("sweep.csv does not quote the name: %s", csv);
   /* two stages are two keys */
   dir = out_dir("sweep-two-stages");
   r = run_pb(ARGS("sweep", "--config", cfg, "--quiet", "--out", dir, "--set", "stages.aug.threads=1,2", "--set",
