@@ -178,6 +178,10 @@ static int unknown_option(const char *command, const char *a) {
       return PB_EXIT_USAGE;
     }
   }
+  if (is_command(a)) { /* a command name (known, so safe to print) placed after the options */
+    fprintf(stderr, "pipebench: \"%s\" is a command: it comes first (expected pipebench %s --config FILE ...)\n", a, a);
+    return PB_EXIT_USAGE;
+  }
   return usage_error("unknown option \"%s\" (expected an option that pipebench --help lists)", a);
 }
 
@@ -224,7 +228,8 @@ static int run_only_arg(const char *command, const char *a) {
   int i = option_index(a, refused, PB_ARRAY_LEN(refused));
   if (i < 0 || !(mask & (1u << i))) return 0;
   fprintf(stderr, "pipebench: %s: option \"%s\" does not apply (expected it with %s)\n", command, refused[i],
-          i < 4 ? "run, ab, tune or sweep" : "a command that writes files");
+          i < 3 ? "run, ab, tune or sweep" : i == 3 ? "run, ab, tune, sweep, validate or gen"
+                                                    : "a command that writes files");
   return PB_EXIT_USAGE;
 }
 
@@ -280,7 +285,9 @@ static int validate_plan(const pb_config *cfg) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }
-  return pb_run_plan_memory(cfg, false, true);
+  /* a plan that cannot be made yet is fine only when run will generate the dataset first; without a
+   * generate section, run refuses a dataset.path that lists nothing, and so does validate */
+  return pb_run_plan_memory(cfg, false, cfg->dataset.generate.present);
 }
 
 static int cmd_validate(const pb_config *cfg, bool quiet) {

@@ -350,14 +350,15 @@ static int finish(sweep *s, int rc, bool interrupted) {
   pick_best(s);
   cJSON *json = sweep_json(s, interrupted);
   int wrc = pb_multi_write_json(s->m, "sweep.json", json);
-  if (!wrc) wrc = write_csv(s);
+  int crc = write_csv(s); /* attempted whatever sweep.json did */
+  if (!wrc) wrc = crc;
   if (s->m->run.json_stdout) {
     char *text = pb_json_print(json, true);
     if (text) printf("%s\n", text);
     free(text);
-  } else if (!s->m->run.quiet) {
+  } else if (!s->m->run.quiet && (s->m->run.formats & PB_FMT_TEXT)) { /* --format without text: no table */
     print_table(s, stdout);
-    printf("\nsweep: %s/sweep.csv, %s/sweep.json\n", s->m->out_dir, s->m->out_dir);
+    if (!wrc) printf("\nsweep: %s/sweep.csv, %s/sweep.json\n", s->m->out_dir, s->m->out_dir);
   }
   cJSON_Delete(json);
   return rc ? rc : wrc;

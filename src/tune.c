@@ -853,7 +853,7 @@ static int finish(tuner *t, const pb_tune_opts *o, int rc) {
     char *text = pb_json_print(json, true);
     if (text) printf("%s\n", text);
     free(text);
-  } else if (!t->m->run.quiet && have) {
+  } else if (!t->m->run.quiet && have && (t->m->run.formats & PB_FMT_TEXT)) { /* --format without text: none */
     print_summary(t, o->write_file && !user_rc ? o->write_file : !wrc ? tuned : NULL, stdout);
   }
   cJSON_Delete(json);

@@ -65,6 +65,15 @@ static void test_usage_errors(void **state) {
   assert_one_error_line(run_pb(fo), 2, "run: option \"--force\" does not apply (expected it with gen or calibrate)");
   const char *bo[] = {"sweep", "--config", write_config_text("small", k_small), "--budget-s=4", NULL};
   assert_one_error_line(run_pb(bo), 2, "sweep: option \"--budget-s\" does not apply (expected it with tune)");
+  const char *cl[] = {"--config", write_config_text("small", k_small), "validate", NULL};
+  assert_one_error_line(run_pb(cl), 2, "\"validate\" is a command: it comes first");
+  /* validate refuses what run refuses: a dataset.path that lists nothing, with nothing to generate it */
+  static char nodata[600];
+  snprintf(nodata, sizeof nodata,
+           "{\"dataset\":{\"path\":\"%s/no-such-dataset\",\"format\":\"jpeg\"},\"stages\":[{\"type\":\"read\"},"
+           "{\"type\":\"decode\"},{\"type\":\"batch\",\"size\":2}],\"device\":{\"kind\":\"emulated\"}}", g_tmp);
+  const char *vd[] = {"validate", "--config", write_config_text("nodata", nodata), NULL};
+  assert_one_error_line(run_pb(vd), 2, "no-such-dataset: No such file or directory");
   const char *fv[] = {"gen", "--config", write_config_text("small", k_small), "--force=yes", NULL};
   assert_one_error_line(run_pb(fv), 2, "--force takes no value");
   /* asked for a trace and for none; analyze asked for files with nowhere to write them */

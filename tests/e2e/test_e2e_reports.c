@@ -227,6 +227,12 @@ static void test_sweep_writes_html(void **state) {
   char trial[600];
   snprintf(trial, sizeof trial, "%s/trial-002", dir);
   assert_string_equal(str(html_data(trial), "kind"), "run");
+  /* --format without text: the files, and no table on stdout */
+  dir = out_dir("sweep-json-only");
+  r = run_pb(ARGS("sweep", "--config", cfg, "--out", dir, "--format", "json", "--data", "synthetic", "--set",
+                  "stages.aug.threads=1,2"));
+  if (r->status != 0) fail_msg("sweep --format json: exit %d: %s", r->status, r->err);
+  assert_string_equal(r->out, "");
 }
 
 static int setup(void **state) { return e2e_make_tmp("pb-e2e-reports"); }
