@@ -272,10 +272,26 @@ static int run_fused_tail(map_ctx *c, int k) {
   return rc < 0 ? rc : 0;
 }
 
+/* spin and sleep (up to 10 s each) in slices of 20 ms: a stop (a signal, or an error that cancelled the
+ * engine) must not wait for the rest of one.  -ECANCELED when one came. */
+#define TIMED_OP_SLICE_NS 20000000ull
+static int timed_op(map_ctx *c, const pb_op_cfg *op) {
+  const _Atomic bool *stopped = &c->w->stage->engine->cancelled;
+  uint64_t left_ns = (uint64_t)op->us * 1000u, end_ns = pb_now_ns() + left_ns; /* sleep: an absolute end */
+  while (left_ns) {
+    uint64_t slice_ns = PB_MIN(left_ns, TIMED_OP_SLICE_NS);
+    if (op->kind == PB_OP_SPIN) pb_spin_cpu_ns(slice_ns);
+    else pb_sleep_until_ns(PB_MIN(end_ns, pb_now_ns() + slice_ns));
+    left_ns = op->kind == PB_OP_SPIN ? left_ns - slice_ns : end_ns > pb_now_ns() ? end_ns - pb_now_ns() : 0;
+    if (left_ns && (pb_signalled() || atomic_load_explicit(stopped, memory_order_relaxed))) return -ECANCELED;
+  }
+  return 0;
+}
+
 static int run_op(map_ctx *c, const pb_op_cfg *op, int k) {
   switch (op->kind) {
-    case PB_OP_SPIN: pb_spin_cpu_ns((uint64_t)op->us * 1000u); return 0;
-    case PB_OP_SLEEP: pb_sleep_until_ns(pb_now_ns() + (uint64_t)op->us * 1000u); return 0;
+    case PB_OP_SPIN:
+    case PB_OP_SLEEP: return timed_op(c, op);
     case PB_OP_FLIP: return run_flip(c, op, k);
     default:
       if (!pb_op_makes_new_image(op)) return 0; /* normalize to uint8, or on_device: nothing on the host */

@@ -163,6 +163,23 @@ static void test_long_step(void **state) {
   interrupted_report(out);
 }
 
+/* A map op of seconds (sleep or spin, up to 10 s each) does not hold a signal up either: it runs in
+ * slices and ends at one, its sample in flight. */
+static void test_long_map_ops(void **state) {
+  static const char *ops[] = {"sleep", "spin"};
+  for (int i = 0; i < 2; i++) {
+    child c;
+    char name[32], set[64];
+    snprintf(name, sizeof name, "longop-%s", ops[i]);
+    snprintf(set, sizeof set, "stages.aug.ops=[{\"op\":\"%s\",\"us\":8000000}]", ops[i]);
+    const char *out = out_dir(name);
+    start(&c, ARGS("run", "--config", write_config(name, k_steady, 0), "--quiet", "--out", out, "--set", set));
+    usleep(700 * 1000);
+    expect_quick_130(signal_and_wait(&c, SIGTERM), ops[i]);
+    interrupted_report(out);
+  }
+}
+
 /* `timeout -s INT` sends the signal to the process and then to its process group: two deliveries a few
  * microseconds apart are one event, and the partial report must still be written. */
 static void test_double_delivery(void **state) {
@@ -238,6 +255,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_measuring_sigterm, free_reports),
       cmocka_unit_test_teardown(test_double_delivery, free_reports),
       cmocka_unit_test_teardown(test_long_step, free_reports),
+      cmocka_unit_test_teardown(test_long_map_ops, free_reports),
       cmocka_unit_test_teardown(test_report_writing, free_reports),
       cmocka_unit_test_teardown(test_second_signal_is_immediate, free_reports),
   };
