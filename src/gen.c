@@ -570,6 +570,14 @@ int pb_gen_if_missing(const pb_config *cfg, bool quiet, bool no_progress) {
   return pb_gen(cfg, &g);
 }
 
+/* Do a and b name one directory (both existing: the same device and inode)?  Spelling differs easily
+ * (data/x, ./data/x/, a symlink). */
+static bool same_directory(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
   int rc = check_generable(cfg);
   if (rc) return rc;
@@ -578,6 +586,11 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
     fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory)\n",
             opts->out_dir, strerror(-rc));
     return PB_EXIT_RUNTIME;
+  }
+  if (opts->out_dir && same_directory(opts->out_dir, cfg->dataset.path)) { /* both exist now, if they are one */
+    fprintf(stderr, "pipebench: %s: --out is the dataset's own directory (expected another directory: gen.json "
+                    "there would be read as a sample)\n", opts->out_dir);
+    return PB_EXIT_USAGE;
   }
   cJSON *spec = spec_json(cfg);
   bool ours = false;

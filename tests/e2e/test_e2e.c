@@ -150,6 +150,13 @@ static void test_gen_summary(void **state) {
   assert_float_equal(num(o, "samples"), 6, 0);
   const char *b[] = {"gen", "--config", cfg, "--format", "html", NULL};
   assert_one_error_line(run_pb(b), 2, "html");
+  /* --out naming the dataset's directory (spelt otherwise): gen.json would be read as a sample */
+  char data_dir[600];
+  snprintf(data_dir, sizeof data_dir, "%s/./gs-data/", g_tmp);
+  const char *c[] = {"gen", "--config", cfg, "--out", data_dir, NULL};
+  assert_one_error_line(run_pb(c), 2, "--out is the dataset's own directory");
+  snprintf(path, sizeof path, "%s/gs-data/gen.json", g_tmp);
+  assert_int_equal(access(path, F_OK), -1);
 }
 
 /* ---------- bad configs: exit 2, one line naming the JSON path ---------- */
