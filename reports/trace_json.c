@@ -1520,6 +1520,11 @@ static int load_stream(loader *l, FILE *f) {
           state = AFTER;
           break;
         }
+        if (strcmp(line, "]") == 0) { /* "]}" cut short, or "]" then "}" split by an editor */
+          rc = bad(l, "the event list ends with ] alone (expected ]} on the last line; is the trace truncated?)");
+          state = AFTER;
+          break;
+        }
         if (!need_event && any_event) {
           rc = bad(l, "an event follows one without a ',' (expected one event per line, each but the last "
                       "followed by ',')");

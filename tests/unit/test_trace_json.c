@@ -528,6 +528,7 @@ static void test_errors(void **state) {
   snprintf(want, sizeof want, "line %d: not a JSON object", line);
   assert_int_equal(load_expect(f, text, (size_t)(cut - text), want), -EINVAL);
   assert_int_equal(load_expect(f, text, len - 3, "the file ends early"), -EINVAL); /* without "]}\n" */
+  assert_int_equal(load_expect(f, text, len - 2, "ends with ] alone"), -EINVAL); /* without "}\n" */
   char *nl = strchr(strchr(text, '\n') + 1, '\n'); /* header line cut */
   assert_int_equal(load_expect(f, text, (size_t)(nl - text) - 20, "line 2:"), -EINVAL);
   /* one worker event missing: the counts no longer match the header */
