@@ -39,21 +39,11 @@ size_t pb_utf8_copy(char *dst, size_t cap, const char *src) {
   return n;
 }
 
-/* A new copy of s with each invalid byte replaced by U+FFFD (3 bytes). */
+/* A new copy of s with each invalid byte replaced by U+FFFD (3 bytes, so 3x the length is room enough). */
 static char *fixed_copy(const char *s) {
-  char *out = malloc(3 * strlen(s) + 1), *o = out;
-  if (!out) return NULL;
-  for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    size_t n = pb_utf8_char_bytes(p);
-    if (n) {
-      memcpy(o, p, n);
-      o += n, p += n;
-    } else {
-      memcpy(o, "\xEF\xBF\xBD", 3);
-      o += 3, p++;
-    }
-  }
-  *o = '\0';
+  size_t cap = 3 * strlen(s) + 1;
+  char *out = malloc(cap);
+  if (out) pb_utf8_copy(out, cap, s);
   return out;
 }
 
