@@ -15,7 +15,6 @@ typedef struct cache_state {
   size_t count, capacity;
   uint64_t bytes;        /* payload copies plus their entries */
   uint64_t budget_bytes; /* what limits.max_memory_mb leaves the cache after the other stages' buffers */
-  bool incomplete;       /* a sample of the first epoch could not be kept: never replayed */
 } cache_state;
 
 /* Samples in one epoch, for the memory plan.  A generated dataset: num_files x samples_per_file, from
@@ -80,10 +79,6 @@ static int store(cache_state *st, const pb_elem *in) {
 static int cache_process(pb_worker *w, pb_elem *in) {
   cache_state *st = w->state;
   char msg[300];
-  if (st->incomplete) { /* the run is stopping on that error: the rest of the chunk is in flight, not more */
-    pb_worker_abandon(w, in);
-    return -ECANCELED;
-  }
   if (st->bytes + in->bytes + sizeof *in > st->budget_bytes) {
     /* the plan's estimate was low (e.g. a TFRecord file holds many samples): stop rather than grow past
      * the limit, or replay a cache that lost samples */
@@ -91,12 +86,10 @@ static int cache_process(pb_worker *w, pb_elem *in) {
              "the first epoch does not fit the cache: over %.0f MB after %zu samples, what limits.max_memory_mb "
              "leaves it (expected a larger limit, or the cache after a stage with smaller samples)",
              (double)st->budget_bytes / 1e6, st->count);
-    st->incomplete = true;
     pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index), msg, true);
     return 0;
   }
   if (store(st, in)) {
-    st->incomplete = true;
     pb_worker_error(w, in, pb_engine_file_path(w->stage->engine, in->file_index),
                     "out of memory for the cache (expected a dataset that fits in memory)", true);
     return 0;
@@ -109,8 +102,9 @@ static int cache_flush(pb_worker *w) {
   cache_state *st = w->state;
   const pb_config *cfg = w->stage->engine->cfg;
   uint64_t epochs = cfg->run.stop == PB_STOP_EPOCHS ? (uint64_t)cfg->run.epochs : UINT64_MAX;
-  /* a cache that lost part of the epoch ends the run (the error above cancels it); never replay a part */
-  if (st->incomplete || pb_engine_failed(w->stage->engine)) return 0;
+  /* a cache that lost part of the epoch failed the run (cache_process's fatal errors, which also cancel the
+   * engine, so no more of the chunk comes here): never replay a part */
+  if (pb_engine_failed(w->stage->engine)) return 0;
   for (uint64_t epoch = 1; epoch < epochs && st->count && !w->cancelled; epoch++) {
     for (size_t i = 0; i < st->count; i++) {
       pb_elem e = st->entries[i];
