@@ -16,6 +16,7 @@
 #include <jpeglib.h>
 
 #include "jpeg.h"
+#include "jpeg_huff.h"
 
 typedef struct region_err {
   struct jpeg_error_mgr pub;
@@ -26,6 +27,7 @@ typedef struct region_err {
 struct pb_jpeg_region {
   struct jpeg_decompress_struct cinfo;
   region_err err;
+  pb_jpeg_huff *huff; /* the entropy decoder put in libjpeg's place (jpeg_huff.c) */
 };
 
 static void on_error(j_common_ptr c) {
@@ -42,11 +44,17 @@ static void on_message(j_common_ptr c, int level) {
 int pb_jpeg_region_init(pb_jpeg_region **r, pb_err *err) {
   *r = calloc(1, sizeof **r);
   if (!*r) return pb_err_set(err, "jpeg region decoder: out of memory"), -ENOMEM;
+  if (!((*r)->huff = pb_jpeg_huff_new())) {
+    free(*r);
+    *r = NULL;
+    return pb_err_set(err, "jpeg region decoder: out of memory"), -ENOMEM;
+  }
   (*r)->cinfo.err = jpeg_std_error(&(*r)->err.pub);
   (*r)->err.pub.error_exit = on_error;
   (*r)->err.pub.emit_message = on_message;
   if (setjmp((*r)->err.jump)) {
     pb_err_set(err, "jpeg region decoder: %s", (*r)->err.msg);
+    pb_jpeg_huff_free((*r)->huff);
     free(*r);
     *r = NULL;
     return -ENOMEM;
@@ -58,6 +66,7 @@ int pb_jpeg_region_init(pb_jpeg_region **r, pb_err *err) {
 void pb_jpeg_region_free(pb_jpeg_region *r) {
   if (!r) return;
   jpeg_destroy_decompress(&r->cinfo);
+  pb_jpeg_huff_free(r->huff);
   free(r);
 }
 
@@ -104,6 +113,7 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   c->dct_method = JDCT_ISLOW;
   c->do_fancy_upsampling = TRUE;
   jpeg_start_decompress(c);
+  pb_jpeg_huff_attach(r->huff, c); /* when the file is one it decodes; else libjpeg's own decoder */
   if (rect->x < 0 || rect->y < 0 || rect->w <= 0 || rect->h <= 0 || (JDIMENSION)(rect->x + rect->w) > c->output_width ||
       (JDIMENSION)(rect->y + rect->h) > c->output_height)
     return pb_err_set(err, "region %dx%d at (%d, %d) outside the %ux%u image (expected inside it)", rect->w, rect->h,

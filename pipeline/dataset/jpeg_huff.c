@@ -1,0 +1,322 @@
+/* A faster Huffman decoder for baseline JPEGs, put in libjpeg's place (jpeg_huff.h).
+ *
+ * Why: in a fused decode (jpeg_region.c) libjpeg-turbo's entropy decoding is about two thirds of the
+ * time; IDCT, upsampling and colour conversion, already SIMD, are the rest.  Its fast path looks a
+ * symbol up 8 bits at a time, then reads the value's bits and sign-extends them in separate steps, and
+ * loads the bit buffer a byte at a time, testing each for 0xFF.  This one:
+ *  - looks up LOOK_BITS at once, and for the usual short code whose value bits fit in the same
+ *    window, gets run, value and length from one table entry (as stb_image's fast AC table does);
+ *  - refills 7 bytes at a time from one 8-byte load when none of them is 0xFF (one test for all).
+ * The coefficients are exactly libjpeg's, in the same (natural) order, into the blocks libjpeg's
+ * coefficient controller hands over, so libjpeg computes every pixel as it would have.
+ *
+ * How it plugs in: libjpeg calls cinfo->entropy->decode_mcu (jpegint.h, unchanged since IJG 6b) for
+ * each MCU; pb_jpeg_huff_attach points it here after jpeg_start_decompress, when libjpeg has checked
+ * the tables and the scan header and decoded nothing yet.
+ *
+ * Where it differs from libjpeg on broken data: a bit pattern that is no code of the table is an error
+ * here ("bad Huffman code"), as it is in libjpeg's careful path; libjpeg's fast path (used until the
+ * last few KB of a file) decodes it as a zero instead.  Everything else (data cut short by a marker or
+ * the end, FF FF .. 00 read as one FF byte, a run past coefficient 63) follows libjpeg's careful path.
+ * (libjpeg-turbo's fast path first takes that FF FF for a marker, decodes the MCU from zero bits, then
+ * decodes it again the careful way into blocks it does not zero again: that one MCU keeps stale
+ * coefficients.  Not here.)  Files with restart intervals stay with libjpeg's decoder. */
+#include "jpeg_huff.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jerror.h>
+#include <jpegint.h>
+
+/* The lookup window.  10 bits hold most codes of a q75-q95 photo together with their value bits;
+ * the tables (6 KB each, two used per component class) stay in L1. */
+#define LOOK_BITS 10
+#define LOOK_SIZE (1 << LOOK_BITS)
+#define NTABLES (2 * NUM_HUFF_TBLS) /* DC 0-3, AC 4-7 */
+
+typedef struct huff_table {
+  int32_t fast[LOOK_SIZE];  /* code and value bits within the window: value << 16 | run << 8 | bits; 0 if not */
+  uint16_t look[LOOK_SIZE]; /* a code of at most LOOK_BITS: length << 8 | symbol; 0: a longer code (or none) */
+  int32_t maxcode[18];      /* the largest code of each length (-1: none); maxcode[17] stops the search */
+  int32_t valoffset[18];    /* the symbol of code x of length l is huffval[x + valoffset[l]] */
+  uint8_t huffval[256];
+  uint8_t key_bits[17]; /* what it was built from: most datasets use one set of tables for every file */
+  bool built;
+} huff_table;
+
+/* The bit reader: acc holds the next bits, the first in its top bit; nbits of them are valid, and of
+ * those the last nfake are zeros added after the data ended (a marker, or the end of the buffer).
+ * Using one of those is libjpeg's "premature end of data segment". */
+typedef struct bitreader {
+  uint64_t acc;
+  const uint8_t *p, *end;
+  int nbits, nfake;
+  bool stopped; /* a marker or the end was reached: only zeros from here */
+} bitreader;
+
+struct pb_jpeg_huff {
+  huff_table tables[NTABLES];
+  const huff_table *dc[D_MAX_BLOCKS_IN_MCU], *ac[D_MAX_BLOCKS_IN_MCU];
+  int comp[D_MAX_BLOCKS_IN_MCU]; /* the block's component, an index into cur_comp_info */
+  bool dc_needed[D_MAX_BLOCKS_IN_MCU], ac_needed[D_MAX_BLOCKS_IN_MCU];
+  int last_dc[MAX_COMPS_IN_SCAN];
+  bitreader br;
+  JCOEF scratch[DCTSIZE2]; /* where discarded coefficients go (a skipped row, a component not needed) */
+};
+
+/* Zigzag to natural order, with 16 extra entries: corrupt data can run k past 63, and libjpeg then
+ * writes coefficient 63 (its jpeg_natural_order has the same padding). */
+static const uint8_t natural_order[DCTSIZE2 + 16] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
+    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
+    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+
+static atomic_int allowed = 1;
+
+void pb_jpeg_huff_allow(bool on) { atomic_store(&allowed, on ? 1 : 0); }
+
+pb_jpeg_huff *pb_jpeg_huff_new(void) { return calloc(1, sizeof(pb_jpeg_huff)); }
+
+void pb_jpeg_huff_free(pb_jpeg_huff *h) { free(h); }
+
+/* F.12: the value of the s bits x (s >= 1): the upper half positive, the lower half negative. */
+static inline int extend(int x, int s) { return x < (1 << (s - 1)) ? x - (1 << s) + 1 : x; }
+
+/* ---- tables ---- */
+
+/* The canonical codes of a table (C.2), as libjpeg's jpeg_make_d_derived_tbl builds them; libjpeg has
+ * already refused a table whose codes overflow, so this only guards its own arrays. */
+static void build_table(huff_table *t, const JHUFF_TBL *src, bool is_dc) {
+  memset(t->fast, 0, sizeof t->fast);
+  memset(t->look, 0, sizeof t->look);
+  memcpy(t->huffval, src->huffval, sizeof t->huffval);
+  memcpy(t->key_bits, src->bits, sizeof t->key_bits);
+  int32_t code = 0;
+  int p = 0;
+  for (int len = 1; len <= 16; len++) {
+    int n = src->bits[len];
+    t->valoffset[len] = p - code;
+    for (int i = 0; i < n && p < 256; i++, p++, code++) {
+      if (len > LOOK_BITS) continue;
+      int sym = src->huffval[p], fill_bits = LOOK_BITS - len;
+      int run = is_dc ? 0 : sym >> 4, s = is_dc ? sym : sym & 15;
+      for (int fill = 0; fill < (1 << fill_bits); fill++) {
+        int idx = (code << fill_bits) | fill;
+        if (idx >= LOOK_SIZE) break; /* cannot happen with a table libjpeg accepted */
+        t->look[idx] = (uint16_t)(len << 8 | sym);
+        /* the value's bits follow the code inside the window: one lookup does both (an AC end of
+         * block or run of 16 zeros, s = 0, stays with the symbol path) */
+        if (s <= 15 && len + s <= LOOK_BITS && (s > 0 || is_dc)) {
+          int value = s ? extend(fill >> (fill_bits - s), s) : 0;
+          t->fast[idx] = (int32_t)((uint32_t)value << 16) | run << 8 | (len + s);
+        }
+      }
+    }
+    t->maxcode[len] = n ? code - 1 : -1;
+    code <<= 1;
+  }
+  t->maxcode[17] = INT32_MAX;
+  t->built = true;
+}
+
+static const huff_table *table_for(pb_jpeg_huff *h, const JHUFF_TBL *src, int slot, bool is_dc) {
+  huff_table *t = &h->tables[slot];
+  if (!t->built || memcmp(t->key_bits, src->bits, sizeof t->key_bits) ||
+      memcmp(t->huffval, src->huffval, sizeof t->huffval))
+    build_table(t, src, is_dc);
+  return t;
+}
+
+/* ---- the bit reader ---- */
+
+/* Byte by byte, as libjpeg's jpeg_fill_bit_buffer: FF 00 is an FF data byte (so is FF FF .. 00), any
+ * other FF xx a marker, which ends the data; then zeros. */
+static void refill_careful(bitreader *b) {
+  b->acc &= b->nbits ? ~0ull << (64 - b->nbits) : 0; /* drop what the quick refill put past nbits */
+  while (b->nbits <= 56) {
+    if (!b->stopped) {
+      if (b->p >= b->end) {
+        b->stopped = true;
+        continue;
+      }
+      const uint8_t *q = b->p;
+      unsigned c = *q++;
+      if (c == 0xFF) {
+        while (q < b->end && *q == 0xFF) q++;
+        if (q >= b->end || *q != 0) { /* a marker: stop before it, as libjpeg leaves it unread */
+          b->stopped = true;
+          continue;
+        }
+        q++;
+      }
+      b->p = q;
+      b->acc |= (uint64_t)c << (56 - b->nbits);
+      b->nbits += 8;
+    } else {
+      b->nfake += 64 - b->nbits;
+      b->nbits = 64;
+    }
+  }
+}
+
+/* At least 32 valid bits (a code of 16 and a value of 15 at most).  Usually one load: 8 bytes, none of
+ * them 0xFF, of which all whole bytes that fit go in at once; the byte that does not fit is OR-ed in
+ * too, partly, and again whole by the next refill (the same bits in the same place). */
+#define REFILL()                                                                          \
+  do {                                                                                    \
+    if (nbits < 32) {                                                                     \
+      uint64_t v_;                                                                        \
+      if (__builtin_expect(p + 8 <= end, 1)) {                                            \
+        memcpy(&v_, p, 8);                                                                \
+        v_ = __builtin_bswap64(v_);                                                       \
+        uint64_t x_ = ~v_; /* a zero byte in x_ is an FF byte in v_ */                    \
+        if (((x_ - 0x0101010101010101ull) & ~x_ & 0x8080808080808080ull) == 0) {          \
+          acc |= v_ >> nbits;                                                             \
+          p += (63 - nbits) >> 3;                                                         \
+          nbits |= 56;                                                                    \
+          break;                                                                          \
+        }                                                                                 \
+      }                                                                                   \
+      br->acc = acc, br->p = p, br->nbits = nbits;                                        \
+      refill_careful(br);                                                                 \
+      acc = br->acc, p = br->p, nbits = br->nbits;                                        \
+    }                                                                                     \
+  } while (0)
+
+#define PEEK(n) ((unsigned)(acc >> (64 - (n))))
+#define DROP(n) (acc <<= (n), nbits -= (n))
+
+/* A symbol whose code is longer than the window, or no code at all (then a warning, which the region
+ * decoder's error manager turns into an error; should one return, the symbol is 0). */
+static int slow_symbol(j_decompress_ptr c, const huff_table *t, uint64_t acc, int *len) {
+  unsigned code16 = (unsigned)(acc >> 48);
+  int l = LOOK_BITS + 1;
+  while (l <= 16 && (int32_t)(code16 >> (16 - l)) > t->maxcode[l]) l++;
+  if (l > 16) {
+    WARNMS(c, JWRN_HUFF_BAD_CODE);
+    *len = 16;
+    return 0;
+  }
+  *len = l;
+  return t->huffval[(int)((code16 >> (16 - l)) + (unsigned)t->valoffset[l]) & 0xFF];
+}
+
+/* The symbol at the front: from the window, else the long way. */
+#define SYMBOL(sym, t)                              \
+  do {                                              \
+    unsigned e_ = (t)->look[PEEK(LOOK_BITS)];        \
+    int l_;                                         \
+    if (__builtin_expect(e_ != 0, 1)) {             \
+      l_ = (int)(e_ >> 8);                          \
+      sym = (int)(e_ & 0xFF);                       \
+    } else {                                        \
+      sym = slow_symbol(c, (t), acc, &l_);          \
+    }                                               \
+    DROP(l_);                                       \
+  } while (0)
+
+/* ---- one MCU ---- */
+
+static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
+  pb_jpeg_huff *h = (pb_jpeg_huff *)c->client_data;
+  bitreader *br = &h->br;
+  uint64_t acc = br->acc;
+  const uint8_t *p = br->p, *end = br->end;
+  int nbits = br->nbits;
+  for (int blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
+    const huff_table *dct = h->dc[blkn], *act = h->ac[blkn];
+    JCOEF *block = MCU_data ? MCU_data[blkn][0] : NULL;
+
+    /* F.2.2.1: the DC difference, added to the component's last DC (unsigned: corrupt data can run it
+     * past INT_MAX, where libjpeg wraps) */
+    REFILL();
+    int diff, f = dct->fast[PEEK(LOOK_BITS)];
+    if (__builtin_expect(f != 0, 1)) {
+      diff = f >> 16;
+      DROP(f & 0xFF);
+    } else {
+      int s;
+      SYMBOL(s, dct);
+      diff = 0;
+      if (s) {
+        diff = extend((int)PEEK(s), s);
+        DROP(s);
+      }
+    }
+    if (h->dc_needed[blkn]) {
+      int ci = h->comp[blkn];
+      h->last_dc[ci] = (int)((unsigned)h->last_dc[ci] + (unsigned)diff);
+      if (block) block[0] = (JCOEF)h->last_dc[ci];
+    }
+
+    /* F.2.2.2: the AC coefficients, zigzag order, into a block libjpeg has zeroed */
+    JCOEF *out = block && h->ac_needed[blkn] ? block : h->scratch;
+    for (int k = 1; k < DCTSIZE2;) {
+      REFILL();
+      f = act->fast[PEEK(LOOK_BITS)];
+      if (__builtin_expect(f != 0, 1)) {
+        k += (f >> 8) & 0xFF;
+        out[natural_order[k]] = (JCOEF)(f >> 16);
+        DROP(f & 0xFF);
+        k++;
+        continue;
+      }
+      int sym;
+      SYMBOL(sym, act);
+      int run = sym >> 4, s = sym & 15;
+      if (s) {
+        k += run;
+        out[natural_order[k]] = (JCOEF)extend((int)PEEK(s), s);
+        DROP(s);
+        k++;
+      } else if (run == 15) {
+        k += 16;
+      } else {
+        break; /* end of block */
+      }
+    }
+  }
+  br->acc = acc, br->p = p, br->nbits = nbits;
+  /* bits past the end of the data were used: libjpeg's warning (an error to the region decoder) */
+  if (br->nfake && br->nbits < br->nfake && !c->entropy->insufficient_data) {
+    WARNMS(c, JWRN_HIT_MARKER);
+    c->entropy->insufficient_data = TRUE;
+  }
+  return TRUE;
+}
+
+/* ---- plugging in ---- */
+
+bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c) {
+  if (!h || !atomic_load_explicit(&allowed, memory_order_relaxed)) return false;
+  /* baseline or extended sequential, Huffman, one scan with every component, no restarts */
+  if (c->arith_code || c->progressive_mode || c->data_precision != 8 || c->restart_interval != 0 ||
+      c->inputctl->has_multiple_scans || c->buffered_image || c->comps_in_scan != c->num_components ||
+      c->Ss != 0 || c->Se != DCTSIZE2 - 1 || c->Ah != 0 || c->Al != 0 || c->output_scanline != 0 ||
+      c->unread_marker != 0 || c->entropy->insufficient_data || c->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU)
+    return false;
+  for (int blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
+    int ci = c->MCU_membership[blkn];
+    const jpeg_component_info *comp = c->cur_comp_info[ci];
+    const JHUFF_TBL *dct = c->dc_huff_tbl_ptrs[comp->dc_tbl_no], *act = c->ac_huff_tbl_ptrs[comp->ac_tbl_no];
+    if (!dct || !act) return false;
+    h->dc[blkn] = table_for(h, dct, comp->dc_tbl_no, true);
+    h->ac[blkn] = table_for(h, act, NUM_HUFF_TBLS + comp->ac_tbl_no, false);
+    h->comp[blkn] = ci;
+    h->dc_needed[blkn] = comp->component_needed;
+#if JPEG_LIB_VERSION >= 70
+    h->ac_needed[blkn] = comp->component_needed && comp->DCT_h_scaled_size > 1; /* not at 1/8: DC only */
+#else
+    h->ac_needed[blkn] = comp->component_needed && comp->DCT_scaled_size > 1; /* not at 1/8: DC only */
+#endif
+  }
+  memset(h->last_dc, 0, sizeof h->last_dc);
+  /* the scan's data starts where libjpeg's source stands, right after the SOS header */
+  h->br = (bitreader){.p = c->src->next_input_byte, .end = c->src->next_input_byte + c->src->bytes_in_buffer};
+  c->client_data = h;
+  c->entropy->decode_mcu = decode_mcu;
+  return true;
+}
