@@ -13,9 +13,10 @@ Both do the ImageNet training input pipeline on the same dataset (pipebench's ge
                 normalize float32, to_chw (W threads) -> batch B -> prefetch -> h2d (pinned), a device
                 step of 0 ms (a GPU when there is one, else emulated): pure input-pipeline throughput
   pb-fused      the same with the decode stage's fused_crop: it decodes only the region the crop keeps
-                (as tf.data's decode_and_crop_jpeg and DALI do), and the batch's fuse_map: the map
-                writes each result into its slot in the batch, no collate copy (tf.data's
-                map_and_batch fusion); the same pixels reach the batch
+                (as tf.data's decode_and_crop_jpeg and DALI do; its Huffman decoding is pipebench's
+                own, libjpeg-turbo does the rest: pipeline/dataset/jpeg_huff.c), and the batch's
+                fuse_map: the map writes each result into its slot in the batch, no collate copy
+                (tf.data's map_and_batch fusion); the same pixels reach the batch
 
 Both sides resample with the same filter, in two groups (--filters):
   aa            antialiased (Pillow's bilinear, widened when shrinking): what PIL always does and

@@ -74,9 +74,23 @@ static const uint8_t natural_order[DCTSIZE2 + 16] = {
     6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
     39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
-static atomic_int allowed = 1;
+/* -1: not decided yet; PB_DEBUG_LIBJPEG_HUFFMAN=1 in the environment leaves every file to libjpeg's own
+ * decoder, for side-by-side timings (bench/huffman_ab.py). */
+static atomic_int allowed = -1;
 
 void pb_jpeg_huff_allow(bool on) { atomic_store(&allowed, on ? 1 : 0); }
+
+static bool is_allowed(void) {
+  int a = atomic_load_explicit(&allowed, memory_order_relaxed);
+  if (a < 0) { /* every thread that finds it undecided decides the same */
+    const char *v = getenv("PB_DEBUG_LIBJPEG_HUFFMAN");
+    a = v && strcmp(v, "1") == 0 ? 0 : 1;
+    int expected = -1;
+    atomic_compare_exchange_strong(&allowed, &expected, a);
+    a = atomic_load(&allowed);
+  }
+  return a != 0;
+}
 
 pb_jpeg_huff *pb_jpeg_huff_new(void) { return calloc(1, sizeof(pb_jpeg_huff)); }
 
@@ -291,7 +305,7 @@ static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
 /* ---- plugging in ---- */
 
 bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c) {
-  if (!h || !atomic_load_explicit(&allowed, memory_order_relaxed)) return false;
+  if (!h || !is_allowed()) return false;
   /* baseline or extended sequential, Huffman, one scan with every component, no restarts */
   if (c->arith_code || c->progressive_mode || c->data_precision != 8 || c->restart_interval != 0 ||
       c->inputctl->has_multiple_scans || c->buffered_image || c->comps_in_scan != c->num_components ||
