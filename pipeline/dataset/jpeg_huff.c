@@ -53,8 +53,10 @@ typedef struct huff_table {
 typedef struct bitreader {
   uint64_t acc;
   const uint8_t *p, *end;
-  int nbits, nfake;
-  bool stopped; /* a marker or the end was reached: only zeros from here */
+  int nbits;
+  int64_t nfake; /* grows by up to 64 a refill once stopped: wide, so a long run of zeros cannot wrap it */
+  bool stopped;  /* a marker or the end was reached: only zeros from here */
+  bool at_end;   /* the end of the buffer was reached (libjpeg: "Premature end of JPEG file") */
 } bitreader;
 
 struct pb_jpeg_huff {
@@ -64,6 +66,7 @@ struct pb_jpeg_huff {
   bool dc_needed[D_MAX_BLOCKS_IN_MCU], ac_needed[D_MAX_BLOCKS_IN_MCU];
   int last_dc[MAX_COMPS_IN_SCAN];
   bitreader br;
+  bool warned_eof;
   JCOEF scratch[DCTSIZE2]; /* where discarded coefficients go (a skipped row, a component not needed) */
 };
 
@@ -153,7 +156,7 @@ static void refill_careful(bitreader *b) {
   while (b->nbits <= 56) {
     if (!b->stopped) {
       if (b->p >= b->end) {
-        b->stopped = true;
+        b->stopped = b->at_end = true;
         continue;
       }
       const uint8_t *q = b->p;
@@ -162,6 +165,7 @@ static void refill_careful(bitreader *b) {
         while (q < b->end && *q == 0xFF) q++;
         if (q >= b->end || *q != 0) { /* a marker: stop before it, as libjpeg leaves it unread */
           b->stopped = true;
+          b->at_end = q >= b->end; /* FF as the last byte: libjpeg runs out looking for the marker */
           continue;
         }
         q++;
@@ -204,14 +208,15 @@ static void refill_careful(bitreader *b) {
 #define DROP(n) (acc <<= (n), nbits -= (n))
 
 /* A symbol whose code is longer than the window, or no code at all (then a warning, which the region
- * decoder's error manager turns into an error; should one return, the symbol is 0). */
+ * decoder's error manager turns into an error; should one return, the symbol is 0 after 17 bits, as in
+ * libjpeg's jpeg_huff_decode). */
 static int slow_symbol(j_decompress_ptr c, const huff_table *t, uint64_t acc, int *len) {
   unsigned code16 = (unsigned)(acc >> 48);
   int l = LOOK_BITS + 1;
   while (l <= 16 && (int32_t)(code16 >> (16 - l)) > t->maxcode[l]) l++;
   if (l > 16) {
     WARNMS(c, JWRN_HUFF_BAD_CODE);
-    *len = 16;
+    *len = 17;
     return 0;
   }
   *len = l;
@@ -236,6 +241,7 @@ static int slow_symbol(j_decompress_ptr c, const huff_table *t, uint64_t acc, in
 
 static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
   pb_jpeg_huff *h = (pb_jpeg_huff *)c->client_data;
+  if (c->entropy->insufficient_data) return TRUE; /* after a warning that returned: zeros, as libjpeg */
   bitreader *br = &h->br;
   uint64_t acc = br->acc;
   const uint8_t *p = br->p, *end = br->end;
@@ -294,18 +300,29 @@ static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
     }
   }
   br->acc = acc, br->p = p, br->nbits = nbits;
-  /* bits past the end of the data were used: libjpeg's warning (an error to the region decoder) */
-  if (br->nfake && br->nbits < br->nfake && !c->entropy->insufficient_data) {
-    WARNMS(c, JWRN_HIT_MARKER);
-    c->entropy->insufficient_data = TRUE;
+  if (__builtin_expect(br->stopped, 0)) {
+    /* libjpeg's warnings (errors to the region decoder): its reader ran past the buffer's end, or bits
+     * past the end of the data were used */
+    if (br->at_end && !h->warned_eof) {
+      h->warned_eof = true;
+      WARNMS(c, JWRN_JPEG_EOF);
+    }
+    if (br->nbits < br->nfake) {
+      WARNMS(c, JWRN_HIT_MARKER);
+      c->entropy->insufficient_data = TRUE;
+    }
   }
   return TRUE;
 }
 
 /* ---- plugging in ---- */
 
-bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c) {
+bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *data, size_t bytes) {
   if (!h || !is_allowed()) return false;
+  /* the rest of the file, in memory, is all libjpeg's source holds (jpeg_mem_src): the bit reader reads
+   * it directly, never through the source's fill_input_buffer */
+  if (!data || c->src->next_input_byte < data || c->src->next_input_byte + c->src->bytes_in_buffer != data + bytes)
+    return false;
   /* baseline or extended sequential, Huffman, one scan with every component, no restarts */
   if (c->arith_code || c->progressive_mode || c->data_precision != 8 || c->restart_interval != 0 ||
       c->inputctl->has_multiple_scans || c->buffered_image || c->comps_in_scan != c->num_components ||
@@ -328,6 +345,7 @@ bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c) {
 #endif
   }
   memset(h->last_dc, 0, sizeof h->last_dc);
+  h->warned_eof = false;
   /* the scan's data starts where libjpeg's source stands, right after the SOS header */
   h->br = (bitreader){.p = c->src->next_input_byte, .end = c->src->next_input_byte + c->src->bytes_in_buffer};
   c->client_data = h;

@@ -6,6 +6,8 @@
 #define PB_JPEG_HUFF_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 /* jpeglib.h needs stdio.h and size_t first */
 #include <jpeglib.h>
@@ -16,10 +18,15 @@ pb_jpeg_huff *pb_jpeg_huff_new(void); /* NULL when out of memory */
 void pb_jpeg_huff_free(pb_jpeg_huff *h);
 
 /* After jpeg_start_decompress, before the first row: takes over the scan's entropy decoding when the
- * image is one that this decoder handles (baseline sequential Huffman, 8-bit, one scan, the whole file
- * in memory: jpeg_mem_src).  Returns whether it did; when not, libjpeg's own decoder stays.  Uses
- * c->client_data. */
-bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c);
+ * image is one that this decoder handles (baseline sequential Huffman, 8-bit, one scan, no restart
+ * interval) and libjpeg's source holds the rest of the file, `data` of `bytes` (jpeg_mem_src).  Returns
+ * whether it did; when not, libjpeg's own decoder stays.  Uses c->client_data.
+ * The caller ends the image with jpeg_abort_decompress, not jpeg_finish_decompress: the bit reader
+ * keeps its position to itself, so libjpeg's source is not advanced past the scan.  libjpeg's warnings
+ * should be errors (an emit_message that longjmps on level -1), as they are to the region decoder: then
+ * corrupt data fails as it fails in libjpeg's careful path.  (If they return, the rest of the scan
+ * decodes as zeros, as in libjpeg.) */
+bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *data, size_t bytes);
 
 /* Tests and benchmarks: turn this decoder off (libjpeg's own then decodes every image) or on again. */
 void pb_jpeg_huff_allow(bool on);

@@ -113,7 +113,7 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   c->dct_method = JDCT_ISLOW;
   c->do_fancy_upsampling = TRUE;
   jpeg_start_decompress(c);
-  pb_jpeg_huff_attach(r->huff, c); /* when the file is one it decodes; else libjpeg's own decoder */
+  pb_jpeg_huff_attach(r->huff, c, data, bytes); /* when the file is one it decodes; else libjpeg's own */
   if (rect->x < 0 || rect->y < 0 || rect->w <= 0 || rect->h <= 0 || (JDIMENSION)(rect->x + rect->w) > c->output_width ||
       (JDIMENSION)(rect->y + rect->h) > c->output_height)
     return pb_err_set(err, "region %dx%d at (%d, %d) outside the %ux%u image (expected inside it)", rect->w, rect->h,
