@@ -24,23 +24,16 @@ import vs_pytorch  # noqa: E402  (the pb-fused pipeline and its dataset)
 
 
 def once(a, tmp, data, libjpeg, i):
-    cfg_path = os.path.join(tmp, "fused.json")
-    with open(cfg_path, "w") as f:
-        json.dump(vs_pytorch.pipebench_config(data, a.images, 64, a.workers, fused=True, antialias=True), f)
-    out = os.path.join(tmp, f"out-{int(libjpeg)}-{i}")
     env = dict(os.environ)
     env.pop("PB_DEBUG_LIBJPEG_HUFFMAN", None)
     if libjpeg:
         env["PB_DEBUG_LIBJPEG_HUFFMAN"] = "1"
-    subprocess.run(["taskset", "-c", vs_pytorch.cpus(a.workers), a.bin, "run", "--config", cfg_path, "--quiet",
-                    "--no-trace", "--format", "json", "--out", out, "--set", f"run.duration_s={a.seconds}"],
-                   check=True, env=env)
-    with open(os.path.join(out, "report.json")) as f:
-        rep = json.load(f)
+    out = os.path.join(tmp, f"out-{int(libjpeg)}-{i}")
+    cfg = vs_pytorch.pipebench_config(data, a.images, 64, a.workers, fused=True, antialias=True)
+    rep = vs_pytorch.run_pipebench(a, cfg, os.path.join(tmp, "fused.json"), out, a.workers, env)
     if not rep["accounting"]["balanced"] or rep["accounting"]["errors"]:
         sys.exit(f"huffman_ab: {out}/report.json: the run did not balance or had errors")
-    dec = next(s for s in rep["stages"] if s["type"] == "decode")
-    return rep["throughput"]["samples_per_s"], dec["mean_us"] * (dec["cpu_fraction"] or 1.0)
+    return rep["throughput"]["samples_per_s"], vs_pytorch.decode_cpu_us(rep)
 
 
 def main():

@@ -84,20 +84,28 @@ def pipebench_config(data, images, batch, w, fused=False, antialias=False):
     }
 
 
+def run_pipebench(a, cfg, cfg_path, out, w, env=None):
+    """Writes cfg to cfg_path, runs it for a.seconds on the first w CPUs, results in out: its report."""
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f)
+    subprocess.run(["taskset", "-c", cpus(w), a.bin, "run", "--config", cfg_path, "--quiet", "--no-trace",
+                    "--format", "json", "--out", out, "--set", f"run.duration_s={a.seconds}"], check=True, env=env)
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f)
+
+
+def decode_cpu_us(rep):
+    """The decode stage's CPU time per image in us, not its waits."""
+    dec = next(s for s in rep["stages"] if s["type"] == "decode")
+    return dec["mean_us"] * (dec["cpu_fraction"] or 1.0)
+
+
 def pipebench_once(a, tmp, data, w, fused, antialias, i):
     """One timed pipebench run: (images/s, device kind, the decode stage's CPU time per image in us)."""
     tag = f"{w}-{fused}-{antialias}"
-    cfg_path = os.path.join(tmp, f"pb-{tag}.json")
-    with open(cfg_path, "w") as f:
-        json.dump(pipebench_config(data, a.images, a.batch, w, fused, antialias), f)
-    out = os.path.join(tmp, f"out-{tag}-{i}")
-    subprocess.run(["taskset", "-c", cpus(w), a.bin, "run", "--config", cfg_path, "--quiet", "--no-trace",
-                    "--format", "json", "--out", out, "--set", f"run.duration_s={a.seconds}"], check=True)
-    with open(os.path.join(out, "report.json")) as f:
-        rep = json.load(f)
-    dec = next(s for s in rep["stages"] if s["type"] == "decode")
-    decode_us = dec["mean_us"] * (dec["cpu_fraction"] or 1.0)  # CPU time per image, not waits
-    return rep["throughput"]["samples_per_s"], rep["device"]["kind"], decode_us
+    rep = run_pipebench(a, pipebench_config(data, a.images, a.batch, w, fused, antialias),
+                        os.path.join(tmp, f"pb-{tag}.json"), os.path.join(tmp, f"out-{tag}-{i}"), w)
+    return rep["throughput"]["samples_per_s"], rep["device"]["kind"], decode_cpu_us(rep)
 
 
 TORCH_WORKER = r'''
