@@ -43,12 +43,11 @@ static void on_message(j_common_ptr c, int level) {
 
 int pb_jpeg_region_init(pb_jpeg_region **r, pb_err *err) {
   *r = calloc(1, sizeof **r);
-  if (!*r) return pb_err_set(err, "jpeg region decoder: out of memory"), -ENOMEM;
-  if (!((*r)->huff = pb_jpeg_huff_new())) {
+  if (*r && !((*r)->huff = pb_jpeg_huff_new())) {
     free(*r);
     *r = NULL;
-    return pb_err_set(err, "jpeg region decoder: out of memory"), -ENOMEM;
   }
+  if (!*r) return pb_err_set(err, "jpeg region decoder: out of memory"), -ENOMEM;
   (*r)->cinfo.err = jpeg_std_error(&(*r)->err.pub);
   (*r)->err.pub.error_exit = on_error;
   (*r)->err.pub.emit_message = on_message;
