@@ -46,6 +46,13 @@ static const pb_path_segment *path_bottleneck(const pb_report *r) {
   return best && best->self_ms > 0 ? best : NULL;
 }
 
+/* A stage named by the path must have done a real share of the path's work: one with next to no self
+ * time on it (a lineage gap, a path that ran through hand-offs) is no verdict. */
+#define PB_MIN_PATH_SELF_PCT 5.0
+static bool negligible_on_path(const pb_report *r, const pb_path_segment *p) {
+  return !(r->critical_path_total_ms > 0) || p->self_ms < PB_MIN_PATH_SELF_PCT / 100 * r->critical_path_total_ms;
+}
+
 static const pb_stage_report *stage_named(const pb_report *r, const char *name) {
   int i = pb_report_stage_index(r, name);
   return i >= 0 ? &r->stages[i] : NULL;
@@ -87,6 +94,12 @@ void pb_bottleneck(pb_report *r, const pb_record *rec) {
     return;
   }
   const pb_path_segment *p = r->critical_path_available ? path_bottleneck(r) : NULL;
+  char refused[200] = "";
+  if (p && negligible_on_path(r, p)) {
+    snprintf(refused, sizeof refused, "the critical path's largest stage self time (%s, %.1f of %.1f ms) is under %.0f %% of it",
+             p->stage, p->self_ms, r->critical_path_total_ms, PB_MIN_PATH_SELF_PCT);
+    p = NULL;
+  }
   if (p) {
     if (r->model_stage[0] && strcmp(r->model_stage, p->stage) != 0) disagreement(r, extra, sizeof extra);
     else snprintf(extra, sizeof extra, "; the capacity model agrees (lowest capacity, %.1f samples/s)",
@@ -104,6 +117,6 @@ void pb_bottleneck(pb_report *r, const pb_record *rec) {
            "input-bound (%.1f %% of step time waiting): lowest capacity (threads / mean service time), %.1f "
            "samples/s; capacity model only (%s)",
            r->input_bound_pct, r->model_capacity_per_s,
-           r->traced ? "the critical path did not reach a stage" : "no trace: --no-trace");
+           refused[0] ? refused : r->traced ? "the critical path did not reach a stage" : "no trace: --no-trace");
   blame_stage(r, r->model_stage, why);
 }

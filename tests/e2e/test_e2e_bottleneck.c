@@ -292,6 +292,33 @@ static void test_two_slow_stages_in_a_row(void **state) {
   expect_planted(rep, "two slow in a row", "first", 1e6 / 2000, 16, 10);
 }
 
+/* 13. a long run (issue 31): the starved case at batches of 4 and 1 ms steps, 1,100 measured steps.
+ *     "fast" 8 threads x 2000 us = 4000/s, "slow" 1 thread x 500 us = R 2000/s; B 4, S 1 ms: 2 ms per
+ *     batch, idle = 50 %.  Past ~1,000 steps the old stage graph lost every parent after "slow" (a
+ *     strided sample of the events aliased with its period) and blamed h2d with ~0 self time. */
+static void test_long_run(void **state) {
+  const char *cfg = write_config("long-run",
+                                 "{'name':'long-run','seed':1,"
+                                 "'dataset':{'format':'synthetic','shape':[64],'dtype':'uint8'},"
+                                 "'stages':[{'name':'fast','type':'map','threads':8,'ops':[{'op':'sleep','us':2000}]},"
+                                 "  {'name':'slow','type':'map','threads':1,'ops':[{'op':'sleep','us':500}]},"
+                                 "  {'name':'batch','type':'batch','size':4},"
+                                 "  {'name':'prefetch','type':'prefetch','depth':2},{'name':'h2d','type':'h2d'}],"
+                                 "'device':{'kind':'emulated','step_ms':1},"
+                                 "'run':{'steps':1100,'warmup_steps':%d}}",
+                                 WARMUP);
+  cJSON *rep = run_report(cfg, "long-run", NULL);
+  expect_planted(rep, "long run", "slow", 1e6 / 500, 4, 1);
+  const char *child[] = {"fast", "slow", "batch", "prefetch", "h2d"};
+  const char *parent[] = {"source", "fast", "slow", "batch", "prefetch"};
+  for (int i = 0; i < 5; i++) {
+    cJSON *p = at(stage(rep, child[i]), "graph.parent");
+    if (!cJSON_IsString(p) || strcmp(p->valuestring, parent[i]) != 0)
+      fail_msg("long run: graph.parent of %s is %s, expected \"%s\"", child[i],
+               cJSON_IsString(p) ? p->valuestring : "not a string", parent[i]);
+  }
+}
+
 /* ---------- 8. --no-trace: the capacity model alone ---------- */
 
 static void test_no_trace_capacity_model_only(void **state) {
@@ -437,6 +464,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_recommendation_applied, free_reports),
       cmocka_unit_test_teardown(test_analyze_reproduces_report, free_reports),
       cmocka_unit_test_teardown(test_two_slow_stages_in_a_row, free_reports),
+      cmocka_unit_test_teardown(test_long_run, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }

@@ -123,6 +123,37 @@ static void test_graph_from_lineage(void **state) {
   free_fixture(f);
 }
 
+/* Regression (issue 31): a 1-thread batch stage whose events repeat with period 4 (wait, call, the
+ * call's continuation, hand-off) over 8,000 events.  The old vote took every 2nd event once a row had
+ * more than 4,096 and never saw a call start: batch lost its parent, and on real runs of 1,000+ steps
+ * every stage after it did too (the bottleneck became h2d with ~0 self time on the path). */
+static void test_graph_long_trace_lineage(void **state) {
+  fixture *f = make_fixture();
+  enum { N = 2000 };
+  for (int i = 0; i < 3; i++) {
+    f->rec.stages[i].workers[0].ev = realloc(f->rec.stages[i].workers[0].ev, 4 * N * sizeof(pb_event));
+    f->cap[i] = 4 * N;
+  }
+  for (uint64_t i = 0; i < N; i++) {
+    uint64_t t = 10 * US * i;
+    ev(f, 0, PB_EV_PROCESS, PB_EVF_PRODUCE | PB_EVF_EMITTED, t, t + 1 * US, PB_NO_KEY, i);
+    ev(f, 1, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_EMITTED, t + 2 * US, t + 4 * US, i, i);
+    uint8_t fl = PB_EVF_CALL_START | PB_EVF_JOINED | (i % 4 == 3 ? PB_EVF_EMITTED : 0);
+    ev(f, 2, PB_EV_WAIT, 0, t + 4 * US, t + 5 * US, PB_NO_KEY, PB_NO_KEY);
+    ev(f, 2, PB_EV_PROCESS, fl, t + 5 * US, t + 6 * US, i, PB_BATCH_KEY(i / 4));
+    ev(f, 2, PB_EV_PROCESS, 0, t + 6 * US, t + 7 * US, i, PB_NO_KEY);
+    ev(f, 2, PB_EV_HANDOFF, 0, t + 7 * US, t + 7 * US, PB_NO_KEY, PB_NO_KEY);
+  }
+  f->rec.window_start_ns = 0;
+  f->rec.window_end_ns = 10 * US * N;
+  pb_analysis a;
+  assert_int_equal(pb_analysis_init(&a, &f->rec), 0);
+  assert_int_equal(a.parent[1], 0);
+  assert_int_equal(a.parent[2], 1);
+  pb_analysis_free(&a);
+  free_fixture(f);
+}
+
 static void test_path_map_bound(void **state) {
   fixture *f = make_fixture();
   build_map_bound(f);
@@ -380,7 +411,7 @@ static void test_cores_limit_counts_waiting_stages(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_graph_from_lineage), cmocka_unit_test(test_path_map_bound),
+      cmocka_unit_test(test_graph_from_lineage), cmocka_unit_test(test_graph_long_trace_lineage), cmocka_unit_test(test_path_map_bound),
       cmocka_unit_test(test_path_device_bound),  cmocka_unit_test(test_path_backpressure),
       cmocka_unit_test(test_path_handoff_stamped_after_consumer_start),
       cmocka_unit_test(test_window_when_rings_dropped), cmocka_unit_test(test_keymap),
