@@ -77,7 +77,7 @@ static void put_ms(FILE *f, uint64_t t_ns, uint64_t start_ns) {
 static int steps_body(FILE *f, const void *arg) {
   const pb_record *rec = arg;
   fputs("step,device,measured,samples,bytes,prev_end_ms,ready_ms,h2d_start_ms,h2d_end_ms,compute_start_ms,"
-        "compute_end_ms,comm_start_ms,comm_end_ms,step_ms,input_wait_ms,h2d_ms,compute_ms,comm_ms,other_ms\n", f);
+        "compute_end_ms,comm_start_ms,comm_end_ms,step_ms,input_wait_ms,h2d_ms,compute_ms,comm_ms,other_ms,host_late_ms\n", f);
   for (size_t i = 0; i < rec->nsteps; i++) {
     const pb_step *st = &rec->steps[i];
     pb_step_parts p = pb_step_breakdown(st);
@@ -91,8 +91,9 @@ static int steps_body(FILE *f, const void *arg) {
     put_ms(f, st->compute_end_ns, rec->start_ns);
     put_ms(f, st->comm_start_ns, rec->start_ns);
     put_ms(f, st->comm_end_ns, rec->start_ns);
-    fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", (double)p.step_ns / 1e6, (double)p.input_wait_ns / 1e6,
-            (double)p.h2d_ns / 1e6, (double)p.compute_ns / 1e6, (double)p.comm_ns / 1e6, (double)p.other_ns / 1e6);
+    fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", (double)p.step_ns / 1e6, (double)p.input_wait_ns / 1e6,
+            (double)p.h2d_ns / 1e6, (double)p.compute_ns / 1e6, (double)p.comm_ns / 1e6, (double)p.other_ns / 1e6,
+            (double)p.host_late_ns / 1e6);
   }
   return 0;
 }

@@ -56,20 +56,21 @@ static cJSON *steps_data(const pb_record *rec) {
   cJSON *first = ok ? array_in(o, "first") : NULL, *wait = ok ? array_in(o, "input_wait_ms") : NULL;
   cJSON *h2d = ok ? array_in(o, "h2d_ms") : NULL, *comp = ok ? array_in(o, "compute_ms") : NULL;
   cJSON *comm = ok ? array_in(o, "comm_ms") : NULL, *other = ok ? array_in(o, "other_ms") : NULL;
-  ok = ok && first && wait && h2d && comp && comm && other;
-  double sum[5] = {0};
+  cJSON *late = ok ? array_in(o, "host_late_ms") : NULL;
+  ok = ok && first && wait && h2d && comp && comm && other && late;
+  double sum[6] = {0};
   size_t k = 0, seen = 0;
   for (size_t i = 0; ok && i < rec->nsteps; i++) {
     if (!rec->steps[i].measured) continue;
     pb_step_parts p = pb_step_breakdown(&rec->steps[i]);
     sum[0] += (double)p.input_wait_ns, sum[1] += (double)p.h2d_ns, sum[2] += (double)p.compute_ns;
-    sum[3] += (double)p.comm_ns, sum[4] += (double)p.other_ns;
+    sum[3] += (double)p.comm_ns, sum[4] += (double)p.other_ns, sum[5] += (double)p.host_late_ns;
     k++, seen++;
     if (k < bin && seen < n) continue;
     double d = (double)k * 1e6; /* mean, ns to ms */
     ok = push(first, cJSON_CreateNumber((double)(seen - k + 1))) && push(wait, num3(sum[0] / d)) &&
          push(h2d, num3(sum[1] / d)) && push(comp, num3(sum[2] / d)) && push(comm, num3(sum[3] / d)) &&
-         push(other, num3(sum[4] / d));
+         push(other, num3(sum[4] / d)) && push(late, num3(sum[5] / d));
     memset(sum, 0, sizeof sum);
     k = 0;
   }

@@ -97,6 +97,8 @@ static cJSON *device_json(const pb_report *r) {
   put(o, "step_kernel", step_kernel_json(r), &ok);
   put(o, "per_device", per_device_json(r), &ok);
   put(o, "most_idle", cJSON_CreateNumber(r->most_idle_device), &ok);
+  put(o, "host_late_ms", num(r->host_late_ms, MS), &ok);
+  put(o, "host_late_pct", num(r->host_late_pct, PCT), &ok);
   return finish(o, ok);
 }
 
@@ -128,6 +130,7 @@ static cJSON *breakdown_json(const pb_report *r) {
   put(o, "h2d", num(r->h2d_ms, MS), &ok);
   put(o, "compute", num(r->compute_ms, MS), &ok);
   put(o, "comm", num(r->comm_ms, MS), &ok);
+  put(o, "host_late", num(r->host_late_ms, MS), &ok);
   put(o, "other", num(r->other_ms, MS), &ok);
   return finish(o, ok);
 }

@@ -104,6 +104,9 @@ static void print_rates(const pb_report *r, FILE *out) {
             fmtd(&c, "%.2f", r->compute_ms), fmtd(&d, "%.2f", r->other_ms));
   else
     print_breakdown_with_comm(r, out);
+  if (r->host_late_ms >= 0.005) /* a line of its own: the device waited, but not for input */
+    fprintf(out, "%-*shost late %s ms a step (%s %% of step time): launched late by a busy host, not input\n", LABEL,
+            "", fmtd(&a, "%.2f", r->host_late_ms), fmtd(&b, "%.1f", r->host_late_pct));
   fprintf(out, "%-*sidle %s %%   AU %s %%   input-bound %s %%  -> %s\n", LABEL, "device",
           fmtd(&a, "%.2f", r->device_idle_pct), fmtd(&b, "%.2f", r->accelerator_utilization_pct),
           fmtd(&c, "%.2f", r->input_bound_pct), r->classification ? r->classification : "n/a");

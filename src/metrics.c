@@ -20,7 +20,18 @@ pb_step_parts pb_step_breakdown(const pb_step *st) {
   uint64_t waiting = st->ready_ns > st->prev_end_ns ? st->ready_ns - st->prev_end_ns : 0;
   uint64_t copy_in_wait = pb_overlap_ns(st->prev_end_ns, st->ready_ns, st->h2d_start_ns, st->h2d_end_ns);
   p.input_wait_ns = waiting - copy_in_wait;
-  uint64_t known = p.input_wait_ns + p.h2d_ns + p.compute_ns + p.comm_ns;
+  /* From the moment the step could have started (previous step over, batch handed on and copied) to
+   * its start, the device waited on the host alone: a late wake-up on a loaded machine, not input. */
+  uint64_t could_start = st->prev_end_ns;
+  if (st->ready_ns > could_start) could_start = st->ready_ns;
+  if (st->h2d_end_ns > could_start) could_start = st->h2d_end_ns;
+  p.host_late_ns = st->compute_start_ns > could_start ? st->compute_start_ns - could_start : 0;
+  uint64_t known = p.input_wait_ns + p.h2d_ns + p.compute_ns + p.comm_ns + p.host_late_ns;
+  if (known > p.step_ns) { /* clocks of two sources (a GPU's) can disagree by a little: never below 0 */
+    uint64_t over = known - p.step_ns;
+    p.host_late_ns -= over < p.host_late_ns ? over : p.host_late_ns;
+    known = p.input_wait_ns + p.h2d_ns + p.compute_ns + p.comm_ns + p.host_late_ns;
+  }
   p.other_ns = p.step_ns > known ? p.step_ns - known : 0;
   return p;
 }
@@ -34,7 +45,8 @@ const char *pb_classify(double input_bound_pct) {
 
 /* Sums of the measured steps. */
 typedef struct step_sums {
-  uint64_t n, samples, bytes, step_ns, input_wait_ns, h2d_ns, compute_ns, comm_ns, other_ns, compute_in_window_ns;
+  uint64_t n, samples, bytes, step_ns, input_wait_ns, h2d_ns, compute_ns, comm_ns, other_ns, host_late_ns;
+  uint64_t compute_in_window_ns;
   double *step_ms; /* one per measured step, for exact percentiles */
   double *comm_ms; /* the same for the gradient exchange */
 } step_sums;
@@ -58,6 +70,7 @@ static void sum_steps(const pb_record *s, step_sums *t) {
     t->compute_ns += p.compute_ns;
     t->comm_ns += p.comm_ns;
     t->other_ns += p.other_ns;
+    t->host_late_ns += p.host_late_ns;
   }
   for (size_t i = 0; i < s->nsteps; i++) /* device busy time inside the window, every step counted */
     t->compute_in_window_ns += pb_overlap_ns(s->steps[i].compute_start_ns, s->steps[i].compute_end_ns,
@@ -79,6 +92,8 @@ static void fill_steps(pb_report *r, const pb_record *rec, const step_sums *t) {
   r->compute_ms = t->n ? (double)t->compute_ns / n / 1e6 : NAN;
   r->comm_ms = t->n ? (double)t->comm_ns / n / 1e6 : NAN;
   r->other_ms = t->n ? (double)t->other_ns / n / 1e6 : NAN;
+  r->host_late_ms = t->n ? (double)t->host_late_ns / n / 1e6 : NAN;
+  r->host_late_pct = t->step_ns ? (double)t->host_late_ns / (double)t->step_ns * 100 : NAN;
   double device_s = devs * wall_s;
   r->accelerator_utilization_pct = device_s > 0 ? (double)t->compute_in_window_ns / 1e9 / device_s * 100 : NAN;
   r->device_idle_pct = device_s > 0 ? 100.0 - r->accelerator_utilization_pct : NAN;

@@ -17,6 +17,9 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec);
 /* The step time breakdown of one step (ns), as defined in docs/METRICS.md. */
 typedef struct pb_step_parts {
   uint64_t step_ns, input_wait_ns, h2d_ns, compute_ns, comm_ns, other_ns;
+  /* the batch was on the device and the previous step over, but the step had not been launched: the
+   * host's thread woke (or launched) late.  A part of what would otherwise be `other`. */
+  uint64_t host_late_ns;
 } pb_step_parts;
 pb_step_parts pb_step_breakdown(const pb_step *st);
 

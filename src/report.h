@@ -128,6 +128,8 @@ typedef struct pb_report {
   uint64_t step_count;          /* measured steps */
   double step_mean_ms, step_p50_ms, step_p90_ms, step_p99_ms;
   double input_wait_ms, h2d_ms, compute_ms, comm_ms, other_ms; /* means per measured step */
+  double host_late_ms;          /* mean per measured step: ready to start, but launched late by the host */
+  double host_late_pct;         /* host_late / step time x 100 */
   double device_idle_pct, accelerator_utilization_pct, input_bound_pct;
   const char *classification;   /* "highly_input_bound" | "moderately_input_bound" | "not_input_bound" | NULL */
   pb_allreduce_report allreduce;

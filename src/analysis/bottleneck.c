@@ -81,7 +81,26 @@ static void blame_stage(pb_report *r, const char *name, const char *why) {
   snprintf(r->bottleneck_reason, sizeof r->bottleneck_reason, "%s", why);
 }
 
+/* The device also lost time to the host launching its steps late (a loaded host whose device thread
+ * did not get a core in time): said beside the verdict, since no pipeline change gives that back. */
+#define PB_HOST_LATE_NOTE_PCT 5.0
+static void append_host_late(pb_report *r) {
+  if (!(r->host_late_pct >= PB_HOST_LATE_NOTE_PCT)) return;
+  size_t n = strlen(r->bottleneck_reason);
+  snprintf(r->bottleneck_reason + n, sizeof r->bottleneck_reason - n,
+           "; besides, the host launched steps late for %.1f %% of step time (%.2f ms a step: the device thread "
+           "did not get a core in time on a loaded host), which cost the device time that is not input",
+           r->host_late_pct, r->host_late_ms);
+}
+
+static void decide(pb_report *r, const pb_record *rec);
+
 void pb_bottleneck(pb_report *r, const pb_record *rec) {
+  decide(r, rec);
+  if (r->classification) append_host_late(r);
+}
+
+static void decide(pb_report *r, const pb_record *rec) {
   capacity_model(r, rec);
   r->bottleneck_required_per_s = r->device_rate_per_s;
   if (!r->classification) return; /* no measured step */

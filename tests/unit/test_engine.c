@@ -286,7 +286,8 @@ static void test_image_ops_on_memory_and_cache(void **state) {
 }
 
 static void test_step_breakdown_parts(void **state) {
-  /* Waited 3 ms (2 ms for the pipeline, then 1 ms of copy), computed 5 ms, 0.5 ms of overhead. */
+  /* Waited 3 ms (2 ms for the pipeline, then 1 ms of copy), then 0.5 ms for the host to launch the step
+   * (host_late, not other), and computed 5 ms. */
   pb_step st = {.prev_end_ns = 0, .h2d_start_ns = 2000000, .h2d_end_ns = 3000000, .ready_ns = 3000000,
                 .compute_start_ns = 3500000, .compute_end_ns = 8500000};
   pb_step_parts p = pb_step_breakdown(&st);
@@ -294,13 +295,22 @@ static void test_step_breakdown_parts(void **state) {
   assert_int_equal(p.input_wait_ns, 2000000);
   assert_int_equal(p.h2d_ns, 1000000);
   assert_int_equal(p.compute_ns, 5000000);
-  assert_int_equal(p.other_ns, 500000);
+  assert_int_equal(p.host_late_ns, 500000);
+  assert_int_equal(p.other_ns, 0);
   /* Synchronous copy after the batch arrived (no h2d stage): all of it is non-overlapped H2D. */
   pb_step sync = {.prev_end_ns = 0, .ready_ns = 1000, .h2d_start_ns = 1000, .h2d_end_ns = 5000,
                   .compute_start_ns = 5000, .compute_end_ns = 9000};
   p = pb_step_breakdown(&sync);
   assert_int_equal(p.input_wait_ns, 1000);
   assert_int_equal(p.h2d_ns, 4000);
+  assert_int_equal(p.host_late_ns, 0);
+  assert_int_equal(p.other_ns, 0);
+  /* The device thread took the batch 2 ms after it was handed on, the previous step long over: that is
+   * the host's lateness, and the wait before the hand-off is input. */
+  pb_step late = {.prev_end_ns = 0, .ready_ns = 1000000, .compute_start_ns = 3000000, .compute_end_ns = 4000000};
+  p = pb_step_breakdown(&late);
+  assert_int_equal(p.input_wait_ns, 1000000);
+  assert_int_equal(p.host_late_ns, 2000000);
   assert_int_equal(p.other_ns, 0);
   /* With a gradient exchange after the compute: the step ends after it, and it is not "other". */
   st.comm_start_ns = 8600000;
@@ -308,7 +318,8 @@ static void test_step_breakdown_parts(void **state) {
   p = pb_step_breakdown(&st);
   assert_int_equal(p.step_ns, 10600000);
   assert_int_equal(p.comm_ns, 2000000);
-  assert_int_equal(p.other_ns, 600000);
+  assert_int_equal(p.host_late_ns, 500000);
+  assert_int_equal(p.other_ns, 100000); /* between the compute's end and the exchange's start */
   assert_int_equal(pb_step_end_ns(&st), 10600000);
   assert_string_equal(pb_classify(20.0), "highly_input_bound");
   assert_string_equal(pb_classify(5.0), "moderately_input_bound");
