@@ -109,6 +109,7 @@ static cJSON *throughput_json(const pb_report *r) {
   /* batches are few per second (0.04/s with 25 s steps): one decimal would erase them */
   put(o, "batches_per_s", num(r->batches_per_s, 3), &ok);
   put(o, "bytes_per_s", num(r->bytes_per_s, PER_S), &ok);
+  put(o, "noise_pct", num(r->noise_pct, PCT), &ok);
   return finish(o, ok);
 }
 
@@ -227,6 +228,11 @@ static cJSON *bottleneck_json(const pb_report *r) {
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
   put(o, "stage", cJSON_CreateString(r->bottleneck_stage), &ok);
+  cJSON *all = cJSON_CreateArray(); /* the stage and its co-bottlenecks */
+  put(o, "stages", all, &ok);
+  if (ok) cJSON_AddItemToArray(all, cJSON_CreateString(r->bottleneck_stage));
+  for (int i = 0; ok && i < r->nco_stages; i++) cJSON_AddItemToArray(all, cJSON_CreateString(r->co_stages[i]));
+  put(o, "transient", r->transient[0] ? cJSON_CreateString(r->transient) : cJSON_CreateNull(), &ok);
   put(o, "reason", cJSON_CreateString(r->bottleneck_reason), &ok);
   put(o, "capacity_per_s", num(r->bottleneck_capacity_per_s, PER_S), &ok);
   put(o, "required_per_s", num(r->bottleneck_required_per_s, PER_S), &ok);
@@ -278,6 +284,33 @@ static cJSON *model_json(const pb_report *r) {
   return finish(o, ok);
 }
 
+/* The model of the pipeline (model.h): how well its replay of this run matched it. */
+static cJSON *pipeline_model_json(const pb_report *r) {
+  const pb_model *m = &r->model;
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "valid", cJSON_CreateBool(m->valid), &ok);
+  put(o, "why", m->valid ? cJSON_CreateNull() : cJSON_CreateString(m->why), &ok);
+  put(o, "replay_samples_per_s", num(m->valid ? m->replay_samples_per_s : NAN, PER_S), &ok);
+  put(o, "replay_idle_pct", num(m->valid ? m->replay_idle_pct : NAN, PCT), &ok);
+  put(o, "fit_error_pct", num(m->valid ? m->fit_error_pct : NAN, PCT), &ok);
+  put(o, "calibrated", cJSON_CreateBool(m->calibrated), &ok);
+  put(o, "service_scale", num(m->valid ? m->service_scale : NAN, 4), &ok);
+  put(o, "cores", num(m->valid ? m->cores : NAN, 2), &ok);
+  put(o, "epoch_samples", m->valid && m->epoch_samples > 0 ? cJSON_CreateNumber((double)m->epoch_samples) : cJSON_CreateNull(), &ok);
+  return finish(o, ok);
+}
+
+static cJSON *machine_json(const pb_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  put(o, "cores_online", cJSON_CreateNumber(r->ncpu), &ok);
+  put(o, "cores_usable", num(r->cores_usable, 2), &ok);
+  put(o, "cores_taken_by_others", num(r->cores_taken_by_others, 2), &ok);
+  put(o, "limited_by", r->cores_limited_by[0] ? cJSON_CreateString(r->cores_limited_by) : cJSON_CreateNull(), &ok);
+  return finish(o, ok);
+}
+
 static cJSON *recommendations_json(const pb_report *r) {
   cJSON *a = cJSON_CreateArray();
   bool ok = a != NULL;
@@ -287,6 +320,9 @@ static cJSON *recommendations_json(const pb_report *r) {
     put(e, "action", cJSON_CreateString(rc->action), &ok);
     put(e, "reason", cJSON_CreateString(rc->reason), &ok);
     put(e, "predicted_samples_per_s", num(rc->predicted_samples_per_s, PER_S), &ok);
+    put(e, "predicted_idle_pct", num(rc->predicted_idle_pct, PCT), &ok);
+    put(e, "up_to", cJSON_CreateBool(rc->up_to), &ok);
+    put(e, "kind", str(rc->kind), &ok);
     if (!ok || !cJSON_AddItemToArray(a, e)) {
       cJSON_Delete(e);
       ok = false;
@@ -395,6 +431,8 @@ cJSON *pb_report_to_json(const pb_report *r) {
   put(root, "critical_path", critical_path_json(r), &ok);
   put(root, "bottleneck", bottleneck_json(r), &ok);
   put(root, "capacity_model", model_json(r), &ok);
+  put(root, "model", pipeline_model_json(r), &ok);
+  put(root, "machine", machine_json(r), &ok);
   put(root, "recommendations", recommendations_json(r), &ok);
   put(root, "trace", trace_json(r), &ok);
   put(root, "ranks", cJSON_CreateNull(), &ok);

@@ -352,6 +352,12 @@ static cJSON *record_json(const pb_record *rec) {
   put(o, "first_errors", fe, &ok);
   put(o, "cpu_s", j_dbl(rec->cpu_s), &ok);
   put(o, "ncpu", cJSON_CreateNumber(rec->ncpu), &ok);
+  cJSON *mach = cJSON_CreateObject();
+  put(mach, "cores_usable", j_dbl(rec->cores_usable), &ok);
+  put(mach, "cores_taken_by_others", j_dbl(rec->cores_taken_by_others), &ok);
+  put(mach, "limited_by", cJSON_CreateString(rec->cores_limited_by), &ok);
+  put(mach, "dataset_files", j_u64(rec->dataset_files), &ok);
+  put(o, "machine", mach, &ok);
   put(o, "traced", cJSON_CreateBool(rec->traced), &ok);
   cJSON *mem = cJSON_CreateObject();
   put(mem, "planned_bytes", j_u64(rec->planned_bytes), &ok);
@@ -806,6 +812,26 @@ static int load_memory(loader *l, const cJSON *m) {
   if (!rc) rc = v_u64(l, member(m, "planned_bytes"), "pipebench.memory.planned_bytes", &rec->planned_bytes);
   if (!rc) rc = v_u64(l, member(m, "trace_bytes"), "pipebench.memory.trace_bytes", &rec->trace_bytes);
   if (!rc) rc = v_u64(l, member(m, "peak_rss_bytes"), "pipebench.memory.peak_rss_bytes", &rec->peak_rss_bytes);
+  return rc;
+}
+
+/* Optional: traces written before issue 31 have no "machine" (then: every online CPU, nothing taken by
+ * others, no file count). */
+static int load_machine(loader *l, const cJSON *m) {
+  pb_record *rec = l->rec;
+  rec->cores_usable = rec->ncpu;
+  if (!m) return 0;
+  if (!cJSON_IsObject(m)) return bad(l, "pipebench.machine: not an object (expected {cores_usable, ...})");
+  int rc = v_dbl(l, member(m, "cores_usable"), "pipebench.machine.cores_usable", &rec->cores_usable);
+  if (!rc && !(rec->cores_usable >= 0 && rec->cores_usable <= 1 << 20)) /* 0: not probed */
+    return bad(l, "pipebench.machine.cores_usable: %g (expected >= 0)", rec->cores_usable);
+  if (!rc) rc = v_dbl(l, member(m, "cores_taken_by_others"), "pipebench.machine.cores_taken_by_others",
+                      &rec->cores_taken_by_others);
+  if (!rc && !(rec->cores_taken_by_others >= 0 && rec->cores_taken_by_others <= 1 << 20))
+    return bad(l, "pipebench.machine.cores_taken_by_others: %g (expected >= 0)", rec->cores_taken_by_others);
+  if (!rc) rc = v_str(l, member(m, "limited_by"), "pipebench.machine.limited_by", rec->cores_limited_by,
+                      sizeof rec->cores_limited_by);
+  if (!rc) rc = v_u64(l, member(m, "dataset_files"), "pipebench.machine.dataset_files", &rec->dataset_files);
   return rc;
 }
 
@@ -1315,6 +1341,7 @@ static int load_header(loader *l, const cJSON *h) {
   if ((rc = v_int(l, member(h, "ncpu"), "pipebench.ncpu", 0, INT32_MAX, &rec->ncpu))) return rc;
   if ((rc = v_bool(l, member(h, "traced"), "pipebench.traced", &rec->traced))) return rc;
   if ((rc = load_memory(l, member(h, "memory")))) return rc;
+  if ((rc = load_machine(l, member(h, "machine")))) return rc;
   if ((rc = load_ceilings(l, member(h, "ceilings")))) return rc;
   if ((rc = load_timeline(l, member(h, "queue_fill")))) return rc;
   /* the tid -> worker table for the events */

@@ -227,6 +227,11 @@ bool pb_op_makes_new_image(const pb_op_cfg *op);
  * with synthetic data, whose in-memory source replaces the map. */
 bool pb_config_batch_in_place(const pb_config *cfg, bool synthetic);
 
+/* The largest value the config accepts for the integer key `key` of a stage of type t (its row in the
+ * schema: "threads" is 1 for shuffle, cache, prefetch and h2d), or 0 when that type has no such key.
+ * The model (src/analysis/) asks this which knobs a stage has: the schema says it once. */
+int64_t pb_config_stage_key_max(pb_stage_type t, const char *key);
+
 /* s with control characters as '?', cut to max_chars (then "..."), in buf: safe to print in one line. */
 const char *pb_cfg_clean(const char *s, size_t max_chars, char *buf, size_t len);
 

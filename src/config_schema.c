@@ -3,6 +3,7 @@
  * Defaults are JSON text parsed by the same code as user values, so a default can never be out of range. */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "config_internal.h"
 
@@ -320,4 +321,12 @@ static const pb_key top_keys[] = {
 const pb_key_table pb_cfg_top_table = TABLE(top_keys, NULL);
 
 const pb_key_table *pb_cfg_stage_table(pb_stage_type t) { return &stage_tables[t]; }
+
+int64_t pb_config_stage_key_max(pb_stage_type t, const char *key) {
+  if ((int)t < 0 || t >= PB_STAGE__COUNT) return 0;
+  const pb_key_table *tab = &stage_tables[t];
+  for (int i = 0; i < tab->nkeys; i++)
+    if (tab->keys[i].type == PB_KT_INT && strcmp(tab->keys[i].name, key) == 0) return (int64_t)tab->keys[i].max;
+  return 0;
+}
 const pb_key_table *pb_cfg_op_table(pb_op_kind k) { return &op_tables[k]; }

@@ -258,6 +258,27 @@ static void fill_accounting(pb_report *r, const pb_record *rec) {
   r->balanced = r->samples_read == r->samples_consumed + r->samples_dropped + r->errors + in_flight;
 }
 
+/* The run's own noise: samples/s over 8 equal slices of the window; the half-width of the 95 % interval
+ * of their mean, as % of it (NAN with fewer than 16 measured steps).  Two capacities closer than this are
+ * one limit as far as this run can tell. */
+#define NOISE_SLICES 8
+static double noise_pct(const pb_record *rec, uint64_t measured) {
+  uint64_t ws = rec->window_start_ns, we = rec->window_end_ns;
+  if (measured < 2 * NOISE_SLICES || we <= ws) return NAN;
+  double samples[NOISE_SLICES] = {0}, len = (double)(we - ws) / NOISE_SLICES;
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    const pb_step *st = &rec->steps[i];
+    uint64_t end = pb_step_end_ns(st);
+    if (!st->measured || end <= ws || end > we) continue;
+    int k = (int)((double)(end - ws - 1) / len);
+    samples[k < NOISE_SLICES ? k : NOISE_SLICES - 1] += st->samples;
+  }
+  double mean = 0, var = 0;
+  for (int k = 0; k < NOISE_SLICES; k++) mean += samples[k] / NOISE_SLICES;
+  for (int k = 0; k < NOISE_SLICES; k++) var += (samples[k] - mean) * (samples[k] - mean) / (NOISE_SLICES - 1);
+  return mean > 0 ? 1.96 * sqrt(var / NOISE_SLICES) / mean * 100 : NAN;
+}
+
 void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->version = PB_VERSION;
   r->synthetic = rec->synthetic;
@@ -288,6 +309,10 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->memory_peak_rss_bytes = rec->peak_rss_bytes;
   r->cpu_ns_per_sample = r->samples_read ? rec->cpu_s * 1e9 / (double)r->samples_read : NAN;
   r->ncpu = rec->ncpu;
+  r->cores_usable = rec->cores_usable > 0 ? rec->cores_usable : rec->ncpu;
+  r->cores_taken_by_others = rec->cores_taken_by_others;
+  snprintf(r->cores_limited_by, sizeof r->cores_limited_by, "%s", rec->cores_limited_by);
+  r->noise_pct = noise_pct(rec, t.n);
   pb_analysis_run(r, rec);
   pb_efficiency_compute(r, &rec->ceilings);
 }

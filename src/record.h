@@ -75,6 +75,12 @@ typedef struct pb_record {
   /* the machine and the engine's cost */
   double cpu_s;                 /* process CPU during the run */
   int ncpu;                     /* online CPUs */
+  /* the machine as it was (machine.h): cores this process could use, and what other processes and the
+   * hypervisor took of them while it ran (0 when unknown: an older trace) */
+  double cores_usable;
+  double cores_taken_by_others;
+  char cores_limited_by[128];   /* what set cores_usable, in words */
+  uint64_t dataset_files;       /* files this process's data listed (its shard); 0: in-memory data */
   bool traced;                  /* per-event tracing was on */
   /* memory: the plan checked against limits.max_memory_mb, the trace rings, and what the process used */
   uint64_t planned_bytes;       /* worst-case bytes the stages may buffer (pb_engine_memory_bytes) */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "model.h"
 
 #define PB_MAX_FIRST_ERRORS 10
 
@@ -72,7 +73,10 @@ typedef struct pb_efficiency {
 typedef struct pb_recommendation {
   char action[768];             /* a --set expression when one fits, else a change in words */
   char reason[1536];
+  const char *kind;             /* "threads", "prefetch", "cache", "scale", "cores", "pinned" */
   double predicted_samples_per_s;
+  double predicted_idle_pct;    /* the device's idle % the model predicts after the change (NAN: none) */
+  bool up_to;                   /* the prediction is the device's own rate: a ceiling, not an estimate */
 } pb_recommendation;
 
 typedef struct pb_path_segment {
@@ -162,8 +166,20 @@ typedef struct pb_report {
   int nrecommendations;
   pb_recommendation recommendations[PB_MAX_RECOMMENDATIONS];
 
+  /* the machine (machine.h) and the run's own noise */
+  double cores_usable;          /* the process's CPU affinity and cgroup quota */
+  double cores_taken_by_others; /* by other processes and the hypervisor, during the run */
+  char cores_limited_by[128];
+  double noise_pct;             /* half-width of the 95 % interval of samples/s over 8 slices of the window */
+
+  /* the model of the pipeline (model.h): every prediction comes from it */
+  pb_model model;
+
   /* bottleneck */
-  char bottleneck_stage[PB_NAME_LEN]; /* "" = not available */
+  char bottleneck_stage[PB_NAME_LEN]; /* "" = not available; a stage, "device" or "cores" */
+  int nco_stages;               /* stages named beside it: capacities within the run's noise of its own */
+  char co_stages[3][PB_NAME_LEN];
+  char transient[400];          /* a transient inside the window that cost the device time, in words ("") */
   char bottleneck_reason[1024];
   double bottleneck_capacity_per_s, bottleneck_required_per_s;
 

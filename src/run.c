@@ -13,6 +13,7 @@
 #include "csv.h"
 #include "device.h"
 #include "html.h"
+#include "machine.h"
 #include "engine.h"
 #include "metrics.h"
 #include "record.h"
@@ -90,6 +91,8 @@ typedef struct run_ctx {
   pb_timeline timeline;         /* queue fill over time, sampled while waiting for the end */
   pb_timeline_sampler sampler;
   pb_progress progress;
+  pb_cores cores;               /* the cores this process may use */
+  pb_cpu_sample cpu_at_start;   /* the machine's CPU counters as the run started (others' load) */
 } run_ctx;
 
 static double cpu_seconds(void) {
@@ -207,6 +210,8 @@ static int execute(run_ctx *c) {
   }
   c->steps_ready = true;
   pb_steps_spill_to(&c->steps, c->out_dir);
+  pb_cores_probe(&c->cores, "");
+  pb_cpu_sample_take(&c->cpu_at_start, "");
   int rc = pb_engine_start(&c->engine, &err);
   if (!rc) rc = pb_steps_start(&c->steps, &err);
   if (rc) {
@@ -363,6 +368,13 @@ static int report(run_ctx *c, double cpu0) {
     fprintf(stderr, "pipebench: out of memory for the run's record\n");
     goto out;
   }
+  /* The machine as it was: usable cores, and what others took of them while the run ran. */
+  pb_cpu_sample end;
+  pb_cpu_sample_take(&end, "");
+  pb_cpu_others others = pb_cpu_taken_by_others(&c->cpu_at_start, &end);
+  rec->cores_usable = c->cores.usable_cores > 0 ? c->cores.usable_cores : rec->ncpu;
+  rec->cores_taken_by_others = others.ok ? others.total_cores : 0;
+  snprintf(rec->cores_limited_by, sizeof rec->cores_limited_by, "%s", c->cores.limited_by);
   /* The machine's ceilings, for the report's efficiency figures (calibration.h). */
   pb_ceilings_lookup(c->cfg, c->opts->synthetic, strcmp(c->device.kind, "gpu") == 0, &rec->ceilings);
   if (c->opts->world_size > 1) {

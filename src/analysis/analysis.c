@@ -229,6 +229,7 @@ void pb_analysis_run(pb_report *r, const pb_record *rec) {
   }
   if (a) pb_analysis_free(a);
   free(a);
+  pb_model_fit(&r->model, rec, r);
   pb_bottleneck(r, rec);
   pb_recommend(r, rec);
 }

@@ -2,8 +2,10 @@
  *
  *   graph.c          the stage graph rebuilt from the trace's lineage, and each node's figures
  *   critical_path.c  the critical path, walked back over the event dependency graph
- *   bottleneck.c     the capacity model and the bottleneck (critical path cross-checked with the model)
- *   recommend.c      recommendations with their predicted samples/s
+ *   model*.c, simulate.c  the model of the pipeline, fitted from the record, predicting by simulation
+ *   transient.c      transients inside the window (a cache's fill, a shuffle's, a slow start)
+ *   bottleneck.c     the capacity figures and the bottleneck (critical path cross-checked with the model)
+ *   recommend.c      recommendations, each predicted by the model
  *
  * Every function reads only the record (never a running engine), so `pipebench analyze` and a live run
  * give the same answers. */
@@ -13,6 +15,7 @@
 #include <stdint.h>
 
 #include "keymap.h"
+#include "model.h"
 #include "record.h"
 #include "report.h"
 
@@ -70,8 +73,21 @@ void pb_graph_fill(pb_report *r, const pb_analysis *a);
  * critical_path section and the stages' critical_path_* figures. */
 void pb_critical_path(pb_report *r, const pb_analysis *a);
 
-/* bottleneck.c: capacity model (model_*, cpu_limit_per_s, device_rate_per_s) and the bottleneck. */
+/* transient.c: a transient inside the measured window (r->transient says which, and how much warm-up
+ * leaves it out); *steady_pct = input_bound_pct over the measured steps after it. */
+typedef enum pb_transient_kind {
+  PB_TRANSIENT_NONE,
+  PB_TRANSIENT_CACHE_FILL,
+  PB_TRANSIENT_SHUFFLE_FILL,
+  PB_TRANSIENT_SLOW_START,
+} pb_transient_kind;
+pb_transient_kind pb_transient(pb_report *r, const pb_record *rec, double *steady_pct);
+
+/* bottleneck.c: capacity figures (model_*, cpu_limit_per_s, device_rate_per_s) and the bottleneck. */
 void pb_bottleneck(pb_report *r, const pb_record *rec);
+/* The model's row `mrow` alone: threads / calibrated mean service, in the pipeline's samples/s (NAN when
+ * not measured). */
+double pb_model_stage_capacity(const pb_report *r, int mrow);
 
 /* recommend.c: recommendations, each with a predicted samples/s. */
 void pb_recommend(pb_report *r, const pb_record *rec);

@@ -1,20 +1,19 @@
-/* Recommendations, each with the change to make (a --set expression when one fits) and the samples/s
- * the capacity model predicts after it.
- *
- * The prediction is always the same model: the pipeline delivers the minimum of
- *   - every stage's capacity (threads / mean service time, in samples/s), with the changed stage's
- *     capacity scaled by the change (threads t -> t' scales it by t'/t),
- *   - the device's rate (batch x devices / mean compute time),
- *   - the cores' limit for the CPU-bound stages (ncpu / CPU seconds per sample, summed),
- * so a recommendation never promises more than the device or the machine can take.  The rules:
- *   threads   more threads for the bottleneck, enough to reach the next limit; for a CPU-bound stage
- *             within the free cores (or taken from a stage with slack when none are free); for a stage
- *             that waits without CPU (latency), as many as needed
- *   prefetch  the pipeline is fast enough on average but the device still waits: deeper prefetch, sized
- *             by Little's law from the p99 input wait (d' = d + ceil(p99 wait / compute time))
- *   cache     read-bound and the dataset fits in limits.max_memory_mb: cache after read
- *   pinned    h2d-bound on a GPU with pageable memory: pinned buffers
- *   scale     decode-bound, DCT scale 1, and the first crop/resize at most half the image: scale 1/2 */
+/* Recommendations, each with the change to make (a --set expression when one fits) and what the model
+ * (model.h) predicts after it: samples/s over the configured run and the device's idle %.  Every
+ * candidate is simulated with its change applied; one predicted to gain less than the run's noise is not
+ * recommended.  The rules that propose candidates:
+ *   threads   for the bottleneck and its co-bottlenecks (together), and for the model's lowest-capacity
+ *             stage: the fewest threads that reach what the model says more threads can give (never when
+ *             the cores bind: more threads only queue for a core)
+ *   prefetch  the device waits although the pipeline keeps up on average (variance): the shallowest
+ *             depth whose predicted idle is within 1 point of what any depth can give
+ *   cache     read-bound and the dataset fits in limits.max_memory_mb: a cache after read, predicted over
+ *             the configured run (its first epoch at the uncached rate)
+ *   scale     decode-bound (or the cores bind with decode spending them), DCT scale 1, and the first
+ *             crop/resize at most half the image: scale 1/2
+ *   cores     the cores bind: a machine (or cgroup) with twice the usable cores
+ *   pinned    h2d-bound on a GPU with pageable memory: pinned buffers (no prediction: the machine's ratio)
+ * A prediction at the device's own rate is a ceiling ("up to"), not an estimate. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,211 +26,264 @@
  * stage: 850.8 vs 758 images/s): Huffman decoding dominates, so halving the IDCT gains little. */
 #define PB_DECODE_HALF_SPEEDUP 1.12
 #define PB_MAX_THREADS_SUGGESTED 256
+#define MIN_GAIN_PCT 2.0      /* a change must gain this much (or the run's noise) to be recommended */
+#define IDLE_KNEE_POINTS 1.0  /* prefetch: within this many points of the deepest depth's idle */
+#define MAX_DEPTH 256
 
-/* The model's prediction when stage `changed` gets capacity `new_cap` (and `changed2`, if >= 0,
- * `new_cap2`): bounded by the cores' limit the capacity model computed (bottleneck.c runs first). */
-static double predict(const pb_report *r, int changed, double new_cap, int changed2, double new_cap2) {
-  double rate = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
-  for (int i = 0; i < r->nstages; i++) {
-    const pb_stage_report *s = &r->stages[i];
-    if (s->skipped || isnan(s->pipeline_capacity_per_s)) continue;
-    double cap = i == changed ? new_cap : i == changed2 ? new_cap2 : s->pipeline_capacity_per_s;
-    if (cap < rate) rate = cap;
-  }
-  if (!isnan(r->cpu_limit_per_s) && r->cpu_limit_per_s < rate) rate = r->cpu_limit_per_s;
-  return isinf(rate) ? NAN : rate;
+/* A stage's name, copied out of r: the recommendation written with it lives in r too. */
+typedef struct name_buf {
+  char s[PB_NAME_LEN];
+} name_buf;
+static name_buf name_of(const pb_model *m, int row) {
+  name_buf b;
+  memcpy(b.s, m->stages[row].name, sizeof b.s);
+  return b;
 }
 
-static pb_recommendation *add(pb_report *r) {
+static pb_recommendation *add(pb_report *r, const char *kind) {
   if (r->nrecommendations >= PB_MAX_RECOMMENDATIONS) return NULL;
   pb_recommendation *rc = &r->recommendations[r->nrecommendations++];
   memset(rc, 0, sizeof *rc);
+  rc->kind = kind;
+  rc->predicted_samples_per_s = rc->predicted_idle_pct = NAN;
   return rc;
 }
 
-/* Lowest capacity among the stages other than `except`, and the device. */
-static double next_limit(const pb_report *r, int except) {
+static double min_gain(const pb_report *r) {
+  double g = MIN_GAIN_PCT;
+  if (r->noise_pct > g) g = r->noise_pct;
+  return g / 100;
+}
+
+/* Worth recommending: predicted above the measured rate by more than the noise. */
+static bool gains(const pb_report *r, const pb_model_result *res) {
+  return res->ok && res->samples_per_s > r->samples_per_s * (1 + min_gain(r));
+}
+
+static void set_prediction(const pb_report *r, pb_recommendation *rc, const pb_model_result *res) {
+  rc->predicted_samples_per_s = res->samples_per_s;
+  rc->predicted_idle_pct = res->idle_pct;
+  rc->up_to = !isnan(r->device_rate_per_s) && res->samples_per_s >= 0.99 * r->device_rate_per_s;
+}
+
+static bool predict(const pb_report *r, const pb_model_change *c, pb_model_result *res) {
+  return pb_model_predict(&r->model, c, res);
+}
+
+/* ---------- threads ---------- */
+
+/* Rows (of the model) that need more threads: the bottleneck and its co-bottlenecks. */
+static int threads_rows(const pb_report *r, int *rows) {
+  int n = 0;
+  int b = pb_model_row(&r->model, r->bottleneck_stage);
+  if (b >= 0) rows[n++] = b;
+  for (int i = 0; i < r->nco_stages; i++) {
+    int c = pb_model_row(&r->model, r->co_stages[i]);
+    if (c >= 0) rows[n++] = c;
+  }
+  return n;
+}
+
+/* The threads row `mrow` would need for `target` samples/s, from its capacity now. */
+static int threads_for(const pb_report *r, int mrow, double target) {
+  const pb_model_stage *ms = &r->model.stages[mrow];
+  double cap = pb_model_stage_capacity(r, mrow);
+  double need = !(cap > 0) || isinf(target) ? ms->threads + 1 : ceil(ms->threads * target / cap - 1e-9);
+  int max = ms->max_threads < PB_MAX_THREADS_SUGGESTED ? ms->max_threads : PB_MAX_THREADS_SUGGESTED;
+  int want = need > max ? max : need <= ms->threads ? ms->threads + 1 : (int)need;
+  return want > max ? max : want;
+}
+
+/* The change giving each row `scale`-times its threads' worth toward target (k steps of the search). */
+static void threads_change(const pb_report *r, const int *rows, int n, const int *want, pb_model_change *c) {
+  pb_model_change_init(c);
+  for (int i = 0; i < n; i++) c->threads[rows[i]] = want[i];
+  (void)r;
+}
+
+/* The fewest threads (each row between its current count + 1 and `full`) whose prediction is within 2 %
+ * of the prediction at `full`: a bisection on the fraction of the way there. */
+static bool fewest_threads(const pb_report *r, const int *rows, int n, const int *full, int *best,
+                           pb_model_result *best_res) {
+  pb_model_change c;
+  threads_change(r, rows, n, full, &c);
+  pb_model_result top;
+  if (!predict(r, &c, &top)) return false;
+  memcpy(best, full, n * sizeof *best);
+  *best_res = top;
+  double lo = 0, hi = 1;
+  for (int it = 0; it < 5 && hi - lo > 0.05; it++) {
+    double f = (lo + hi) / 2;
+    int want[PB_MAX_STAGES + 2];
+    bool same = true;
+    for (int i = 0; i < n; i++) {
+      int t = r->model.stages[rows[i]].threads;
+      want[i] = t + 1 + (int)floor(f * (full[i] - t - 1) + 0.5);
+      if (want[i] != best[i]) same = false;
+    }
+    if (same) break;
+    threads_change(r, rows, n, want, &c);
+    pb_model_result res;
+    if (!predict(r, &c, &res)) return false;
+    if (res.samples_per_s >= 0.98 * top.samples_per_s) {
+      memcpy(best, want, n * sizeof *best);
+      *best_res = res;
+      hi = f;
+    } else {
+      lo = f;
+    }
+  }
+  return true;
+}
+
+/* A read capped by bandwidth_mb_per_s is not helped past its cap; the target is the next limit. */
+static double next_limit(const pb_report *r, const int *rows, int n) {
   double lim = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
-  for (int i = 0; i < r->nstages; i++)
-    if (i != except && !r->stages[i].skipped && !isnan(r->stages[i].pipeline_capacity_per_s) && r->stages[i].pipeline_capacity_per_s < lim)
-      lim = r->stages[i].pipeline_capacity_per_s;
+  for (int i = 0; i < r->model.nstages; i++) {
+    bool changed = false;
+    for (int k = 0; k < n; k++) changed = changed || rows[k] == i;
+    double cap = pb_model_stage_capacity(r, i);
+    if (!changed && !isnan(cap) && cap < lim) lim = cap;
+  }
+  if (!isnan(r->cpu_limit_per_s) && r->cpu_limit_per_s < lim) lim = r->cpu_limit_per_s;
   return lim;
 }
 
-/* A CPU-bound stage with slack that can give one thread to the bottleneck and still keep up. */
-static int find_donor(const pb_report *r, int except, double target) {
-  int best = -1;
-  for (int i = 0; i < r->nstages; i++) {
-    const pb_stage_report *s = &r->stages[i];
-    if (i == except || s->skipped || s->threads < 2 || !pb_stage_cpu_bound(s) || isnan(s->pipeline_capacity_per_s)) continue;
-    double after = s->pipeline_capacity_per_s * (s->threads - 1) / s->threads;
-    if (after >= 1.1 * target && (best < 0 || after > r->stages[best].pipeline_capacity_per_s)) best = i;
+static void describe_threads(const pb_report *r, pb_recommendation *rc, const int *rows, int n, const int *want) {
+  size_t len = 0;
+  for (int i = 0; i < n; i++)
+    len += (size_t)snprintf(rc->action + len, len < sizeof rc->action ? sizeof rc->action - len : 0,
+                            "%s--set stages.%.63s.threads=%d", i ? " " : "", name_of(&r->model, rows[i]).s, want[i]);
+  char which[300] = "";
+  for (int i = 0; i < n; i++) {
+    const pb_model_stage *ms = &r->model.stages[rows[i]];
+    size_t w = strlen(which);
+    snprintf(which + w, sizeof which - w, "%s%s %d -> %d (%s, CPU %.0f %% of its service)", i ? "; " : "", ms->name,
+             ms->threads, want[i], ms->cpu_share >= PB_CPU_BOUND_FRACTION ? "CPU-bound" : "mostly waiting",
+             ms->cpu_share * 100);
   }
-  return best;
+  snprintf(rc->reason, sizeof rc->reason,
+           "%s: threads %s; the model predicts %.1f samples/s (device idle %.1f %%), the fewest threads within 2 %% "
+           "of what more threads can give (next limit %.1f samples/s)",
+           n > 1 ? "co-bottlenecks, changed together" : "the bottleneck", which, rc->predicted_samples_per_s,
+           rc->predicted_idle_pct, next_limit(r, rows, n));
 }
 
-/* Stages whose `threads` the config accepts above 1 (h2d's parallelism is `streams`; the emulated copy
- * engine is one, so more streams would not help there). */
-static bool threads_settable(const char *type) {
-  return strcmp(type, "read") == 0 || strcmp(type, "decode") == 0 || strcmp(type, "map") == 0 ||
-         strcmp(type, "batch") == 0;
+static void recommend_threads_for(pb_report *r, const int *rows, int n) {
+  int full[PB_MAX_STAGES + 2], best[PB_MAX_STAGES + 2];
+  double target = next_limit(r, rows, n);
+  int settable = 0;
+  for (int i = 0; i < n; i++) {
+    const pb_model_stage *ms = &r->model.stages[rows[i]];
+    full[i] = ms->max_threads > ms->threads ? threads_for(r, rows[i], target) : ms->threads;
+    settable += full[i] > ms->threads;
+  }
+  if (!settable) return;
+  pb_model_result res;
+  if (!fewest_threads(r, rows, n, full, best, &res) || !gains(r, &res)) return;
+  pb_recommendation *rc = add(r, "threads");
+  if (!rc) return;
+  set_prediction(r, rc, &res);
+  describe_threads(r, rc, rows, n, best);
 }
 
-/* A read stage's bandwidth cap (the whole stage's) in samples/s, or INFINITY. */
-static double bandwidth_cap_per_s(const pb_report *r, const pb_record *rec, int bi) {
-  const pb_stage_rec *sr = &rec->stages[bi];
-  if (sr->cfg_index < 0 || strcmp(sr->type, "read") != 0) return INFINITY;
-  double mb = rec->cfg->stages[sr->cfg_index].bandwidth_mb_per_s;
-  const pb_stage_report *s = &r->stages[bi];
-  if (!(mb > 0) || !s->calls || !s->bytes_out) return INFINITY;
-  return mb * 1e6 / ((double)s->bytes_out / (double)s->calls);
+static void recommend_threads(pb_report *r) {
+  if (strcmp(r->bottleneck_stage, "cores") == 0) return; /* more threads only queue for a core */
+  int rows[PB_MAX_STAGES + 2];
+  int n = threads_rows(r, rows);
+  if (n) recommend_threads_for(r, rows, n);
+  /* The model's lowest-capacity stage, when the path named another one. */
+  int m = pb_model_row(&r->model, r->model_stage);
+  bool named = false;
+  for (int i = 0; i < n; i++) named = named || rows[i] == m;
+  if (m >= 0 && !named) recommend_threads_for(r, &m, 1);
 }
 
-/* "--set stages.B.threads=WANT" and its prediction (capacity scaled by the threads, within `cap_limit`);
- * the caller writes the reason. */
-static pb_recommendation *set_threads(pb_report *r, const pb_stage_report *b, int bi, int want, double cap_limit) {
-  pb_recommendation *rc = add(r);
-  if (!rc) return NULL;
-  snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, want);
-  rc->predicted_samples_per_s = predict(r, bi, fmin(b->pipeline_capacity_per_s * want / b->threads, cap_limit), -1, 0);
-  return rc;
+/* ---------- prefetch ---------- */
+
+static int row_of_type(const pb_model *m, const char *type) {
+  for (int i = m->nstages - 1; i >= 0; i--)
+    if (strcmp(m->stages[i].type, type) == 0) return i;
+  return -1;
 }
 
-/* Stage rows are copied before use: their names are written into r->recommendations, which is in r. */
-static void recommend_threads(pb_report *r, const pb_record *rec, int bi) {
-  const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
-  if (!threads_settable(b->type) || isnan(b->pipeline_capacity_per_s) || b->pipeline_capacity_per_s <= 0) return;
-  /* A read capped by bandwidth_mb_per_s gains nothing from threads beyond the cap. */
-  double cap_limit = bandwidth_cap_per_s(r, rec, bi);
-  if (cap_limit <= 1.05 * b->pipeline_capacity_per_s) return;
-  double target = fmin(next_limit(r, bi), cap_limit);
-  /* The cores bound every stage together: threads past the cores' limit only queue for a core. */
-  if (!isnan(r->cpu_limit_per_s)) {
-    if (!pb_stage_cpu_bound(b) && r->cpu_limit_per_s <= 1.05 * b->pipeline_capacity_per_s) return;
-    target = fmin(target, r->cpu_limit_per_s);
-  }
-  int t = b->threads;
-  double need = isinf(target) ? t + 1 : ceil(t * target / b->pipeline_capacity_per_s - 1e-9);
-  int want = need > PB_MAX_THREADS_SUGGESTED ? PB_MAX_THREADS_SUGGESTED : need <= t ? t + 1 : (int)need;
-  double cores_used = r->cores_used;
-  double free_cores = r->ncpu - cores_used;
-  pb_recommendation *rc;
-  if (!pb_stage_cpu_bound(b)) { /* waits without CPU (latency): threads are cheap, add what the target needs */
-    if (!(rc = set_threads(r, b, bi, want, cap_limit))) return;
-    snprintf(rc->reason, sizeof rc->reason,
-             "%s is the bottleneck and mostly waits (CPU %.0f %% of its busy time): %d threads instead of %d "
-             "overlap more waits, up to the next limit of %.1f samples/s",
-             b->name, b->cpu_fraction * 100, want, t, target);
-    return;
-  }
-  double share = pb_stage_cpu_share(b); /* of a thread's own time, net of queueing for a core */
-  int extra = (int)floor(free_cores / (share > 0 ? share : 1) + 1e-9);
-  if (extra >= 1) {
-    if (want > t + extra) want = t + extra;
-    if (!(rc = set_threads(r, b, bi, want, cap_limit))) return;
-    snprintf(rc->reason, sizeof rc->reason,
-             "%s is the bottleneck and CPU-bound (CPU %.0f %% of its busy time); %.1f of %d cores are free, "
-             "so %d threads instead of %d",
-             b->name, b->cpu_fraction * 100, free_cores > 0 ? free_cores : 0, r->ncpu, want, t);
-    return;
-  }
-  double new_cap = b->pipeline_capacity_per_s * (t + 1) / t;
-  int donor = find_donor(r, bi, fmin(new_cap, target));
-  if (!(rc = add(r))) return;
-  if (donor >= 0) {
-    const pb_stage_report d_copy = r->stages[donor], *d = &d_copy;
-    snprintf(rc->action, sizeof rc->action, "--set stages.%.63s.threads=%d --set stages.%.63s.threads=%d", b->name, t + 1,
-             d->name, d->threads - 1);
-    rc->predicted_samples_per_s = predict(r, bi, new_cap, donor, d->pipeline_capacity_per_s * (d->threads - 1) / d->threads);
-    snprintf(rc->reason, sizeof rc->reason,
-             "%s is the bottleneck and CPU-bound, and the %d cores are busy (%.1f in use): move a thread from %s, "
-             "whose capacity (%.1f samples/s) stays above the target",
-             b->name, r->ncpu, cores_used, d->name, d->pipeline_capacity_per_s);
-  } else {
-    snprintf(rc->action, sizeof rc->action, "--set stages.%s.threads=%d", b->name, t + 1);
-    rc->predicted_samples_per_s = predict(r, bi, new_cap, -1, 0);
-    snprintf(rc->reason, sizeof rc->reason,
-             "%s is the bottleneck and CPU-bound, but the %d cores are busy (%.1f in use) and no stage has a "
-             "thread to spare: more threads help only up to the cores' limit; a machine with more cores, or "
-             "a cheaper %s, would",
-             b->name, r->ncpu, cores_used, b->name);
-  }
-}
-
-/* p99 of the measured steps' input wait, ms. */
-static double p99_input_wait_ms(const pb_record *rec) {
-  double *v = malloc((rec->nsteps ? rec->nsteps : 1) * sizeof *v);
-  if (!v) return NAN;
-  size_t n = 0;
-  for (size_t i = 0; i < rec->nsteps; i++)
-    if (rec->steps[i].measured) v[n++] = (double)pb_step_breakdown(&rec->steps[i]).input_wait_ns / 1e6;
-  double p = pb_percentile(v, n, 99);
-  free(v);
-  return p;
+/* Bytes a deeper prefetch would add: a batch per extra slot. */
+static bool depth_fits(const pb_report *r, int brow, int extra) {
+  double batch_bytes = r->model.stages[brow].bytes_per_element;
+  if (!(batch_bytes > 0) || !r->memory_limit_bytes) return true;
+  return (double)r->memory_planned_bytes + extra * batch_bytes <= (double)r->memory_limit_bytes;
 }
 
 static void recommend_prefetch(pb_report *r, const pb_record *rec) {
-  if (isnan(r->model_capacity_per_s) || isnan(r->device_rate_per_s)) return;
-  if (r->model_capacity_per_s < 1.1 * r->device_rate_per_s) return; /* too slow on average, not variance */
-  double wait = p99_input_wait_ms(rec);
-  double device_ms = r->compute_ms + (r->comm_ms > 0 ? r->comm_ms : 0); /* compute and exchange */
-  if (isnan(wait) || !(device_ms > 0)) return;
-  double ratio = ceil(wait / device_ms);
-  int extra = ratio < 1 ? 1 : ratio > 64 ? 64 : (int)ratio;
-  int pi = -1;
-  for (int i = 0; i < r->nstages; i++)
-    if (!r->stages[i].skipped && strcmp(r->stages[i].type, "prefetch") == 0) pi = i;
-  pb_recommendation *rc = add(r);
-  if (!rc) return;
-  if (pi >= 0 && rec->stages[pi].cfg_index >= 0) { /* the loader checks it; a row without a config never */
-    const pb_stage_cfg *sc = &rec->cfg->stages[rec->stages[pi].cfg_index];
-    snprintf(rc->action, sizeof rc->action, "--set stages.%s.depth=%lld", rec->stages[pi].name,
-             (long long)(sc->depth + extra));
-  } else {
-    snprintf(rc->action, sizeof rc->action, "add {\"type\": \"prefetch\", \"depth\": %d} after batch", extra + 1);
+  const pb_model *m = &r->model;
+  int prow = row_of_type(m, "prefetch"), brow = row_of_type(m, "batch");
+  int row = prow >= 0 ? prow : brow;
+  if (row < 0 || brow < 0) return;
+  int cur = m->stages[row].queue_capacity;
+  pb_model_change c;
+  pb_model_result deep, res, best_res;
+  pb_model_change_init(&c);
+  c.queue_capacity[row] = MAX_DEPTH;
+  if (!predict(r, &c, &deep)) return;
+  int best = 0;
+  for (int d = cur + 1; d <= MAX_DEPTH; d = d < 2 * cur ? 2 * cur : 2 * d) {
+    c.queue_capacity[row] = d;
+    if (!predict(r, &c, &res)) return;
+    if (res.idle_pct <= deep.idle_pct + IDLE_KNEE_POINTS) {
+      best = d, best_res = res;
+      break;
+    }
   }
-  rc->predicted_samples_per_s = predict(r, -1, 0, -1, 0);
+  if (!best || !gains(r, &best_res) || !depth_fits(r, brow, best - cur)) return;
+  pb_recommendation *rc = add(r, "prefetch");
+  if (!rc) return;
+  set_prediction(r, rc, &best_res);
+  if (prow >= 0 && rec->stages[m->stages[prow].report_row].cfg_index >= 0)
+    snprintf(rc->action, sizeof rc->action, "--set stages.%s.depth=%d", name_of(m, prow).s, best);
+  else
+    snprintf(rc->action, sizeof rc->action, "add {\"type\": \"prefetch\", \"depth\": %d} after batch", best - 1);
+  pb_model_result now;
+  pb_model_change_init(&c);
+  double idle_now = predict(r, &c, &now) ? now.idle_pct : r->device_idle_pct;
   snprintf(rc->reason, sizeof rc->reason,
-           "the pipeline keeps up on average (%.1f samples/s for %.1f needed) but the device still waits: "
-           "p99 input wait %.1f ms per %.1f ms step; by Little's law %d more batch(es) in flight cover it",
-           r->model_capacity_per_s, r->device_rate_per_s, wait, device_ms, extra);
+           "the device waits (idle %.1f %%, p99 step %.1f ms against a mean of %.1f ms) though the pipeline's lowest "
+           "capacity is %.1f samples/s for %.1f needed: the waits come from variance. The model predicts idle %.1f %% "
+           "at depth %d (now %.1f %% at %d), within %.0f point of what any depth gives (%.1f %% at %d)",
+           r->device_idle_pct, r->step_p99_ms, r->step_mean_ms, r->model_capacity_per_s, r->device_rate_per_s,
+           best_res.idle_pct, best, idle_now, cur, IDLE_KNEE_POINTS, deep.idle_pct, MAX_DEPTH);
 }
 
-/* Dataset bytes when the config says how big it is (dataset.generate), else 0 (unknown). */
-static double dataset_bytes(const pb_record *rec, const pb_stage_report *read) {
-  const pb_generate_cfg *g = &rec->cfg->dataset.generate;
-  if (!g->present || !g->num_files || !read->calls) return 0;
-  double per_sample = (double)read->bytes_out / (double)read->calls;
-  return per_sample * (double)g->num_files * (double)(g->samples_per_file ? g->samples_per_file : 1);
+/* ---------- cache, scale, cores, pinned ---------- */
+
+static bool is_named(const pb_report *r, const char *name) {
+  if (strcmp(r->bottleneck_stage, name) == 0) return true;
+  for (int i = 0; i < r->nco_stages; i++)
+    if (strcmp(r->co_stages[i], name) == 0) return true;
+  return false;
 }
 
-static void recommend_cache(pb_report *r, const pb_record *rec, int bi) {
-  for (int i = 0; i < rec->cfg->nstages; i++)
-    if (rec->cfg->stages[i].type == PB_STAGE_CACHE) return;
-  const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
-  double bytes = dataset_bytes(rec, b);
+static void recommend_cache(pb_report *r, const pb_record *rec) {
+  const pb_model *m = &r->model;
+  int read = row_of_type(m, "read");
+  if (read < 0 || !is_named(r, m->stages[read].name) || row_of_type(m, "cache") >= 0) return;
+  double bytes = (double)m->epoch_samples * m->stages[read].bytes_per_element;
   double limit = (double)rec->cfg->max_memory_mb * 1e6;
   if (!(bytes > 0) || bytes > 0.5 * limit) return;
-  pb_recommendation *rc = add(r);
+  pb_model_change c;
+  pb_model_change_init(&c);
+  c.cache_after = read;
+  pb_model_result res;
+  if (!predict(r, &c, &res) || !gains(r, &res)) return;
+  pb_recommendation *rc = add(r, "cache");
   if (!rc) return;
-  snprintf(rc->action, sizeof rc->action, "add {\"type\": \"cache\"} after stage %s", b->name);
-  rc->predicted_samples_per_s = predict(r, bi, INFINITY, -1, 0);
+  set_prediction(r, rc, &res);
+  snprintf(rc->action, sizeof rc->action, "add {\"type\": \"cache\"} after stage %s", name_of(m, read).s);
   snprintf(rc->reason, sizeof rc->reason,
-           "read-bound, and the dataset (%.0f MB) fits in limits.max_memory_mb (%lld MB): from the second epoch "
-           "on, samples come from memory",
-           bytes / 1e6, (long long)rec->cfg->max_memory_mb);
-}
-
-static void recommend_pinned(pb_report *r, const pb_record *rec, int bi) {
-  const pb_stage_rec *sr = &rec->stages[bi];
-  if (sr->cfg_index < 0 || rec->cfg->stages[sr->cfg_index].pinned || strcmp(r->device_kind, "gpu") != 0) return;
-  pb_recommendation *rc = add(r);
-  if (!rc) return;
-  snprintf(rc->action, sizeof rc->action, "--set stages.%s.pinned=true", rec->stages[bi].name);
-  rc->predicted_samples_per_s = NAN; /* the pinned/pageable ratio is the machine's (pipebench calibrate) */
-  snprintf(rc->reason, sizeof rc->reason,
-           "H2D-bound with pageable host memory: pinned buffers copy by DMA without a staging copy (typically "
-           "about twice as fast; no prediction without a measurement of this machine)");
+           "read-bound, and the dataset (%lld samples, %.0f MB) fits in limits.max_memory_mb (%lld MB): from the second "
+           "epoch on, samples come from memory. Over this run's %lld measured steps (the first epoch still read) the "
+           "model predicts %.1f samples/s",
+           (long long)m->epoch_samples, bytes / 1e6, (long long)rec->cfg->max_memory_mb, (long long)m->steps,
+           res.samples_per_s);
 }
 
 /* The first op after decode that sets the image size, and its size; 0 when none. */
@@ -247,39 +299,71 @@ static int64_t crop_size_after(const pb_record *rec, int cfg_index) {
   return 0;
 }
 
-static void recommend_scale(pb_report *r, const pb_record *rec, int bi) {
-  const pb_stage_rec *sr = &rec->stages[bi];
-  if (sr->cfg_index < 0 || rec->cfg->stages[sr->cfg_index].scale != PB_SCALE_1) return;
-  const pb_stage_report b_copy = r->stages[bi], *b = &b_copy;
+static void recommend_scale(pb_report *r, const pb_record *rec) {
+  const pb_model *m = &r->model;
+  int row = row_of_type(m, "decode");
+  if (row < 0) return;
+  const pb_stage_rec *sr = &rec->stages[m->stages[row].report_row];
+  bool cores = is_named(r, "cores");
+  if (!(cores || is_named(r, m->stages[row].name)) || sr->cfg_index < 0 ||
+      rec->cfg->stages[sr->cfg_index].scale != PB_SCALE_1)
+    return;
   int64_t crop = crop_size_after(rec, sr->cfg_index);
   /* The decoded image's shorter side, from its mean size (3 channels, 4:3). */
-  double pixels = b->calls ? (double)b->bytes_out / (double)b->calls / 3.0 : 0;
+  double pixels = m->stages[row].bytes_per_element / 3.0;
   double short_side = sqrt(pixels * 3.0 / 4.0);
   if (!crop || short_side < 2.0 * (double)crop) return;
-  pb_recommendation *rc = add(r);
+  pb_model_change c;
+  pb_model_change_init(&c);
+  c.speedup[row] = PB_DECODE_HALF_SPEEDUP;
+  pb_model_result res;
+  if (!predict(r, &c, &res) || !gains(r, &res)) return;
+  pb_recommendation *rc = add(r, "scale");
   if (!rc) return;
-  snprintf(rc->action, sizeof rc->action, "--set stages.%s.scale=1/2", b->name);
-  rc->predicted_samples_per_s = predict(r, bi, b->pipeline_capacity_per_s * PB_DECODE_HALF_SPEEDUP, -1, 0);
+  set_prediction(r, rc, &res);
+  snprintf(rc->action, sizeof rc->action, "--set stages.%s.scale=1/2", name_of(m, row).s);
   snprintf(rc->reason, sizeof rc->reason,
-           "decode-bound, and the images (shorter side ~%.0f px) are at least twice the %lld px crop: DCT "
-           "scaling decodes at half size (measured %.2fx faster)",
-           short_side, (long long)crop, PB_DECODE_HALF_SPEEDUP);
+           "%s, and the images (shorter side ~%.0f px) are at least twice the %lld px crop: DCT scaling decodes at half "
+           "size (measured %.2fx faster), which the model turns into %.1f samples/s",
+           cores ? "the cores bind and decode spends them" : "decode-bound", short_side, (long long)crop,
+           PB_DECODE_HALF_SPEEDUP, res.samples_per_s);
 }
 
-void pb_recommend(pb_report *r, const pb_record *rec) {
-  r->nrecommendations = 0;
-  if (!r->classification || strcmp(r->classification, "not_input_bound") == 0) return;
-  int bi = -1;
-  if (r->bottleneck_stage[0] && strcmp(r->bottleneck_stage, "device") != 0) bi = pb_report_stage_index(r, r->bottleneck_stage);
-  if (bi >= 0) {
-    const char *type = r->stages[bi].type;
-    if (strcmp(type, "read") == 0) recommend_cache(r, rec, bi);
-    if (strcmp(type, "decode") == 0) recommend_scale(r, rec, bi);
-    if (strcmp(type, "h2d") == 0) recommend_pinned(r, rec, bi);
-    recommend_threads(r, rec, bi);
-  }
-  recommend_prefetch(r, rec);
-  /* Best predicted first (unknown predictions last). */
+static void recommend_cores(pb_report *r) {
+  if (!is_named(r, "cores")) return;
+  const pb_model *m = &r->model;
+  pb_model_change c;
+  pb_model_change_init(&c);
+  c.cores = m->cores + m->cores_usable; /* twice the usable cores, others' load as it was */
+  pb_model_result res;
+  if (!predict(r, &c, &res) || !gains(r, &res)) return;
+  pb_recommendation *rc = add(r, "cores");
+  if (!rc) return;
+  set_prediction(r, rc, &res);
+  snprintf(rc->action, sizeof rc->action, "more cores: %.0f usable instead of %.2f (a larger machine, CPU affinity or cgroup quota)",
+           2 * m->cores_usable, m->cores_usable);
+  snprintf(rc->reason, sizeof rc->reason,
+           "the cores bind (%s): with twice the usable cores and the same threads the model predicts %.1f samples/s "
+           "(device idle %.1f %%)",
+           r->cores_limited_by[0] ? r->cores_limited_by : "online CPUs", res.samples_per_s, res.idle_pct);
+}
+
+static void recommend_pinned(pb_report *r, const pb_record *rec) {
+  const pb_model *m = &r->model;
+  int row = row_of_type(m, "h2d");
+  if (row < 0 || !is_named(r, m->stages[row].name)) return;
+  const pb_stage_rec *sr = &rec->stages[m->stages[row].report_row];
+  if (sr->cfg_index < 0 || rec->cfg->stages[sr->cfg_index].pinned || strcmp(r->device_kind, "gpu") != 0) return;
+  pb_recommendation *rc = add(r, "pinned");
+  if (!rc) return;
+  snprintf(rc->action, sizeof rc->action, "--set stages.%s.pinned=true", name_of(m, row).s);
+  snprintf(rc->reason, sizeof rc->reason,
+           "H2D-bound with pageable host memory: pinned buffers copy by DMA without a staging copy (typically "
+           "about twice as fast; no prediction without a measurement of this machine)");
+}
+
+/* Best predicted first (unknown predictions last). */
+static void sort_by_prediction(pb_report *r) {
   for (int i = 1; i < r->nrecommendations; i++)
     for (int j = i; j > 0; j--) {
       double a = r->recommendations[j - 1].predicted_samples_per_s, b = r->recommendations[j].predicted_samples_per_s;
@@ -288,4 +372,17 @@ void pb_recommend(pb_report *r, const pb_record *rec) {
       r->recommendations[j] = r->recommendations[j - 1];
       r->recommendations[j - 1] = tmp;
     }
+}
+
+void pb_recommend(pb_report *r, const pb_record *rec) {
+  r->nrecommendations = 0;
+  if (!r->classification || strcmp(r->classification, "not_input_bound") == 0 || !r->model.valid) return;
+  if (strcmp(r->bottleneck_stage, "device") == 0) return; /* a transient: warm-up is the advice */
+  recommend_cache(r, rec);
+  recommend_scale(r, rec);
+  recommend_pinned(r, rec);
+  recommend_cores(r);
+  recommend_threads(r);
+  recommend_prefetch(r, rec);
+  sort_by_prediction(r);
 }

@@ -180,7 +180,7 @@ static void test_json_key_order(void **state) {
       "pipebench_version", "config", "data", "interrupted", "device", "measured_s", "warmup_steps",
       "throughput", "steps", "step_breakdown_ms", "allreduce", "device_idle_pct", "accelerator_utilization_pct",
       "input_bound_pct", "classification", "stages", "critical_path", "bottleneck", "capacity_model",
-      "recommendations", "trace", "ranks", "most_input_bound_rank", "accounting", "engine", "memory", "efficiency"};
+      "model", "machine", "recommendations", "trace", "ranks", "most_input_bound_rank", "accounting", "engine", "memory", "efficiency"};
   pb_report *r = make_report();
   cJSON *j = pb_report_to_json(r);
   const cJSON *c = j->child;

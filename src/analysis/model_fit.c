@@ -1,0 +1,220 @@
+/* Fitting the model (model.h) to a run, and calibrating it against what the run measured. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "model.h"
+
+/* The calibration's factor stays within these: beyond them the replay is too far from the run for one
+ * factor to be an honest correction, and the model says it does not fit (fit_error_pct). */
+#define SCALE_MIN 0.67
+#define SCALE_MAX 1.5
+#define FIT_TOLERANCE 0.01 /* a replay within 1 % of the run needs no calibration */
+#define SATURATED_UTILIZATION 0.8 /* a stage busy this share of the window set the pace */
+#define SATURATED_CORES 0.8       /* the stages kept this share of the usable cores busy */
+
+static pb_model_role role_of(const pb_stage_rec *s) {
+  if (s->is_source) return PB_ROLE_SOURCE;
+  if (strcmp(s->type, "batch") == 0) return PB_ROLE_BATCH;
+  if (strcmp(s->type, "shuffle") == 0) return PB_ROLE_SHUFFLE;
+  if (strcmp(s->type, "cache") == 0) return PB_ROLE_CACHE;
+  return PB_ROLE_SERVER;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* q[i] = the (i + 0.5) / N quantile of sorted v, then all scaled so that their mean is v's mean: a
+ * uniform draw among them has the distribution's shape and exactly its mean. */
+static void quantiles_of_sorted(const double *v, size_t n, double *q) {
+  double sum = 0, qsum = 0;
+  for (size_t i = 0; i < n; i++) sum += v[i];
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) {
+    double pos = ((double)i + 0.5) / PB_MODEL_QUANTILES * (double)n - 0.5;
+    size_t lo = pos <= 0 ? 0 : (size_t)pos;
+    if (lo >= n - 1) lo = n - 1;
+    size_t hi = lo + 1 < n ? lo + 1 : lo;
+    double f = pos - (double)lo;
+    if (f < 0) f = 0;
+    q[i] = v[lo] + (v[hi] - v[lo]) * f;
+    qsum += q[i];
+  }
+  double mean = sum / (double)n, qmean = qsum / PB_MODEL_QUANTILES;
+  if (qmean > 0)
+    for (int i = 0; i < PB_MODEL_QUANTILES; i++) q[i] *= mean / qmean;
+}
+
+/* The histogram's quantiles (each bucket's representative value), mean-preserving, in seconds. */
+static void quantiles_of_hist(const pb_hist *h, double factor, double *q) {
+  double qsum = 0;
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) {
+    double p = ((double)i + 0.5) / PB_MODEL_QUANTILES * 100.0;
+    q[i] = (double)pb_hist_percentile(h, p) / 1e9;
+    qsum += q[i];
+  }
+  double mean = pb_hist_mean(h) / 1e9, qmean = qsum / PB_MODEL_QUANTILES;
+  double k = (qmean > 0 ? mean / qmean : 1) * factor;
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) q[i] *= k;
+}
+
+/* A read capped by bandwidth_mb_per_s (for the whole stage): elements/s it cannot exceed. */
+static double rate_cap(const pb_record *rec, const pb_stage_rec *s, const pb_stage_report *sr) {
+  if (s->cfg_index < 0 || strcmp(s->type, "read") != 0 || !sr->calls || !sr->bytes_out) return 0;
+  double mb = rec->cfg->stages[s->cfg_index].bandwidth_mb_per_s;
+  return mb > 0 ? mb * 1e6 / ((double)sr->bytes_out / (double)sr->calls) : 0;
+}
+
+static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const pb_stage_report *sr,
+                      bool saturated_cores) {
+  const pb_stage_rec *s = &rec->stages[row];
+  memset(ms, 0, sizeof *ms);
+  snprintf(ms->name, sizeof ms->name, "%s", s->name);
+  snprintf(ms->type, sizeof ms->type, "%s", s->type);
+  ms->report_row = row;
+  ms->role = role_of(s);
+  ms->threads = s->threads > 0 ? s->threads : 1;
+  ms->max_threads = s->cfg_index >= 0 ? (int)pb_config_stage_key_max(rec->cfg->stages[s->cfg_index].type, "threads") : 1;
+  ms->queue_capacity = s->queue_capacity > 0 ? s->queue_capacity : 1;
+  ms->buffer = s->cfg_index >= 0 && ms->role == PB_ROLE_SHUFFLE ? rec->cfg->stages[s->cfg_index].buffer : 0;
+  ms->batched = s->batched && ms->role != PB_ROLE_BATCH;
+  ms->bytes_per_element = sr->calls ? (double)sr->bytes_out / (double)sr->calls : 0;
+  ms->rate_cap_per_s = rate_cap(rec, s, sr);
+  double share = isnan(sr->cpu_fraction) ? 0 : pb_stage_cpu_share(sr);
+  ms->cpu_share = share > 1 ? 1 : share < 0 ? 0 : share;
+  ms->saturated = !isnan(sr->utilization) && sr->utilization >= SATURATED_UTILIZATION;
+  /* On cores the pipeline kept busy, a service's run-queue delay is the pipeline's own contention, which
+   * the simulation adds back as it shares the cores: it comes off.  On a machine with cores to spare it is
+   * the machine's wake-up latency, which stays whatever changes. */
+  double delay = saturated_cores && !isnan(sr->cpu_delay_fraction) ? sr->cpu_delay_fraction : 0;
+  ms->valid = s->hist.count > 0;
+  if (ms->valid) quantiles_of_hist(&s->hist, 1 - delay, ms->service_s);
+  double sum = 0;
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) sum += ms->service_s[i];
+  ms->mean_s = sum / PB_MODEL_QUANTILES;
+}
+
+/* One step's device time: compute and exchange, and the copy when the device thread makes it (no h2d
+ * stage: the step waits for it). */
+static bool fit_device(pb_model *m, const pb_record *rec, bool copy_in_step) {
+  double *v = malloc((rec->nsteps ? rec->nsteps : 1) * sizeof *v);
+  if (!v) return false;
+  size_t n = 0;
+  for (size_t i = 0; i < rec->nsteps; i++) {
+    const pb_step *st = &rec->steps[i];
+    if (!st->measured) continue;
+    uint64_t busy = pb_step_end_ns(st) - st->compute_start_ns;
+    if (copy_in_step && st->h2d_end_ns > st->h2d_start_ns) busy += st->h2d_end_ns - st->h2d_start_ns;
+    v[n++] = (double)busy / 1e9;
+  }
+  if (n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    quantiles_of_sorted(v, n, m->device_s);
+    double sum = 0;
+    for (int i = 0; i < PB_MODEL_QUANTILES; i++) sum += m->device_s[i];
+    m->device_mean_s = sum / PB_MODEL_QUANTILES;
+  }
+  free(v);
+  return n > 0;
+}
+
+/* Samples in one epoch of this process's data: the config's synthetic dataset or its generate section,
+ * else the files the run listed times the samples a file held; 0 when unknown. */
+static int64_t epoch_samples(const pb_record *rec, const pb_report *r) {
+  const pb_config *cfg = rec->cfg;
+  int world = rec->world_size > 1 ? rec->world_size : 1;
+  if (cfg->dataset.format == PB_FMT_SYNTHETIC) return cfg->dataset.num_samples;
+  const pb_generate_cfg *g = &cfg->dataset.generate;
+  if (g->present && g->num_files > 0)
+    return (int64_t)g->num_files * (g->samples_per_file > 0 ? g->samples_per_file : 1) / world;
+  if (rec->dataset_files > 0 && r->files_read > 0)
+    return (int64_t)llround((double)rec->dataset_files * (double)r->samples_read / (double)r->files_read);
+  return 0;
+}
+
+static void fit_run(pb_model *m, const pb_record *rec, const pb_report *r) {
+  m->warmup_steps = r->warmup_steps;
+  /* the run as it ran: by time when the config said so, else the steps it measured */
+  if (rec->cfg->run.stop == PB_STOP_DURATION && !rec->interrupted) m->duration_s = r->measured_s;
+  else m->steps = (int64_t)r->step_count;
+  m->epoch_samples = epoch_samples(rec, r);
+  m->seed = rec->cfg->seed;
+}
+
+/* The cores the pipeline's threads can use: the process's (affinity, cgroup quota) less what other
+ * processes took while it ran. */
+static void fit_cores(pb_model *m, const pb_record *rec) {
+  double usable = rec->cores_usable > 0 ? rec->cores_usable : rec->ncpu;
+  double others = rec->cores_taken_by_others > 0 ? rec->cores_taken_by_others : 0;
+  m->cores_usable = usable;
+  m->cores = usable - others > 0.25 * usable ? usable - others : 0.25 * usable;
+}
+
+/* Scales every host service time so the replay matches the measured samples/s (model.h).  Only an
+ * input-bound run says how fast the pipeline is: a device-bound one only that it is fast enough. */
+static void calibrate(pb_model *m, bool input_bound) {
+  pb_model_result base;
+  m->service_scale = 1;
+  if (!pb_model_simulate(m, NULL, 1, &base)) {
+    m->valid = false;
+    snprintf(m->why, sizeof m->why, "the simulation delivered no measured step");
+    return;
+  }
+  m->replay_samples_per_s = base.samples_per_s;
+  m->replay_idle_pct = base.idle_pct;
+  double meas = m->measured_samples_per_s;
+  m->fit_error_pct = meas > 0 ? (base.samples_per_s - meas) / meas * 100 : NAN;
+  if (!input_bound || !(meas > 0) || fabs(base.samples_per_s - meas) <= FIT_TOLERANCE * meas) return;
+  /* Throughput is about inversely proportional to the scale while the pipeline limits it: two secant
+   * steps land within a fraction of a percent. */
+  double k = base.samples_per_s / meas, got = base.samples_per_s;
+  for (int it = 0; it < 3; it++) {
+    if (k < SCALE_MIN || k > SCALE_MAX) return;
+    pb_model_result t;
+    if (!pb_model_simulate(m, NULL, k, &t)) return;
+    got = t.samples_per_s;
+    if (fabs(got - meas) <= FIT_TOLERANCE * meas) break;
+    k *= got / meas;
+  }
+  if (fabs(got - meas) > 3 * FIT_TOLERANCE * meas || k < SCALE_MIN || k > SCALE_MAX) return;
+  m->service_scale = k;
+  m->calibrated = true;
+}
+
+void pb_model_fit(pb_model *m, const pb_record *rec, const pb_report *r) {
+  memset(m, 0, sizeof *m);
+  m->service_scale = 1;
+  if (!rec->cfg || !r->step_count || !(r->measured_s > 0)) {
+    snprintf(m->why, sizeof m->why, "no measured step");
+    return;
+  }
+  int bi = pb_config_batch_index(rec->cfg);
+  m->batch_size = bi >= 0 ? (int)rec->cfg->stages[bi].size : 1;
+  m->devices = rec->device_count > 0 ? rec->device_count : 1;
+  bool h2d_stage = false;
+  fit_cores(m, rec);
+  double cores_used = 0;
+  for (int i = 0; i < r->nstages; i++) {
+    const pb_stage_report *sr = &r->stages[i];
+    if (!sr->skipped && !isnan(sr->utilization) && !isnan(sr->cpu_fraction))
+      cores_used += sr->utilization * sr->threads * sr->cpu_fraction;
+  }
+  bool saturated_cores = cores_used >= SATURATED_CORES * m->cores;
+  for (int i = 0; i < rec->nstages && i < r->nstages; i++) {
+    if (rec->stages[i].skipped) continue;
+    if (strcmp(rec->stages[i].type, "h2d") == 0) h2d_stage = true;
+    fit_stage(&m->stages[m->nstages++], rec, i, &r->stages[i], saturated_cores);
+  }
+  if (!m->nstages || m->stages[0].role != PB_ROLE_SOURCE || !fit_device(m, rec, !h2d_stage)) {
+    snprintf(m->why, sizeof m->why, "no source stage or no measured step");
+    return;
+  }
+  fit_run(m, rec, r);
+  m->measured_samples_per_s = r->samples_per_s;
+  m->measured_idle_pct = r->device_idle_pct;
+  m->valid = true;
+  calibrate(m, r->classification && strcmp(r->classification, "not_input_bound") != 0);
+}

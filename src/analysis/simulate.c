@@ -1,0 +1,536 @@
+/* The model's simulation (model.h): the engine, replayed as a discrete-event simulation.
+ *
+ * Elements of one kind are alike, so a queue is a count with a capacity, a list of the threads waiting
+ * to take from it and a list of those blocked handing on to it.  A thread is waiting for input, in
+ * service (with the uncontended seconds it has left), or blocked holding one output.  Devices are
+ * threads of one more row that take batches from the last queue.
+ *
+ * Time advances from one service end to the next.  A service with CPU share f alternates CPU (a share f
+ * of its idle-machine time) and waits; while the threads in service together want more cores than there
+ * are (the sum of their shares), each one's CPU parts run at a fraction x of a core, so it progresses at
+ * r(f) = 1 / ((1 - f) + f / x) of its idle-machine speed and uses f r(f) cores on average.  x is the
+ * one that fills the cores exactly: sum over the threads in service of f r(f) = cores (a bisection over
+ * the few distinct shares).  The rates are recomputed at every event; there are few threads, so a linear
+ * scan is cheaper than a heap.
+ *
+ * Long runs are not simulated to the end: past SIM_MAX_SAMPLES the rest of the window runs at the rate
+ * of the simulated window's second half, and a cache's later epochs at the rate of a second simulation
+ * that starts with the cache full (sim_run_long). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define SIM_MAX_SAMPLES 40000   /* samples simulated per prediction, at most (see sim_run_long) */
+#define SIM_MIN_STEPS 200       /* measured steps simulated at least, when the run has that many */
+#define SIM_MAX_EVENTS 20000000 /* a guard: a simulation never runs away */
+#define CACHE_COPY_BYTES_PER_S 4e9 /* a cache's copy into memory, when a change inserts one */
+
+enum { T_WAIT, T_BUSY, T_BLOCKED, T_DONE };
+
+typedef struct srow {
+  pb_model_role role;
+  int threads;
+  int64_t cap;                  /* output queue capacity */
+  int64_t buffer;
+  double rate_cap_per_s, pace_next; /* a whole-stage rate cap: the next moment an element may complete */
+  const double *service_s;      /* NULL for a device row (uses the model's device_s) */
+  double scale;                 /* service times x this */
+  double cpu_share;
+  int first_thread;
+  /* runtime */
+  int64_t count;                /* elements in its output queue */
+  int *waiters, nwait, wait_head; /* threads of the next row waiting on this queue (ring) */
+  int *blocked, nblk, blk_head;   /* threads of this row blocked on it (ring) */
+  int ring;                     /* ring sizes */
+  int64_t made;                 /* source: elements made */
+  int64_t limit;                /* source: elements it may make (INT64_MAX: endless) */
+  int64_t passed;               /* cache: elements passed through */
+  bool replay;                  /* cache: replaying */
+  int64_t held;                 /* shuffle: samples held */
+  double busy_in_window;        /* thread-seconds in service inside the window */
+} srow;
+
+typedef struct sthread {
+  int row;
+  int state;
+  double left_s;
+  double cpu;
+  bool paced;                   /* waiting for the stage's rate cap, the service itself done */
+  int fill;                     /* batch: samples in its batch */
+} sthread;
+
+typedef struct sim {
+  const pb_model *m;
+  int nrows;                    /* stage rows; the devices are row nrows */
+  srow rows[PB_MAX_STAGES + 3];
+  sthread *th;
+  int nth;
+  int *ring_mem;
+  double cores;
+  int batch_size;
+  uint64_t rng;
+  double t;
+  int64_t steps_done, warmup, target_steps; /* target 0: by duration */
+  double duration_s;
+  bool window_open;
+  double window_start, half_time;
+  int64_t half_steps;
+  double device_busy_in_window, cores_in_window;
+  bool stalled;
+} sim;
+
+static uint64_t next_rand(uint64_t *x) { /* splitmix64 */
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static double draw(sim *s, const double *q) { return q[next_rand(&s->rng) % PB_MODEL_QUANTILES]; }
+
+static bool is_device(const sim *s, int row) { return row == s->nrows; }
+
+/* ---------- queues ---------- */
+
+static void ring_push(int *v, int ring, int head, int *n, int x) { v[(head + (*n)++) % ring] = x; }
+static int ring_pop(int *v, int ring, int *head, int *n) {
+  int x = v[*head];
+  *head = (*head + 1) % ring;
+  (*n)--;
+  return x;
+}
+
+static void start_service(sim *s, int j);
+static void take_input(sim *s, int j);
+
+/* Thread j of row r hands one element on: straight to a waiting consumer, into the queue, or it blocks. */
+static void hand_on(sim *s, int j) {
+  int r = s->th[j].row;
+  srow *q = &s->rows[r];
+  if (q->nwait > 0) { /* a consumer waits: it takes the element at once */
+    int c = ring_pop(q->waiters, q->ring, &q->wait_head, &q->nwait);
+    start_service(s, c);
+    take_input(s, j);
+    return;
+  }
+  if (q->count < q->cap) {
+    q->count++;
+    take_input(s, j);
+    return;
+  }
+  s->th[j].state = T_BLOCKED;
+  ring_push(q->blocked, q->ring, q->blk_head, &q->nblk, j);
+}
+
+/* A consumer took an element from row r's queue: room for one blocked producer's element. */
+static void room_made(sim *s, int r) {
+  srow *q = &s->rows[r];
+  if (q->nblk == 0) return;
+  int p = ring_pop(q->blocked, q->ring, &q->blk_head, &q->nblk);
+  q->count++;
+  take_input(s, p);
+}
+
+/* ---------- threads ---------- */
+
+static bool source_may_make(const srow *row) { return row->made < row->limit; }
+
+static void start_service(sim *s, int j) {
+  sthread *t = &s->th[j];
+  int r = t->row;
+  t->state = T_BUSY;
+  t->paced = false;
+  if (is_device(s, r)) {
+    t->left_s = draw(s, s->m->device_s);
+    t->cpu = 0;
+    return;
+  }
+  srow *row = &s->rows[r];
+  t->left_s = draw(s, row->service_s) * row->scale;
+  t->cpu = row->cpu_share;
+}
+
+/* Thread j wants its next element. */
+static void take_input(sim *s, int j) {
+  sthread *t = &s->th[j];
+  int r = t->row;
+  srow *row = is_device(s, r) ? NULL : &s->rows[r];
+  if (row && (row->role == PB_ROLE_SOURCE || (row->role == PB_ROLE_CACHE && row->replay))) {
+    if (row->role == PB_ROLE_SOURCE && !source_may_make(row)) {
+      t->state = T_DONE;
+      return;
+    }
+    start_service(s, j);
+    return;
+  }
+  srow *in = &s->rows[r - 1];
+  if (in->count > 0) {
+    in->count--;
+    start_service(s, j);
+    room_made(s, r - 1);
+    return;
+  }
+  t->state = T_WAIT;
+  ring_push(in->waiters, in->ring, in->wait_head, &in->nwait, j);
+}
+
+/* The cache has passed its first epoch through and nothing more comes: it replays from now on. */
+static void maybe_start_replay(sim *s, int r) {
+  srow *row = &s->rows[r];
+  if (row->role != PB_ROLE_CACHE || row->replay || row->passed < s->rows[0].limit) return;
+  row->replay = true;
+  for (int k = 0; k < row->threads; k++) {
+    int j = row->first_thread + k;
+    if (s->th[j].state != T_WAIT) continue;
+    /* leave the upstream queue's waiter list: rebuild it without j */
+    srow *in = &s->rows[r - 1];
+    int n = in->nwait, keep[64], nk = 0;
+    for (int i = 0; i < n && nk < 64; i++) {
+      int x = ring_pop(in->waiters, in->ring, &in->wait_head, &in->nwait);
+      if (x != j) keep[nk++] = x;
+    }
+    for (int i = 0; i < nk; i++) ring_push(in->waiters, in->ring, in->wait_head, &in->nwait, keep[i]);
+    start_service(s, j);
+  }
+}
+
+static void open_window(sim *s) {
+  s->window_open = true;
+  s->window_start = s->t;
+}
+
+static void device_step_done(sim *s, int j) {
+  s->steps_done++;
+  if (!s->window_open && s->steps_done >= s->warmup) open_window(s);
+  int64_t measured = s->steps_done - s->warmup;
+  if (s->target_steps > 0 && measured == (s->target_steps + 1) / 2) {
+    s->half_time = s->t;
+    s->half_steps = measured;
+  }
+  take_input(s, j);
+}
+
+/* Thread j's service ended. */
+static void service_done(sim *s, int j) {
+  sthread *t = &s->th[j];
+  int r = t->row;
+  if (is_device(s, r)) {
+    device_step_done(s, j);
+    return;
+  }
+  srow *row = &s->rows[r];
+  if (row->rate_cap_per_s > 0 && !t->paced) { /* the stage's cap: this element waits for its slot */
+    double slot = row->pace_next > s->t ? row->pace_next : s->t;
+    row->pace_next = slot + 1.0 / row->rate_cap_per_s;
+    if (slot > s->t) {
+      t->paced = true;
+      t->left_s = slot - s->t;
+      t->cpu = 0;
+      return;
+    }
+  }
+  switch (row->role) {
+  case PB_ROLE_SOURCE:
+    row->made++;
+    hand_on(s, j);
+    return;
+  case PB_ROLE_BATCH:
+    if (++t->fill < s->batch_size) {
+      take_input(s, j);
+      return;
+    }
+    t->fill = 0;
+    hand_on(s, j);
+    return;
+  case PB_ROLE_SHUFFLE:
+    if (row->held < row->buffer) {
+      row->held++;
+      take_input(s, j);
+      return;
+    }
+    hand_on(s, j);
+    return;
+  case PB_ROLE_CACHE:
+    if (!row->replay) row->passed++;
+    hand_on(s, j);
+    maybe_start_replay(s, r);
+    return;
+  case PB_ROLE_SERVER:
+    hand_on(s, j);
+    return;
+  }
+}
+
+/* ---------- the event loop ---------- */
+
+static bool finished(const sim *s) {
+  if (!s->window_open) return false;
+  if (s->duration_s > 0 && s->t - s->window_start >= s->duration_s) return true;
+  return s->target_steps > 0 && s->steps_done - s->warmup >= s->target_steps;
+}
+
+static double rate_at(double f, double x) { return 1.0 / ((1 - f) + f / x); }
+
+/* The CPU parts' speed x (0..1] at which the threads in service use exactly the cores, given how many are
+ * in service with each share; 1 when they want no more than there are.  *used: the cores they use. */
+static double cpu_speed(const sim *s, const int *busy, double *used) {
+  double demand = 0;
+  for (int i = 0; i < s->nrows; i++) demand += busy[i] * s->rows[i].cpu_share;
+  if (demand <= s->cores) {
+    *used = demand;
+    return 1;
+  }
+  double lo = 0, hi = 1; /* sum of f r(f) rises with x: bisect to 1e-6 */
+  for (int it = 0; it < 24; it++) {
+    double x = (lo + hi) / 2, u = 0;
+    for (int i = 0; i < s->nrows; i++)
+      if (busy[i]) u += busy[i] * s->rows[i].cpu_share * rate_at(s->rows[i].cpu_share, x);
+    if (u > s->cores) hi = x;
+    else lo = x;
+  }
+  *used = s->cores;
+  return lo > 0 ? lo : 1e-9;
+}
+
+/* Advances to the next service end and handles it; false when nothing is in service (a stall: the
+ * source ran dry). */
+static bool step_once(sim *s) {
+  int busy[PB_MAX_STAGES + 3] = {0};
+  for (int j = 0; j < s->nth; j++)
+    if (s->th[j].state == T_BUSY && !is_device(s, s->th[j].row) && !s->th[j].paced) busy[s->th[j].row]++;
+  double used;
+  double slow = cpu_speed(s, busy, &used); /* each CPU part's share of a core */
+  double demand = used;
+  int best = -1;
+  double best_dt = INFINITY;
+  for (int j = 0; j < s->nth; j++) {
+    const sthread *t = &s->th[j];
+    if (t->state != T_BUSY) continue;
+    double rate = rate_at(t->cpu, slow);
+    double dt = t->left_s / rate;
+    if (dt < best_dt) best_dt = dt, best = j;
+  }
+  if (best < 0) return false;
+  if (best_dt < 0) best_dt = 0;
+  for (int j = 0; j < s->nth; j++) {
+    sthread *t = &s->th[j];
+    if (t->state != T_BUSY) continue;
+    double rate = rate_at(t->cpu, slow);
+    t->left_s = j == best ? 0 : t->left_s - rate * best_dt;
+    if (!s->window_open) continue;
+    if (is_device(s, t->row)) s->device_busy_in_window += best_dt;
+    else if (!t->paced) s->rows[t->row].busy_in_window += best_dt;
+  }
+  if (s->window_open) s->cores_in_window += demand * best_dt;
+  s->t += best_dt;
+  service_done(s, best);
+  return true;
+}
+
+/* ---------- setting up ---------- */
+
+static int add_threads(sim *s, int row, int n) {
+  for (int k = 0; k < n; k++) s->th[s->nth++] = (sthread){.row = row, .state = T_WAIT};
+  return 0;
+}
+
+/* The rows of the model with the change applied (a cache inserted, threads, speeds, capacities). */
+static void build_rows(sim *s, const pb_model *m, const pb_model_change *c, double scale) {
+  int n = 0;
+  for (int i = 0; i < m->nstages; i++) {
+    const pb_model_stage *ms = &m->stages[i];
+    srow *row = &s->rows[n++];
+    *row = (srow){.role = ms->role, .threads = ms->threads, .cap = ms->queue_capacity, .buffer = ms->buffer,
+                  .rate_cap_per_s = ms->rate_cap_per_s, .service_s = ms->service_s,
+                  .scale = ms->saturated ? scale : 1,
+                  .cpu_share = ms->cpu_share};
+    if (c->threads[i] > 0) row->threads = c->threads[i];
+    if (c->queue_capacity[i] > 0) row->cap = c->queue_capacity[i];
+    if (c->speedup[i] > 0) row->scale = isinf(c->speedup[i]) ? 0 : row->scale / c->speedup[i];
+    if (row->cap < 1) row->cap = 1;
+    if (row->threads < 1) row->threads = 1;
+    if (c->cache_after == i) { /* a cache right after this row: the engine's sample queue after it */
+      srow *cache = &s->rows[n++];
+      *cache = (srow){.role = PB_ROLE_CACHE, .threads = 1, .cap = ms->queue_capacity > 0 ? ms->queue_capacity : 1,
+                      .service_s = NULL, .scale = 1, .cpu_share = 1};
+    }
+  }
+  s->nrows = n;
+}
+
+/* A cache a change inserted copies each sample once: its service is that copy. */
+static double g_zero_service[PB_MODEL_QUANTILES];
+
+static void cache_service(const pb_model *m, const pb_model_change *c, double *q) {
+  double bytes = c->cache_after >= 0 ? m->stages[c->cache_after].bytes_per_element : 0;
+  double sec = 1e-6 + bytes / CACHE_COPY_BYTES_PER_S;
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) q[i] = sec;
+}
+
+static int sim_init(sim *s, const pb_model *m, const pb_model_change *c, double scale, double *cache_q) {
+  memset(s, 0, sizeof *s);
+  s->m = m;
+  s->batch_size = m->batch_size > 0 ? m->batch_size : 1;
+  s->cores = c->cores > 0 ? c->cores : m->cores;
+  if (!(s->cores > 0)) s->cores = 1;
+  s->rng = m->seed ^ 0x5eed5eedULL;
+  build_rows(s, m, c, scale);
+  int total = m->devices;
+  bool has_cache = false;
+  for (int i = 0; i < s->nrows; i++) {
+    total += s->rows[i].threads;
+    if (s->rows[i].role == PB_ROLE_CACHE) has_cache = true;
+    if (!s->rows[i].service_s) s->rows[i].service_s = cache_q;
+  }
+  (void)g_zero_service;
+  s->th = calloc((size_t)total, sizeof *s->th);
+  int ring = total + 1;
+  s->ring_mem = calloc((size_t)(s->nrows + 1) * 2 * (size_t)ring, sizeof *s->ring_mem);
+  if (!s->th || !s->ring_mem) return -ENOMEM;
+  for (int i = 0; i < s->nrows; i++) {
+    srow *row = &s->rows[i];
+    row->ring = ring;
+    row->waiters = s->ring_mem + (size_t)i * 2 * ring;
+    row->blocked = row->waiters + ring;
+    row->first_thread = s->nth;
+    add_threads(s, i, row->threads);
+    row->limit = INT64_MAX;
+  }
+  /* A cache makes the source stop after one epoch (pb_engine_source_epochs); unknown epochs: endless. */
+  if (has_cache && m->epoch_samples > 0) s->rows[0].limit = m->epoch_samples;
+  add_threads(s, s->nrows, m->devices);
+  return 0;
+}
+
+static void sim_free(sim *s) {
+  free(s->th);
+  free(s->ring_mem);
+}
+
+/* Everything starts at once: sources serve, every other thread waits for input. */
+static void sim_start(sim *s, bool cache_full) {
+  for (int i = 0; i < s->nrows; i++)
+    if (cache_full && s->rows[i].role == PB_ROLE_CACHE) {
+      s->rows[i].replay = true;
+      s->rows[0].limit = 0; /* the stages before it have nothing to do */
+    }
+  if (s->warmup == 0) open_window(s);
+  for (int j = 0; j < s->nth; j++) take_input(s, j);
+}
+
+static void sim_result(const sim *s, pb_model_result *out) {
+  memset(out, 0, sizeof *out);
+  double w = s->window_open ? s->t - s->window_start : 0;
+  int64_t measured = s->steps_done - s->warmup;
+  out->window_s = w;
+  out->ok = w > 0 && measured > 0;
+  if (!out->ok) return;
+  out->samples_per_s = (double)measured * s->batch_size / w;
+  out->idle_pct = 100.0 * (1.0 - s->device_busy_in_window / (s->m->devices * w));
+  if (out->idle_pct < 0) out->idle_pct = 0;
+  out->cores_used = s->cores_in_window / w;
+  for (int i = 0; i < s->nrows && i < PB_MAX_STAGES + 2; i++)
+    out->utilization[i] = s->rows[i].busy_in_window / (s->rows[i].threads * w);
+}
+
+/* Runs warm-up + `steps` measured steps (or the duration); *tail_rate: samples/s over the second half. */
+static bool sim_run(const pb_model *m, const pb_model_change *c, double scale, int64_t steps, double duration_s,
+                    bool cache_full, pb_model_result *out, double *tail_rate) {
+  sim *s = calloc(1, sizeof *s);
+  double cache_q[PB_MODEL_QUANTILES];
+  cache_service(m, c, cache_q);
+  if (!s || sim_init(s, m, c, scale, cache_q)) {
+    if (s) sim_free(s);
+    free(s);
+    return false;
+  }
+  s->warmup = m->warmup_steps;
+  s->target_steps = steps;
+  s->duration_s = duration_s;
+  sim_start(s, cache_full);
+  for (long ev = 0; !finished(s) && ev < SIM_MAX_EVENTS; ev++)
+    if (!step_once(s)) {
+      s->stalled = true;
+      break;
+    }
+  sim_result(s, out);
+  if (tail_rate) {
+    int64_t measured = s->steps_done - s->warmup;
+    double dt = s->t - s->half_time;
+    *tail_rate = s->half_steps > 0 && measured > s->half_steps && dt > 0
+                     ? (double)(measured - s->half_steps) * s->batch_size / dt
+                     : out->samples_per_s;
+  }
+  sim_free(s);
+  free(s);
+  return out->ok;
+}
+
+static bool has_cache(const pb_model *m, const pb_model_change *c) {
+  if (c->cache_after >= 0) return true;
+  for (int i = 0; i < m->nstages; i++)
+    if (m->stages[i].role == PB_ROLE_CACHE) return true;
+  return false;
+}
+
+/* A run longer than SIM_MAX_SAMPLES: its start simulated (warm-up and transients), the rest at the
+ * steady rate; with a cache, the epochs after the first at the rate of a run that starts cached. */
+static bool sim_run_long(const pb_model *m, const pb_model_change *c, double scale, int64_t sim_steps,
+                         pb_model_result *out) {
+  double tail;
+  if (!sim_run(m, c, scale, sim_steps, 0, false, out, &tail)) return false;
+  double b = m->batch_size, n_window = (double)m->steps * b, n_sim = (double)sim_steps * b;
+  double rest = n_window - n_sim;
+  double uncached = rest, cached = 0, cached_rate = tail, cached_idle = out->idle_pct;
+  if (has_cache(m, c) && m->epoch_samples > 0) {
+    double before = (double)m->warmup_steps * b + n_sim; /* samples the simulated part took */
+    uncached = fmax(0, fmin(rest, (double)m->epoch_samples - before));
+    cached = rest - uncached;
+    pb_model_result cr;
+    if (cached > 0 && sim_run(m, c, scale, sim_steps, 0, true, &cr, &cached_rate)) cached_idle = cr.idle_pct;
+  }
+  double t_uncached = tail > 0 ? uncached / tail : 0, t_cached = cached_rate > 0 ? cached / cached_rate : 0;
+  double total = out->window_s + t_uncached + t_cached;
+  if (!(total > 0)) return false;
+  out->idle_pct = (out->idle_pct * (out->window_s + t_uncached) + cached_idle * t_cached) / total;
+  out->samples_per_s = n_window / total;
+  out->window_s = total;
+  return true;
+}
+
+bool pb_model_simulate(const pb_model *m, const pb_model_change *c, double service_scale, pb_model_result *out) {
+  memset(out, 0, sizeof *out);
+  if (!m->valid) return false;
+  pb_model_change none;
+  if (!c) {
+    pb_model_change_init(&none);
+    c = &none;
+  }
+  double b = m->batch_size > 0 ? m->batch_size : 1;
+  if (m->duration_s > 0) { /* by time: as long as the duration, or SIM_MAX_SAMPLES' worth */
+    return sim_run(m, c, service_scale, (int64_t)fmax(SIM_MIN_STEPS, SIM_MAX_SAMPLES / b), m->duration_s, false, out,
+                   NULL) ||
+           out->ok;
+  }
+  int64_t cap = (int64_t)fmax(SIM_MIN_STEPS, SIM_MAX_SAMPLES / b - (double)m->warmup_steps);
+  if (m->steps <= cap) return sim_run(m, c, service_scale, m->steps, 0, false, out, NULL);
+  return sim_run_long(m, c, service_scale, cap, out);
+}
+
+void pb_model_change_init(pb_model_change *c) {
+  memset(c, 0, sizeof *c);
+  c->cache_after = -1;
+}
+
+bool pb_model_predict(const pb_model *m, const pb_model_change *c, pb_model_result *out) {
+  return pb_model_simulate(m, c, m->calibrated ? m->service_scale : 1, out);
+}
+
+int pb_model_row(const pb_model *m, const char *name) {
+  for (int i = 0; i < m->nstages; i++)
+    if (strcmp(m->stages[i].name, name) == 0) return i;
+  return -1;
+}
