@@ -4,12 +4,11 @@
  * Their values: the --set PATH=V1,V2,.. lists when given (the search then stays inside exactly the space
  * a `pipebench sweep` of the same lists would run), else 1..256 threads and depth 1..256.
  *
- * Each trial is a measured run.  The model (Plumber, MLSys 2022) is fitted to one run: per stage, its
- * CPU seconds per sample and one thread's seconds per sample on an idle machine (busy time less the
- * run-queue delay).  A stage then delivers at most threads / that, and all the CPU work together at most
- * the cores / CPU-s-per-sample summed; the pipeline delivers the minimum of those, of the stages that
- * are not knobs, and of the device's rate.  The candidates for the next trial come from the model fitted
- * to the best run so far and to each other trial, and from their analyses:
+ * Each trial is a measured run, and its report carries the model of the pipeline fitted to it (the one
+ * model of src/analysis/model.h, which the bottleneck rule and the recommendations use too): a candidate's
+ * prediction is that model's simulation of the pipeline with the candidate's threads and depths.  The
+ * candidates for the next trial come from the model fitted to the best run so far and to each other
+ * trial, and from their analyses:
  *   allocation   threads sized for the model's best rate (Plumber's allocation of cores to stages by
  *                their measured per-core rates), with 10 % headroom
  *   bottleneck   more threads for the stage the analysis blames (critical path, cross-checked)
@@ -68,14 +67,13 @@ typedef struct trial {
   pb_report *rep;
 } trial;
 
-/* The model fitted to one run (see the top of the file). */
+/* A trial's model of the pipeline (model.h, in its report), and what tune reads of it per knob. */
 typedef struct model {
-  double device_rate, fixed_cap, cpu_other_s;
-  /* Per knob stage, seconds per sample: CPU time (all its threads), and one thread's time on an idle
-   * machine (CPU plus latency, without the time spent waiting for a core). */
-  double cpu_s[MAX_KNOBS], thread_s[MAX_KNOBS], bw_cap[MAX_KNOBS];
+  const pb_report *r;
+  int row[MAX_KNOBS];           /* the knob's stage in the model (-1: not there, e.g. skipped) */
+  double thread_s[MAX_KNOBS];   /* one thread's seconds per delivered sample on an idle machine */
+  double bw_cap[MAX_KNOBS];     /* a read's bandwidth cap, samples/s (INFINITY: none) */
   bool cpu_bound[MAX_KNOBS], valid[MAX_KNOBS];
-  double cores;                 /* cores the stages can use together (see effective_cores) */
 } model;
 
 typedef struct tuner {
@@ -177,89 +175,70 @@ static bool within_cores(const tuner *t, const model *md, const point *p) {
 
 /* ---------- the model ---------- */
 
-static double bandwidth_cap(const pb_stage_cfg *sc, const pb_stage_report *s) {
-  if (sc->type != PB_STAGE_READ || !(sc->bandwidth_mb_per_s > 0) || !s->calls || !s->bytes_out) return INFINITY;
-  return sc->bandwidth_mb_per_s * 1e6 / ((double)s->bytes_out / (double)s->calls);
-}
-
 static int knob_for_stage(const tuner *t, const char *name, bool depth) {
   for (int k = 0; k < t->nknobs; k++)
     if (t->knobs[k].depth == depth && strcmp(t->cfg->stages[t->knobs[k].stage].name, name) == 0) return k;
   return -1;
 }
 
-/* The cores the stages can keep busy together.  A saturated run (cores_used >= 0.85 x ncpu) shows it: the
- * rest goes to the kernel, the device thread and hand-offs, which no stage's CPU time includes.  The most
- * any saturated trial used is the estimate; with no saturated trial yet, all of them. */
-static double effective_cores(const tuner *t) {
-  double cores = 0;
-  for (int i = 0; i < t->ntrials; i++) {
-    const trial *tr = &t->trials[i];
-    if (tr->status == 0 && tr->rep && tr->rep->version && tr->rep->cores_used >= 0.85 * t->ncpu)
-      cores = fmax(cores, fmin(tr->rep->cores_used, t->ncpu));
-  }
-  return cores > 0 ? cores : t->ncpu;
-}
-
-/* One thread's seconds per delivered sample (pipeline_capacity_per_s: a stage before a cache works for
- * one epoch of several) on an idle machine: its busy time per sample less the run-queue delay (the
- * threads competed for cores; a trial with other threads will compete differently, and the cores'
- * limit covers the competition).  Without the delay, a CPU-bound stage's CPU time stands in for it. */
-static double thread_s_per_sample(const pb_stage_report *s, bool cpu_bound, double cpu_s) {
-  double wall_s = s->threads / s->pipeline_capacity_per_s;
-  if (isnan(s->cpu_delay_fraction)) return cpu_bound ? cpu_s : wall_s;
-  double free_s = wall_s * (1 - s->cpu_delay_fraction);
-  return free_s > cpu_s ? free_s : cpu_s;
-}
-
+/* What tune reads of a trial's model of the pipeline (model.h, carried by its report): each knob's row,
+ * and for a threads knob one thread's seconds per delivered sample on an idle machine. */
 static void fit_model(const tuner *t, const pb_report *r, model *md) {
   memset(md, 0, sizeof *md);
-  md->cores = effective_cores(t);
-  md->device_rate = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
-  md->fixed_cap = INFINITY;
-  for (int i = 0; i < r->nstages; i++) {
-    const pb_stage_report *s = &r->stages[i];
-    if (s->skipped || isnan(s->pipeline_capacity_per_s) || s->pipeline_capacity_per_s <= 0 || !s->calls) continue;
-    double cpu_frac = isnan(s->cpu_fraction) ? 0 : s->cpu_fraction;
-    double cpu_s = cpu_frac * s->threads / s->pipeline_capacity_per_s;
-    int k = knob_for_stage(t, s->name, false);
-    if (k < 0) {
-      md->fixed_cap = fmin(md->fixed_cap, s->pipeline_capacity_per_s);
-      md->cpu_other_s += cpu_s;
-      continue;
-    }
-    md->valid[k] = true;
-    md->cpu_bound[k] = pb_stage_cpu_bound(s);
-    md->cpu_s[k] = cpu_s;
-    md->thread_s[k] = thread_s_per_sample(s, md->cpu_bound[k], cpu_s);
-    md->bw_cap[k] = bandwidth_cap(&t->cfg->stages[t->knobs[k].stage], s);
+  md->r = r;
+  const pb_model *pm = &r->model;
+  for (int k = 0; k < t->nknobs; k++) {
+    md->row[k] = pb_model_row(pm, t->cfg->stages[t->knobs[k].stage].name);
+    const pb_model_stage *ms = md->row[k] >= 0 ? &pm->stages[md->row[k]] : NULL;
+    md->valid[k] = pm->valid && ms && ms->valid;
+    if (!md->valid[k] || t->knobs[k].depth) continue;
+    md->cpu_bound[k] = ms->cpu_share >= PB_CPU_BOUND_FRACTION;
+    double cap = pb_model_stage_capacity(r, md->row[k]); /* threads x this thread's rate, in samples/s */
+    md->thread_s[k] = cap > 0 ? ms->threads / cap : 0;
+    md->bw_cap[k] = ms->rate_cap_per_s > 0 ? ms->rate_cap_per_s * (ms->batched ? pm->batch_size : 1) : INFINITY;
   }
 }
 
-/* A knob stage's samples/s with `threads` threads, each as fast as on an idle machine (the cores' limit
- * bounds them together). */
+/* A knob stage's samples/s with `threads` threads, each as fast as on an idle machine (the cores bound
+ * them together: the simulation knows). */
 static double stage_cap(const model *md, int k, int threads) {
   double cap = md->thread_s[k] > 0 ? threads / md->thread_s[k] : INFINITY;
   return fmin(cap, md->bw_cap[k]);
 }
 
-static double cores_limit(const tuner *t, const model *md) {
-  double cpu_s = md->cpu_other_s;
-  for (int k = 0; k < t->nknobs; k++)
-    if (md->valid[k]) cpu_s += md->cpu_s[k];
-  return cpu_s > 0 ? md->cores / cpu_s : INFINITY;
+/* The point as a change to the model's pipeline (`cores` > 0: that many cores instead). */
+static void point_change(const tuner *t, const model *md, const point *p, double cores, pb_model_change *c) {
+  pb_model_change_init(c);
+  c->cores = cores;
+  for (int k = 0; k < t->nknobs; k++) {
+    if (md->row[k] < 0) continue;
+    if (t->knobs[k].depth) c->queue_capacity[md->row[k]] = p->v[k];
+    else c->threads[md->row[k]] = p->v[k];
+  }
 }
 
-static double predict(const tuner *t, const model *md, const point *p) {
-  double rate = fmin(fmin(md->device_rate, md->fixed_cap), cores_limit(t, md));
-  for (int k = 0; k < t->nknobs; k++)
-    if (!t->knobs[k].depth && md->valid[k]) rate = fmin(rate, stage_cap(md, k, p->v[k]));
-  return isinf(rate) ? NAN : rate;
+/* The model's samples/s at point p: the simulation of the pipeline with those threads and depths. */
+static double predict_with_cores(const tuner *t, const model *md, const point *p, double cores) {
+  pb_model_change c;
+  point_change(t, md, p, cores, &c);
+  pb_model_result res;
+  return md->r->model.valid && pb_model_predict(&md->r->model, &c, &res) ? res.samples_per_s : NAN;
 }
 
-/* The best the model allows with any threads: the device, the fixed stages, the cores, bandwidth caps. */
+static double predict(const tuner *t, const model *md, const point *p) { return predict_with_cores(t, md, p, 0); }
+
+/* The best the model allows with any threads: the device, the stages that are not knobs, the cores'
+ * limit, bandwidth caps. */
 static double ceiling(const tuner *t, const model *md) {
-  double rate = fmin(fmin(md->device_rate, md->fixed_cap), cores_limit(t, md));
+  const pb_report *r = md->r;
+  double rate = isnan(r->device_rate_per_s) ? INFINITY : r->device_rate_per_s;
+  if (!isnan(r->cpu_limit_per_s)) rate = fmin(rate, r->cpu_limit_per_s);
+  for (int i = 0; i < r->model.nstages; i++) {
+    bool is_knob = false;
+    for (int k = 0; k < t->nknobs; k++) is_knob = is_knob || (md->row[k] == i && !t->knobs[k].depth);
+    double cap = pb_model_stage_capacity(r, i);
+    if (!is_knob && !isnan(cap)) rate = fmin(rate, cap);
+  }
   for (int k = 0; k < t->nknobs; k++)
     if (!t->knobs[k].depth && md->valid[k]) rate = fmin(rate, md->bw_cap[k]);
   return rate;
@@ -385,14 +364,13 @@ static void offer_prefetch(tuner *t, cand_list *cl, const model *md, const trial
  * cores' limit with every core, the gap this tries to close. */
 static void offer_oversubscribe(tuner *t, cand_list *cl, const model *md, const trial *best) {
   if (best->rep->cores_used < 0.85 * t->ncpu) return;
-  model all = *md;
-  all.cores = t->ncpu;
+  double all_cores = md->r->model.cores_usable; /* every usable core: the gap this tries to close */
   for (double f = 2.0; f >= 1.5; f -= 0.5) {
     point p = best->p;
     for (int k = 0; k < t->nknobs; k++)
       if (!t->knobs[k].depth && md->valid[k] && md->cpu_bound[k]) p.v[k] = snap_up(&t->knobs[k], f * best->p.v[k]);
     if (within_cores(t, md, &p)) {
-      offer(t, cl, md, &p, predict(t, &all, &p), "more threads, CPU-bound (cores saturated)%s", "");
+      offer(t, cl, md, &p, predict_with_cores(t, md, &p, all_cores), "more threads, CPU-bound (cores saturated)%s", "");
       return;
     }
   }
