@@ -178,12 +178,30 @@ static void print_critical_path(const pb_report *r, FILE *out) {
 static void print_recommendations(const pb_report *r, FILE *out) {
   for (int i = 0; i < r->nrecommendations; i++) {
     const pb_recommendation *rc = &r->recommendations[i];
-    char text[sizeof rc->action + sizeof rc->reason + 64];
-    numbuf a;
-    snprintf(text, sizeof text, "%s  -> %s samples/s predicted (%s)", rc->action,
-             fmtd(&a, "%.0f", rc->predicted_samples_per_s), rc->reason);
+    char text[sizeof rc->action + sizeof rc->reason + 96];
+    numbuf a, b;
+    snprintf(text, sizeof text, "%s  -> %s%s samples/s, idle %s %% predicted (%s)", rc->action, rc->up_to ? "up to " : "",
+             fmtd(&a, "%.0f", rc->predicted_samples_per_s), fmtd(&b, "%.1f", rc->predicted_idle_pct), rc->reason);
     wrapped(out, i == 0 ? "recommend" : "", text);
   }
+}
+
+/* The machine as the run found it, the run's noise, and how well the model replays it. */
+static void print_machine_and_model(const pb_report *r, FILE *out) {
+  numbuf a, b, c, d, e;
+  char text[400];
+  snprintf(text, sizeof text, "%s of %d cores usable (%s), %s taken by other processes; run noise +-%s %%",
+           fmtd(&a, "%.2f", r->cores_usable), r->ncpu, r->cores_limited_by[0] ? r->cores_limited_by : "online CPUs",
+           fmtd(&b, "%.2f", r->cores_taken_by_others), fmtd(&c, "%.1f", r->noise_pct));
+  wrapped(out, "machine", text);
+  const pb_model *m = &r->model;
+  if (!m->valid) {
+    line(out, "%-*sn/a (%s)", LABEL, "model", m->why);
+    return;
+  }
+  line(out, "%-*sreplays the run at %s samples/s (%s %% off%s), idle %s %%", LABEL, "model",
+       fmtd(&a, "%.1f", m->replay_samples_per_s), fmtd(&b, "%+.1f", m->fit_error_pct),
+       m->calibrated ? fmtd(&d, "; calibrated x%.3f", m->service_scale) : "", fmtd(&e, "%.1f", m->replay_idle_pct));
 }
 
 /* Column widths: name, type, thr, calls, mean/p50/p99, util, capacity, wait, blocked, fill, critical-path
@@ -287,6 +305,7 @@ void pb_report_print_text(const pb_report *r, FILE *out) {
   print_critical_path(r, out);
   print_bottleneck(r, out);
   print_recommendations(r, out);
+  print_machine_and_model(r, out);
   print_stages(r, out);
   print_efficiency(r, out);
   print_accounting(r, out);
