@@ -13,7 +13,7 @@
 #include "files.h"
 #include "pagecache.h"
 
-enum { AB_SYNTHETIC, AB_COLD, AB_WARM, AB_RUNS };
+enum { AB_SYNTHETIC = PB_AB_SYNTHETIC, AB_COLD = PB_AB_COLD, AB_WARM = PB_AB_WARM, AB_RUNS = PB_AB_RUNS };
 
 static const char *const k_dir[AB_RUNS] = {"synthetic", "real-cold", "real-warm"};  /* run directories */
 static const char *const k_key[AB_RUNS] = {"synthetic", "real_cold", "real_warm"};  /* ab.json keys */
@@ -27,38 +27,37 @@ static const char *const k_label[AB_RUNS] = {"synthetic", "real (cold cache)", "
 #define NOT_INPUT_BOUND_RATIO 0.95
 /* A stall smaller than this fraction of the cold run's time per sample is within run-to-run noise. */
 #define NOISE_FRACTION 0.03
+/* A fetch stall is storage's only when the cold run's read stage was busy at least this share of the
+ * time: a read stage idle most of the run was not what the pipeline waited on. */
+#define READ_BUSY_MIN 0.5
 
 #define WIDTH 99 /* the longest text line, as in the run's summary */
 #define LABEL 14
 
-typedef struct ab_run {
+/* One repeat of one of the three runs. */
+typedef struct ab_rep {
   bool started;
-  int status;
-  double wall_s;
-  double resident_pct_before; /* the dataset's share in the page cache as the run started; NAN: synthetic */
-  pb_report report;
-} ab_run;
-
-typedef struct ab_stalls {
-  double ratio_cold, ratio_warm;  /* real samples/s over synthetic samples/s */
-  double lost_per_s;              /* synthetic - real cold samples/s, at least 0 */
-  double t_us[AB_RUNS];           /* time per sample, 1 / samples_per_s, in us */
-  double fetch_pct, prep_pct;     /* stalls as % of the cold run's time per sample */
-  double fetch_share_pct, prep_share_pct; /* shares of the lost time per sample */
-  bool fetch_within_noise, prep_within_noise;
-} ab_stalls;
+  double resident_pct_before; /* the dataset's share in the page cache as it started; NAN: synthetic */
+  double read_utilization;    /* its read stage's, 0..1; NAN: none */
+  pb_run_figures f;
+} ab_rep;
 
 typedef struct ab_ctx {
   pb_multi *m;
   pb_config *cfg;
   pb_file_list files;
   uint64_t unreadable_files;      /* skipped by any page-cache pass */
-  ab_run runs[AB_RUNS];
+  uint64_t synced;                /* files fdatasync'ed before an eviction would drop them */
+  int repeats;
+  ab_rep *reps[AB_RUNS];          /* [repeats] each */
+  pb_report *scratch;             /* the current run's report */
+  pb_repeat_summary sum[AB_RUNS];
   pb_pagecache_tally evicted, warmed;
   bool cold_effective, warm_effective;
+  double resident_worst[AB_RUNS]; /* the cold runs' highest, the warm runs' lowest (NAN: not measured) */
   bool interrupted;
   int status;
-  ab_stalls s;
+  pb_ab_numbers x;
   char verdict[1024];
 } ab_ctx;
 
@@ -122,12 +121,24 @@ static double measure_resident(ab_ctx *c, const char *when) {
   return t.stopped ? NAN : pb_pagecache_resident_pct(&t);
 }
 
-static void make_cold(ab_ctx *c, ab_run *r) {
+/* The worst residency of the repeats so far (the cold runs' highest, the warm runs' lowest); one that could
+ * not be measured makes it NAN. */
+static void keep_worst(ab_ctx *c, int k, double pct, bool first) {
+  double *w = &c->resident_worst[k];
+  if (first) *w = pct;
+  else if (isnan(*w) || isnan(pct)) *w = NAN;
+  else *w = k == AB_COLD ? fmax(*w, pct) : fmin(*w, pct);
+}
+
+static void make_cold(ab_ctx *c, ab_rep *r, bool first) {
   pb_pagecache_evict(&c->files, pb_signalled, &c->evicted);
+  c->synced += c->evicted.synced;
   note_skipped(c, &c->evicted, "evicting the dataset from the page cache");
   r->resident_pct_before = measure_resident(c, "measuring the page cache after eviction");
-  c->cold_effective = r->resident_pct_before <= COLD_MAX_RESIDENT_PCT; /* false for NAN */
-  if (c->cold_effective || isnan(r->resident_pct_before)) return;
+  bool cold = r->resident_pct_before <= COLD_MAX_RESIDENT_PCT; /* false for NAN */
+  c->cold_effective = (first || c->cold_effective) && cold;
+  keep_worst(c, AB_COLD, r->resident_pct_before, first);
+  if (cold || isnan(r->resident_pct_before)) return;
   progress(c,
            "note: %.1f %% of the dataset is still in the page cache after eviction (expected at most %.0f %%): "
            "the cold run is partly warm and its fetch stall understated (DONTNEED drops only clean pages that "
@@ -135,12 +146,14 @@ static void make_cold(ab_ctx *c, ab_run *r) {
            r->resident_pct_before, COLD_MAX_RESIDENT_PCT);
 }
 
-static void make_warm(ab_ctx *c, ab_run *r) {
+static void make_warm(ab_ctx *c, ab_rep *r, bool first) {
   pb_pagecache_warm(&c->files, pb_signalled, &c->warmed);
   note_skipped(c, &c->warmed, "reading the dataset into the page cache");
   r->resident_pct_before = measure_resident(c, "measuring the page cache after reading the dataset");
-  c->warm_effective = r->resident_pct_before >= WARM_MIN_RESIDENT_PCT;
-  if (c->warm_effective || isnan(r->resident_pct_before)) return;
+  bool warm = r->resident_pct_before >= WARM_MIN_RESIDENT_PCT;
+  c->warm_effective = (first || c->warm_effective) && warm;
+  keep_worst(c, AB_WARM, r->resident_pct_before, first);
+  if (warm || isnan(r->resident_pct_before)) return;
   progress(c,
            "note: only %.1f %% of the dataset (%.1f MB) stayed in the page cache after reading it (expected at "
            "least %.0f %%): it does not fit in the memory free for the cache, so the warm run reads part of it "
@@ -150,52 +163,78 @@ static void make_warm(ab_ctx *c, ab_run *r) {
 
 /* ---------- the runs ---------- */
 
-/* A run that failed (exit 1 or 2) may still have written a report: its figures are not used (AB.md). */
-static bool have_rate(const ab_run *r) {
-  return r->started && (r->status == 0 || r->status == PB_EXIT_INTERRUPTED) && r->report.version &&
-         isfinite(r->report.samples_per_s) && r->report.samples_per_s > 0;
+/* A run that failed (exit 1 or 2) may still have written a report: its figures are not used (AB.md).  An
+ * interrupted run's are: it measured until the signal. */
+static bool have_rate(const ab_rep *r) {
+  return r->started && (r->f.status == 0 || r->f.status == PB_EXIT_INTERRUPTED) && r->f.have &&
+         isfinite(r->f.samples_per_s) && r->f.samples_per_s > 0;
 }
 
-static double rate(const ab_run *r) { return have_rate(r) ? r->report.samples_per_s : NAN; }
-
-static void prepare_cache(ab_ctx *c, int k) {
-  ab_run *r = &c->runs[k];
+static void prepare_cache(ab_ctx *c, int k, int rep) {
+  ab_rep *r = &c->reps[k][rep];
   r->resident_pct_before = NAN;
-  if (k == AB_COLD) make_cold(c, r);
-  if (k == AB_WARM) make_warm(c, r);
+  if (k == AB_COLD) make_cold(c, r, rep == 0);
+  if (k == AB_WARM) make_warm(c, r, rep == 0);
 }
 
-static void start_line(const ab_ctx *c, int k) {
-  const ab_run *r = &c->runs[k];
+/* "run 2/3 real (cold cache)", and " (repeat 2/3)" after it with repeats. */
+static void run_title(const ab_ctx *c, int k, int rep, char *out, size_t len) {
+  int total = AB_RUNS * c->repeats, nth = rep * AB_RUNS + k + 1;
+  if (c->repeats == 1) snprintf(out, len, "run %d/%d %s", nth, total, k_label[k]);
+  else snprintf(out, len, "run %d/%d %s (repeat %d/%d)", nth, total, k_label[k], rep + 1, c->repeats);
+}
+
+static void start_line(const ab_ctx *c, int k, int rep) {
+  const ab_rep *r = &c->reps[k][rep];
+  char title[128];
+  run_title(c, k, rep, title, sizeof title);
   if (k == AB_SYNTHETIC)
-    progress(c, "run 1/3 %s: starting", k_label[k]);
+    progress(c, "%s: starting", title);
   else
-    progress(c, "run %d/3 %s: starting, %s %% of the dataset (%zu files, %.1f MB) in the page cache", k + 1,
-             k_label[k], fmtd(&(numbuf){0}, "%.1f", r->resident_pct_before), c->files.count,
-             (double)c->files.total_bytes / 1e6);
+    progress(c, "%s: starting, %s %% of the dataset (%zu files, %.1f MB) in the page cache", title,
+             fmtd(&(numbuf){0}, "%.1f", r->resident_pct_before), c->files.count, (double)c->files.total_bytes / 1e6);
 }
 
-static void end_line(const ab_ctx *c, int k) {
-  const ab_run *r = &c->runs[k];
-  if (r->status == 0 || (r->status == PB_EXIT_INTERRUPTED && have_rate(r)))
-    progress(c, "run %d/3 %s: %.2f s, %s samples/s%s", k + 1, k_label[k], r->wall_s,
-             fmtd(&(numbuf){0}, "%.1f", rate(r)), r->status ? " (interrupted)" : "");
+static void end_line(const ab_ctx *c, int k, int rep) {
+  const ab_rep *r = &c->reps[k][rep];
+  char title[128];
+  run_title(c, k, rep, title, sizeof title);
+  if (r->f.status == 0 || (r->f.status == PB_EXIT_INTERRUPTED && have_rate(r)))
+    progress(c, "%s: %.2f s, %s samples/s%s", title, r->f.wall_s, fmtd(&(numbuf){0}, "%.1f", r->f.samples_per_s),
+             r->f.status ? " (interrupted)" : "");
   else
-    progress(c, "run %d/3 %s: %.2f s, failed (exit %d)", k + 1, k_label[k], r->wall_s, r->status);
+    progress(c, "%s: %.2f s, failed (exit %d)", title, r->f.wall_s, r->f.status);
 }
 
-/* Prepares the page cache and runs one of the three.  Returns the run's exit status. */
-static int run_one(ab_ctx *c, int k) {
-  ab_run *r = &c->runs[k];
-  prepare_cache(c, k);
+/* The utilization of the run's read stage (the busiest, if several), 0..1; NAN when it has none.  The
+ * stages are found by the config's names: the report's type strings are the run's and gone after it. */
+static double read_utilization(const pb_config *cfg, const pb_report *r) {
+  double u = NAN;
+  for (int k = 0; r->version && k < cfg->nstages; k++) {
+    if (cfg->stages[k].type != PB_STAGE_READ) continue;
+    for (int i = 0; i < r->nstages; i++)
+      if (strcmp(r->stages[i].name, cfg->stages[k].name) == 0 && !r->stages[i].skipped &&
+          isfinite(r->stages[i].utilization))
+        u = isnan(u) ? r->stages[i].utilization : fmax(u, r->stages[i].utilization);
+  }
+  return u;
+}
+
+/* Prepares the page cache and runs one repeat of one of the three.  Returns the run's exit status. */
+static int run_one(ab_ctx *c, int k, int rep) {
+  ab_rep *r = &c->reps[k][rep];
+  prepare_cache(c, k, rep);
   if (pb_signalled()) return PB_EXIT_INTERRUPTED;
-  start_line(c, k);
+  start_line(c, k, rep);
+  char name[64];
+  pb_multi_repeat_name(c->m, k_dir[k], rep, name, sizeof name);
   uint64_t t0 = pb_now_ns();
   r->started = true;
-  r->status = pb_multi_run(c->m, c->cfg, k_dir[k], k == AB_SYNTHETIC, &r->report);
-  r->wall_s = (double)(pb_now_ns() - t0) / 1e9;
-  end_line(c, k);
-  return r->status;
+  int status = pb_multi_run(c->m, c->cfg, name, k == AB_SYNTHETIC, c->scratch);
+  pb_run_figures_of(c->scratch, status, (double)(pb_now_ns() - t0) / 1e9, &r->f);
+  r->read_utilization = read_utilization(c->cfg, c->scratch);
+  end_line(c, k, rep);
+  return status;
 }
 
 /* The worst status: interrupted, then a config the run refused (2), then a failure (1). */
@@ -206,20 +245,54 @@ static int worse(int a, int b) {
   return ra >= rb ? a : b;
 }
 
+/* Interleaved: synthetic, cold, warm, synthetic, cold, warm, ...: a machine that drifts (another tenant,
+ * thermal limits) moves every run alike instead of one of them. */
 static void run_all(ab_ctx *c) {
-  for (int k = 0; k < AB_RUNS; k++) {
-    c->status = worse(c->status, run_one(c, k));
-    if (c->status == PB_EXIT_INTERRUPTED || pb_signalled()) {
-      c->interrupted = true;
-      c->status = PB_EXIT_INTERRUPTED;
-      return; /* stop at once; ab.json holds what was run */
+  for (int rep = 0; rep < c->repeats; rep++)
+    for (int k = 0; k < AB_RUNS; k++) {
+      c->status = worse(c->status, run_one(c, k, rep));
+      if (c->status == PB_EXIT_INTERRUPTED || pb_signalled()) {
+        c->interrupted = true;
+        c->status = PB_EXIT_INTERRUPTED;
+        return; /* stop at once; ab.json holds what was run */
+      }
     }
-  }
 }
 
 /* ---------- the numbers ---------- */
 
-static void compute_stalls(ab_stalls *s, double syn, double cold, double warm) {
+static int reps_run(const ab_ctx *c, int k) {
+  int n = 0;
+  while (n < c->repeats && c->reps[k][n].started) n++;
+  return n;
+}
+
+/* One side of the verdict from its repeats: the rates that count (have_rate), the median repeat's
+ * bottleneck, the median read utilization. */
+static void make_side(ab_ctx *c, int k) {
+  pb_ab_side *sd = &c->x.side[k];
+  int n = reps_run(c, k);
+  double rates[PB_REPEAT_MAX] = {0}, reads[PB_REPEAT_MAX] = {0};
+  pb_run_figures figs[PB_REPEAT_MAX];
+  *sd = (pb_ab_side){.started = n > 0, .read_utilization = NAN};
+  for (int r = 0; r < n; r++) {
+    const ab_rep *rp = &c->reps[k][r];
+    sd->status = r ? worse(sd->status, rp->f.status) : rp->f.status;
+    rates[r] = have_rate(rp) ? rp->f.samples_per_s : NAN;
+    reads[r] = have_rate(rp) ? rp->read_utilization : NAN;
+    figs[r] = rp->f;
+  }
+  pb_interval_of(rates, n, &sd->rate);
+  pb_interval reads_iv;
+  pb_interval_of(reads, n, &reads_iv);
+  sd->read_utilization = reads_iv.median;
+  pb_repeat_summarize(figs, n, &c->sum[k]);
+  pb_run_figures f;
+  pb_repeat_figures(figs, n, &c->sum[k], &f);
+  if (n && f.have) snprintf(sd->bottleneck, sizeof sd->bottleneck, "%s", f.bottleneck);
+}
+
+static void compute_stalls(pb_ab_stalls *s, double syn, double cold, double warm) {
   double ts = 1e6 / syn, tc = 1e6 / cold, tw = 1e6 / warm; /* us per sample; NAN when a rate is missing */
   s->t_us[AB_SYNTHETIC] = ts, s->t_us[AB_COLD] = tc, s->t_us[AB_WARM] = tw;
   double fetch = tc - tw, prep = tw - ts; /* DS-Analyzer: fetch stall, prep stall */
@@ -234,93 +307,153 @@ static void compute_stalls(ab_stalls *s, double syn, double cold, double warm) {
   s->prep_share_pct = lost > 0 ? 100.0 * prep / lost : (isnan(lost) ? NAN : 0);
 }
 
-static void compute(ab_ctx *c) {
-  double syn = rate(&c->runs[AB_SYNTHETIC]), cold = rate(&c->runs[AB_COLD]), warm = rate(&c->runs[AB_WARM]);
-  ab_stalls *s = &c->s;
+/* Which differences lie outside the intervals; only with repeats (every side measured has one). */
+static void compute_measurable(pb_ab_stalls *s, const pb_ab_side *sd) {
+  const pb_interval *syn = &sd[AB_SYNTHETIC].rate, *cold = &sd[AB_COLD].rate, *warm = &sd[AB_WARM].rate;
+  s->repeated = pb_interval_has(syn) && pb_interval_has(cold);
+  s->real_differs = s->repeated && pb_intervals_differ(syn, cold);
+  s->fetch_measurable = s->repeated && pb_interval_above(warm, cold);
+  s->prep_measurable = s->repeated && pb_interval_above(syn, warm);
+}
+
+void pb_ab_compute(pb_ab_numbers *x) {
+  double syn = x->side[AB_SYNTHETIC].rate.median, cold = x->side[AB_COLD].rate.median;
+  double warm = x->side[AB_WARM].rate.median;
+  pb_ab_stalls *s = &x->s;
   s->ratio_cold = cold / syn;
   s->ratio_warm = warm / syn;
   s->lost_per_s = isnan(syn - cold) ? NAN : PB_MAX(syn - cold, 0.0);
   compute_stalls(s, syn, cold, warm);
+  compute_measurable(s, x->side);
+}
+
+static void compute(ab_ctx *c) {
+  for (int k = 0; k < AB_RUNS; k++) make_side(c, k);
+  c->x.cold_effective = c->cold_effective;
+  c->x.cold_resident_pct = c->resident_worst[AB_COLD];
+  pb_ab_compute(&c->x);
 }
 
 /* ---------- the verdict ---------- */
 
-static const char *bottleneck_of(const ab_run *r) {
-  return r->started && r->report.version && r->report.bottleneck_stage[0] ? r->report.bottleneck_stage : "n/a";
-}
+static const char *bottleneck_of(const pb_ab_side *sd) { return sd->bottleneck[0] ? sd->bottleneck : "n/a"; }
 
 /* What limits a run that real data does not slow down: the synthetic run's own bottleneck. */
-static void not_input_bound(ab_ctx *c, char *v, size_t len) {
-  const char *b = bottleneck_of(&c->runs[AB_SYNTHETIC]);
-  double pct = 100.0 * c->s.ratio_cold;
-  if (strcmp(b, "device") == 0 || strcmp(b, "n/a") == 0)
-    snprintf(v, len, "not input-bound: real data reaches %.0f %% of the synthetic rate; the device is the limit",
-             pct);
+static void the_limit(const pb_ab_numbers *x, char *out, size_t len) {
+  const char *b = bottleneck_of(&x->side[AB_SYNTHETIC]);
+  if (strcmp(b, "device") == 0 || strcmp(b, "n/a") == 0) snprintf(out, len, "the device is the limit");
   else
-    snprintf(v, len,
-             "not input-bound: real data reaches %.0f %% of the synthetic rate; the limit is %s, which runs "
-             "without real data too (the synthetic run's bottleneck)",
-             pct, b);
+    snprintf(out, len, "the limit is %s, which runs without real data too (the synthetic run's bottleneck)", b);
+}
+
+static void not_input_bound(const pb_ab_numbers *x, char *v, size_t len) {
+  char limit[PB_NAME_LEN + 96];
+  the_limit(x, limit, sizeof limit);
+  snprintf(v, len, "not input-bound: real data reaches %.0f %% of the synthetic rate; %s", 100.0 * x->s.ratio_cold,
+           limit);
+}
+
+/* With repeats, real and synthetic data whose intervals overlap: no stall to name. */
+static void no_difference(const pb_ab_numbers *x, char *v, size_t len) {
+  char limit[PB_NAME_LEN + 96], a[160], b[160];
+  the_limit(x, limit, sizeof limit);
+  snprintf(v, len,
+           "no measurable difference: real data (cold cache, %s samples/s) and synthetic data (%s) overlap "
+           "within their intervals, so real data costs nothing measurable; %s",
+           pb_interval_text(&x->side[AB_COLD].rate, 1, a, sizeof a),
+           pb_interval_text(&x->side[AB_SYNTHETIC].rate, 1, b, sizeof b), limit);
 }
 
 /* The stage a run's analysis names, in words for the verdict. */
-static void named_stage(const ab_run *r, const char *run, char *out, size_t len) {
-  const char *b = bottleneck_of(r);
+static void named_stage(const pb_ab_side *sd, const char *run, char *out, size_t len) {
+  const char *b = bottleneck_of(sd);
   if (strcmp(b, "device") == 0)
     snprintf(out, len, "the %s run's analysis names no input stage (the stall is spread over several)", run);
   else
     snprintf(out, len, "the %s run's bottleneck is %s", run, b);
 }
 
-static void input_bound(ab_ctx *c, char *v, size_t len) {
-  const ab_stalls *s = &c->s;
-  double pct = 100.0 * c->s.ratio_cold;
+/* "Mostly fetch" while the cold run's read stage sat idle most of the time: reading was not what the
+ * pipeline waited on, so storage is not blamed; the line says what the numbers do show. */
+static void not_storage(const pb_ab_numbers *x, char *v, size_t len) {
   char who[PB_NAME_LEN + 128];
-  if (isnan(s->prep_pct) || isnan(s->fetch_pct)) {
-    snprintf(v, len, "input-bound: real data reaches %.0f %% of the synthetic rate (no warm run to split fetch "
-             "from preprocessing)", pct);
-  } else if (s->prep_pct >= s->fetch_pct) {
-    named_stage(&c->runs[AB_WARM], "warm", who, sizeof who);
-    snprintf(v, len,
-             "input-bound, mostly preprocessing (CPU): %.1f %% of each sample's time is prep stall; %s: add "
-             "threads or cores (try `pipebench tune`)",
-             s->prep_pct, who);
-  } else {
-    named_stage(&c->runs[AB_COLD], "cold", who, sizeof who);
-    snprintf(v, len,
-             "input-bound, mostly fetch (storage): %.1f %% of each sample's time is fetch stall; %s: faster "
-             "storage, caching (a cache stage) or more read threads",
-             s->fetch_pct, who);
-  }
+  named_stage(&x->side[AB_COLD], "cold", who, sizeof who);
+  bool noise = x->s.repeated ? !x->s.fetch_measurable : x->s.fetch_within_noise;
+  snprintf(v, len,
+           "input-bound, not on storage: the cold run was slower than the warm one (%.1f %% of each sample's "
+           "time), but its read stage was busy only %.0f %% of the time, so reading was not what the pipeline "
+           "waited on; %s; %s",
+           x->s.fetch_pct, 100 * x->side[AB_COLD].read_utilization,
+           noise ? "the fetch/prep split is within the run-to-run noise" : "the cold run was slower for another reason",
+           who);
 }
 
-static void no_verdict(ab_ctx *c, char *v, size_t len) {
-  int k = have_rate(&c->runs[AB_SYNTHETIC]) ? AB_COLD : AB_SYNTHETIC;
-  const ab_run *r = &c->runs[k];
+static void mostly_fetch(const pb_ab_numbers *x, char *v, size_t len) {
+  double busy = x->side[AB_COLD].read_utilization;
+  if (!isnan(busy) && busy < READ_BUSY_MIN) {
+    not_storage(x, v, len);
+    return;
+  }
+  char who[PB_NAME_LEN + 128];
+  named_stage(&x->side[AB_COLD], "cold", who, sizeof who);
+  snprintf(v, len,
+           "input-bound, mostly fetch (storage): %.1f %% of each sample's time is fetch stall; %s: faster "
+           "storage, caching (a cache stage) or more read threads",
+           x->s.fetch_pct, who);
+}
+
+static void mostly_prep(const pb_ab_numbers *x, char *v, size_t len) {
+  char who[PB_NAME_LEN + 128];
+  named_stage(&x->side[AB_WARM], "warm", who, sizeof who);
+  snprintf(v, len,
+           "input-bound, mostly preprocessing (CPU): %.1f %% of each sample's time is prep stall; %s: add "
+           "threads or cores (try `pipebench tune`)",
+           x->s.prep_pct, who);
+}
+
+static void input_bound(const pb_ab_numbers *x, char *v, size_t len) {
+  const pb_ab_stalls *s = &x->s;
+  double pct = 100.0 * s->ratio_cold;
+  bool repeated = s->repeated && pb_interval_has(&x->side[AB_WARM].rate);
+  bool fetch_ok = !repeated || s->fetch_measurable, prep_ok = !repeated || s->prep_measurable;
+  if (isnan(s->prep_pct) || isnan(s->fetch_pct))
+    snprintf(v, len, "input-bound: real data reaches %.0f %% of the synthetic rate (no warm run to split fetch "
+             "from preprocessing)", pct);
+  else if (!fetch_ok && !prep_ok)
+    snprintf(v, len, "input-bound: real data reaches %.0f %% of the synthetic rate; no measurable difference "
+             "splits it: the warm run's interval overlaps both the cold run's and the synthetic run's", pct);
+  else if (prep_ok && (!fetch_ok || s->prep_pct >= s->fetch_pct))
+    mostly_prep(x, v, len);
+  else
+    mostly_fetch(x, v, len);
+}
+
+static void no_verdict(const pb_ab_numbers *x, char *v, size_t len) {
+  int k = x->side[AB_SYNTHETIC].rate.n > 0 ? AB_COLD : AB_SYNTHETIC;
+  const pb_ab_side *sd = &x->side[k];
   snprintf(v, len, "no verdict: the %s run %s", k_label[k],
-           !r->started          ? "did not run (interrupted)"
-           : r->status != 0     ? "failed"
+           !sd->started         ? "did not run (interrupted)"
+           : sd->status != 0    ? "failed"
                                 : "measured no throughput");
 }
 
-static void make_verdict(ab_ctx *c) {
-  size_t len = sizeof c->verdict;
-  if (isnan(c->s.ratio_cold)) {
-    no_verdict(c, c->verdict, len);
+void pb_ab_verdict(const pb_ab_numbers *x, char *v, size_t len) {
+  if (isnan(x->s.ratio_cold)) {
+    no_verdict(x, v, len);
     return;
   }
-  if (c->s.ratio_cold >= NOT_INPUT_BOUND_RATIO) not_input_bound(c, c->verdict, len);
-  else input_bound(c, c->verdict, len);
-  size_t n = strlen(c->verdict);
-  double resident = c->runs[AB_COLD].resident_pct_before;
-  if (c->cold_effective || n + 1 >= len) return;
-  if (isnan(resident))
-    snprintf(c->verdict + n, len - n, " (the page cache could not be measured: the cold run may not be cold)");
+  if (x->s.repeated && !x->s.real_differs) no_difference(x, v, len);
+  else if (x->s.ratio_cold >= NOT_INPUT_BOUND_RATIO) not_input_bound(x, v, len);
+  else input_bound(x, v, len);
+  size_t n = strlen(v);
+  if (x->cold_effective || n + 1 >= len) return;
+  if (isnan(x->cold_resident_pct))
+    snprintf(v + n, len - n, " (the page cache could not be measured: the cold run may not be cold)");
   else
-    snprintf(c->verdict + n, len - n,
+    snprintf(v + n, len - n,
              " (the cold run was not cold: %.1f %% of the dataset stayed cached, so the fetch stall is "
              "understated)",
-             resident);
+             x->cold_resident_pct);
 }
 
 /* ---------- ab.json ---------- */
@@ -328,16 +461,43 @@ static void make_verdict(ab_ctx *c) {
 /* Decimals in ab.json, as report.json rounds (docs/METRICS.md): the figures are computed unrounded. */
 enum { PER_S = 1, PCT = 2, FRAC = 4, US = 3, SEC = 3 };
 
+/* A boolean that only repeats can decide: null with one run of each. */
+static void add_repeat_bool(cJSON *o, const char *key, bool repeated, bool v) {
+  if (repeated) cJSON_AddBoolToObject(o, key, v);
+  else cJSON_AddNullToObject(o, key);
+}
+
+static double total_wall_s(const ab_ctx *c, int k) {
+  double s = 0;
+  for (int r = 0; r < reps_run(c, k); r++) s += c->reps[k][r].f.wall_s;
+  return s;
+}
+
+/* A run's figures (figs[] receives its repeats'): with repeats the medians and the median repeat's
+ * bottleneck; samples/s is the rate the verdict used (an interrupted run's counts).  Returns the repeats. */
+static int side_figures(const ab_ctx *c, int k, pb_run_figures *figs, pb_run_figures *f) {
+  int n = reps_run(c, k);
+  for (int r = 0; r < n; r++) figs[r] = c->reps[k][r].f;
+  pb_repeat_figures(figs, n, &c->sum[k], f);
+  if (c->x.side[k].rate.n > 0) f->samples_per_s = c->x.side[k].rate.median;
+  return n;
+}
+
+/* A run's figures, and with repeats its "repeats" object. */
 static cJSON *run_json(const ab_ctx *c, int k) {
-  const ab_run *r = &c->runs[k];
-  if (!r->started) return cJSON_CreateNull();
+  pb_run_figures figs[PB_REPEAT_MAX], f;
+  int n = side_figures(c, k, figs, &f);
+  if (n == 0) return cJSON_CreateNull();
   char dir[PB_PATH_LEN + 64];
   snprintf(dir, sizeof dir, "%s/%s", c->m->out_dir, k_dir[k]);
-  cJSON *o = pb_multi_run_json(&r->report, r->status, dir);
+  cJSON *o = pb_multi_figures_json(&f, dir);
   if (!o) return NULL;
-  pb_multi_add_number(o, "wall_s", r->wall_s, SEC);
-  pb_multi_add_number(o, "time_per_sample_us", c->s.t_us[k], US);
-  pb_multi_add_number(o, "cache_resident_pct_before", r->resident_pct_before, PCT);
+  pb_multi_add_number(o, "wall_s", total_wall_s(c, k), SEC);
+  pb_multi_add_number(o, "time_per_sample_us", c->x.s.t_us[k], US);
+  pb_multi_add_number(o, "cache_resident_pct_before", k == AB_SYNTHETIC ? NAN : c->resident_worst[k], PCT);
+  pb_multi_add_number(o, "read_utilization", c->x.side[k].read_utilization, FRAC);
+  if (c->repeats > 1) cJSON_AddItemToObject(o, "repeats", pb_repeat_json(figs, n, &c->sum[k]));
+  else cJSON_AddNullToObject(o, "repeats");
   return o;
 }
 
@@ -353,11 +513,11 @@ static cJSON *dataset_json(const ab_ctx *c) {
   cJSON_AddNumberToObject(o, "files", (double)c->files.count);
   cJSON_AddNumberToObject(o, "bytes", (double)c->files.total_bytes);
   cJSON_AddNumberToObject(o, "unreadable_files", (double)c->unreadable_files);
-  cJSON_AddNumberToObject(o, "synced_before_eviction", (double)c->evicted.synced);
+  cJSON_AddNumberToObject(o, "synced_before_eviction", (double)c->synced);
   return o;
 }
 
-static cJSON *stalls_json(const ab_stalls *s) {
+static cJSON *stalls_json(const pb_ab_stalls *s) {
   cJSON *o = cJSON_CreateObject();
   pb_multi_add_number(o, "fetch_pct", s->fetch_pct, PCT);
   pb_multi_add_number(o, "prep_pct", s->prep_pct, PCT);
@@ -367,6 +527,8 @@ static cJSON *stalls_json(const ab_stalls *s) {
   cJSON_AddBoolToObject(o, "within_noise", have && s->fetch_within_noise && s->prep_within_noise);
   cJSON_AddBoolToObject(o, "fetch_within_noise", have && s->fetch_within_noise);
   cJSON_AddBoolToObject(o, "prep_within_noise", have && s->prep_within_noise);
+  add_repeat_bool(o, "fetch_measurable", s->repeated && have, s->fetch_measurable);
+  add_repeat_bool(o, "prep_measurable", s->repeated && have, s->prep_measurable);
   return o;
 }
 
@@ -379,13 +541,15 @@ static cJSON *ab_json(const ab_ctx *c) {
   cJSON_AddStringToObject(o, "out_dir", c->m->out_dir);
   cJSON_AddNumberToObject(o, "status", c->status);
   cJSON_AddBoolToObject(o, "interrupted", c->interrupted);
+  cJSON_AddNumberToObject(o, "repeat", c->repeats);
   cJSON_AddItemToObject(o, "dataset", dataset_json(c));
   cJSON_AddItemToObject(o, "runs", runs_json(c));
   cJSON *ratios = cJSON_AddObjectToObject(o, "ratios");
-  pb_multi_add_number(ratios, "real_cold_over_synthetic", c->s.ratio_cold, FRAC);
-  pb_multi_add_number(ratios, "real_warm_over_synthetic", c->s.ratio_warm, FRAC);
-  pb_multi_add_number(o, "lost_samples_per_s", c->s.lost_per_s, PER_S);
-  cJSON_AddItemToObject(o, "stalls", stalls_json(&c->s));
+  pb_multi_add_number(ratios, "real_cold_over_synthetic", c->x.s.ratio_cold, FRAC);
+  pb_multi_add_number(ratios, "real_warm_over_synthetic", c->x.s.ratio_warm, FRAC);
+  pb_multi_add_number(o, "lost_samples_per_s", c->x.s.lost_per_s, PER_S);
+  cJSON_AddItemToObject(o, "stalls", stalls_json(&c->x.s));
+  add_repeat_bool(o, "no_measurable_difference", c->x.s.repeated, !c->x.s.real_differs);
   cJSON_AddStringToObject(o, "verdict", c->verdict);
   cJSON_AddBoolToObject(o, "cold_cache_effective", c->cold_effective);
   cJSON_AddBoolToObject(o, "warm_cache_effective", c->warm_effective);
@@ -411,18 +575,17 @@ static void wrapped(FILE *out, const char *label, const char *text) {
 }
 
 static void print_row(const ab_ctx *c, int k, FILE *out) {
-  const ab_run *r = &c->runs[k];
-  bool have = r->started && r->report.version;
+  const pb_ab_side *sd = &c->x.side[k];
+  pb_run_figures figs[PB_REPEAT_MAX], f;
+  bool have = side_figures(c, k, figs, &f) > 0 && f.have;
   numbuf a, b, d, e;
-  fprintf(out, "%-18s %10s %13s %7s  %-20.20s %16s\n", k_label[k],
-          fmtd(&a, "%.1f", have ? r->report.samples_per_s : NAN),
-          fmtd(&b, "%.1f", have ? r->report.device_idle_pct : NAN),
-          fmtd(&d, "%.1f", have ? r->report.accelerator_utilization_pct : NAN), have ? bottleneck_of(r) : "-",
-          fmtd(&e, "%.1f", r->resident_pct_before));
+  fprintf(out, "%-18s %10s %13s %7s  %-20.20s %16s\n", k_label[k], fmtd(&a, "%.1f", have ? f.samples_per_s : NAN),
+          fmtd(&b, "%.1f", have ? f.device_idle_pct : NAN), fmtd(&d, "%.1f", have ? f.accelerator_utilization_pct : NAN),
+          have ? bottleneck_of(sd) : "-", fmtd(&e, "%.1f", k == AB_SYNTHETIC ? NAN : c->resident_worst[k]));
 }
 
 static void print_stalls(const ab_ctx *c, FILE *out) {
-  const ab_stalls *s = &c->s;
+  const pb_ab_stalls *s = &c->x.s;
   numbuf a, b, d, e;
   char text[512];
   snprintf(text, sizeof text,
@@ -434,6 +597,17 @@ static void print_stalls(const ab_ctx *c, FILE *out) {
   wrapped(out, "stalls", text);
 }
 
+/* With repeats: each run's median samples/s and its interval. */
+static void print_intervals(const ab_ctx *c, FILE *out) {
+  if (c->repeats == 1) return;
+  for (int k = 0; k < AB_RUNS; k++) {
+    char iv[160], text[256];
+    snprintf(text, sizeof text, "%s: %s samples/s over %d repeats", k_label[k],
+             pb_interval_text(&c->x.side[k].rate, 1, iv, sizeof iv), c->x.side[k].rate.n);
+    wrapped(out, k == 0 ? "median" : "", text);
+  }
+}
+
 static void print_text(const ab_ctx *c, FILE *out) {
   fprintf(out, "%-18s %10s %13s %7s  %-20s %16s\n", "run", "samples/s", "device idle %", "AU %", "bottleneck",
           "cache resident %");
@@ -441,10 +615,11 @@ static void print_text(const ab_ctx *c, FILE *out) {
   numbuf a, b, d;
   char text[512];
   snprintf(text, sizeof text, "real cold / synthetic %s, real warm / synthetic %s",
-           fmtd(&a, "%.3f", c->s.ratio_cold), fmtd(&b, "%.3f", c->s.ratio_warm));
+           fmtd(&a, "%.3f", c->x.s.ratio_cold), fmtd(&b, "%.3f", c->x.s.ratio_warm));
   fputc('\n', out);
+  print_intervals(c, out);
   wrapped(out, "ratios", text);
-  snprintf(text, sizeof text, "%s samples/s (synthetic - real cold)", fmtd(&d, "%.1f", c->s.lost_per_s));
+  snprintf(text, sizeof text, "%s samples/s (synthetic - real cold)", fmtd(&d, "%.1f", c->x.s.lost_per_s));
   wrapped(out, "lost", text);
   print_stalls(c, out);
   wrapped(out, "verdict", c->verdict);
@@ -453,8 +628,22 @@ static void print_text(const ab_ctx *c, FILE *out) {
   wrapped(out, "report", path);
 }
 
+/* With repeats, each run's directory gets the report of its median repeat with the intervals. */
+static int write_repeat_reports(const ab_ctx *c) {
+  int rc = 0;
+  for (int k = 0; k < AB_RUNS && c->repeats > 1; k++) {
+    int n = reps_run(c, k);
+    pb_run_figures figs[PB_REPEAT_MAX];
+    for (int r = 0; r < n; r++) figs[r] = c->reps[k][r].f;
+    int wrc = pb_multi_write_repeats(c->m, k_dir[k], figs, n, &c->sum[k]);
+    if (!rc) rc = wrc;
+  }
+  return rc;
+}
+
 /* Writes ab.json and prints the summary; the status stays the runs' unless ab.json cannot be written. */
 static int finish(ab_ctx *c) {
+  int rrc = write_repeat_reports(c);
   cJSON *j = ab_json(c);
   int rc = pb_multi_write_json(c->m, "ab.json", j);
   if (j && c->m->run.json_stdout) {
@@ -465,30 +654,45 @@ static int finish(ab_ctx *c) {
     print_text(c, stdout);
   }
   cJSON_Delete(j);
-  return c->status ? c->status : rc;
+  return c->status ? c->status : rc ? rc : rrc;
+}
+
+static int alloc_runs(ab_ctx *c, pb_multi *m, pb_config *cfg) {
+  c->m = m;
+  c->cfg = cfg;
+  c->repeats = pb_multi_repeats(m);
+  c->scratch = calloc(1, sizeof *c->scratch);
+  for (int k = 0; k < AB_RUNS; k++) {
+    c->reps[k] = calloc((size_t)c->repeats, sizeof *c->reps[k]);
+    c->resident_worst[k] = NAN;
+    if (!c->reps[k]) return PB_EXIT_RUNTIME;
+  }
+  return c->scratch ? 0 : PB_EXIT_RUNTIME;
+}
+
+static void free_ctx(ab_ctx *c) {
+  if (!c) return;
+  pb_file_list_free(&c->files);
+  for (int k = 0; k < AB_RUNS; k++) free(c->reps[k]);
+  free(c->scratch);
+  free(c);
 }
 
 int pb_ab(pb_multi *m) {
   ab_ctx *c = calloc(1, sizeof *c);
   pb_config *cfg = calloc(1, sizeof *cfg);
-  int rc = c && cfg ? 0 : PB_EXIT_RUNTIME;
+  int rc = c && cfg ? alloc_runs(c, m, cfg) : PB_EXIT_RUNTIME;
   if (rc) fprintf(stderr, "pipebench: ab: out of memory\n");
   if (!rc) rc = refuse_in_memory_dataset(m, cfg);
   if (!rc) rc = pb_multi_begin(m, NULL, 0, cfg, true);
+  if (!rc) rc = list_dataset(c);
   if (!rc) {
-    c->m = m;
-    c->cfg = cfg;
-    rc = list_dataset(c);
-  }
-  if (!rc) {
-    for (int k = 0; k < AB_RUNS; k++) c->runs[k].resident_pct_before = NAN;
     run_all(c);
     compute(c);
-    make_verdict(c);
+    pb_ab_verdict(&c->x, c->verdict, sizeof c->verdict);
     rc = finish(c);
   }
-  if (c) pb_file_list_free(&c->files);
-  free(c);
+  free_ctx(c);
   free(cfg);
   return rc;
 }

@@ -1,11 +1,52 @@
 /* `pipebench ab` (CONTRACT §1): the same config run three times, DS-Analyzer's method: synthetic (in-memory
  * samples, the ceiling of everything after the per-sample stages), real with the dataset's files evicted from
  * the page cache, and real with them cached; one table, the ratios, the lost throughput split into fetch
- * (storage) and preprocessing (CPU) stalls, and a one-line verdict.  See docs/AB.md. */
+ * (storage) and preprocessing (CPU) stalls, and a one-line verdict.  With --repeat N the three run N times,
+ * interleaved, and the verdict claims only differences outside the intervals.  See docs/AB.md. */
 #ifndef PB_AB_H
 #define PB_AB_H
 
 #include "multirun.h"
+#include "repeat.h"
+
+enum { PB_AB_SYNTHETIC, PB_AB_COLD, PB_AB_WARM, PB_AB_RUNS };
+
+/* One of the three runs as the verdict sees it, over its repeats. */
+typedef struct pb_ab_side {
+  bool started;                 /* its first repeat started */
+  int status;                   /* the worst exit status of its repeats */
+  pb_interval rate;             /* samples/s of the repeats that measured one: median, and with two or more
+                                 * an interval (rate.n == 0: none measured) */
+  char bottleneck[PB_NAME_LEN]; /* the median repeat's; "" when none */
+  double read_utilization;      /* its read stage's utilization, 0..1 (median over repeats); NAN: none */
+} pb_ab_side;
+
+typedef struct pb_ab_stalls {
+  double ratio_cold, ratio_warm;  /* real samples/s over synthetic samples/s (medians) */
+  double lost_per_s;              /* synthetic - real cold samples/s, at least 0 */
+  double t_us[PB_AB_RUNS];        /* time per sample, 1 / samples_per_s, in us */
+  double fetch_pct, prep_pct;     /* stalls as % of the cold run's time per sample */
+  double fetch_share_pct, prep_share_pct; /* shares of the lost time per sample */
+  bool fetch_within_noise, prep_within_noise;
+  /* With repeats (every side needed has an interval): whether each difference lies outside them. */
+  bool repeated;
+  bool real_differs;              /* the cold and synthetic intervals do not overlap */
+  bool fetch_measurable;          /* the warm run's interval lies above the cold run's */
+  bool prep_measurable;           /* the synthetic run's interval lies above the warm run's */
+} pb_ab_stalls;
+
+typedef struct pb_ab_numbers {
+  pb_ab_side side[PB_AB_RUNS];
+  bool cold_effective;            /* every cold run started with <= 10 % of the dataset cached */
+  double cold_resident_pct;       /* the most any cold run started with (NAN: not measured) */
+  pb_ab_stalls s;                 /* pb_ab_compute */
+} pb_ab_numbers;
+
+/* The ratios, stalls and which differences are measurable, from the sides. */
+void pb_ab_compute(pb_ab_numbers *x);
+
+/* The one-line verdict (docs/AB.md "The verdict") from computed numbers. */
+void pb_ab_verdict(const pb_ab_numbers *x, char *out, size_t len);
 
 /* m: command "ab", the config file, the command line's --set overrides and options.  Returns the exit
  * status (CONTRACT §1). */

@@ -15,6 +15,8 @@
 #include "gen.h"
 #include "ranks.h"
 #include "ab.h"
+#include "multirun.h"
+#include "repeat.h"
 #include "run.h"
 #include "sweep.h"
 #include "tune.h"
@@ -52,6 +54,8 @@ static const char *const k_usage =
     "  --json                   print the JSON report on stdout instead of the text summary\n"
     "  --quiet, --no-progress, --no-trace   less output\n"
     "  --seed N                 overrides the config's seed\n"
+    "  --repeat N               run, ab, sweep, tune: each measurement N times (1..100, default 1): the median\n"
+    "                           with a 95 % interval, and \"no measurable difference\" where intervals overlap\n"
     "\n"
     "exit status: 0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted\n";
 
@@ -65,6 +69,7 @@ typedef struct cli {
   char device_set[32];
   bool device_given;
   bool force;
+  int repeat;                   /* --repeat; 0: not given (one) */
   pb_tune_opts tune;
   pb_run_opts run;
 } cli;
@@ -136,6 +141,18 @@ static int set_budget(cli *c, const char *v) {
   return 0;
 }
 
+/* --repeat N: the commands that measure (run, ab, sweep, tune) take it. */
+static bool takes_repeat(const char *command) {
+  return strcmp(command, "run") == 0 || strcmp(command, "ab") == 0 || strcmp(command, "sweep") == 0 ||
+         strcmp(command, "tune") == 0;
+}
+
+static int set_repeat(cli *c, const char *v) {
+  pb_err err;
+  if (pb_repeat_parse(v, &c->repeat, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_USAGE;
+  return 0;
+}
+
 /* Options that take a value; returns 1 when argv[*i] was not one of them. */
 static int parse_valued(cli *c, int argc, char **argv, int *i) {
   const char *v;
@@ -154,6 +171,7 @@ static int parse_valued(cli *c, int argc, char **argv, int *i) {
   else if ((v = option_value(argc, argv, i, "--seed"))) return set_seed(c, v);
   else if (strcmp(c->command, "tune") == 0 && (v = option_value(argc, argv, i, "--budget-s"))) return set_budget(c, v);
   else if (strcmp(c->command, "tune") == 0 && (v = option_value(argc, argv, i, "--write"))) c->tune.write_file = v;
+  else if (takes_repeat(c->command) && (v = option_value(argc, argv, i, "--repeat"))) return set_repeat(c, v);
   else if ((v = option_value(argc, argv, i, "--format"))) {
     c->run.formats_given = true;
     if (pb_parse_formats(v, &c->run.formats, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_USAGE;
@@ -167,7 +185,8 @@ static int parse_valued(cli *c, int argc, char **argv, int *i) {
 /* An option of another command names the commands that take it; anything else is unknown. */
 static int unknown_option(const char *command, const char *a) {
   static const char *const owned[][2] = {
-      {"--force", "gen or calibrate"}, {"--budget-s", "tune"}, {"--write", "tune"}};
+      {"--force", "gen or calibrate"}, {"--budget-s", "tune"}, {"--write", "tune"},
+      {"--repeat", "run, ab, sweep or tune"}};
   if (strncmp(a, "--force=", 8) == 0 && (strcmp(command, "gen") == 0 || strcmp(command, "calibrate") == 0))
     return usage_error("--force takes no value (\"%s\"; expected --force alone)", a);
   for (size_t i = 0; i < PB_ARRAY_LEN(owned); i++) {
@@ -315,6 +334,13 @@ static int cmd_run(cli *c, pb_config *cfg) {
   return rc ? rc : pb_run(cfg, &c->run);
 }
 
+/* run --repeat N (N > 1): N runs of one config, the median and its interval (src/multirun.h). */
+static int cmd_run_repeated(cli *c) {
+  pb_multi m = {.command = "run", .config_file = c->config, .base_sets = c->sets, .nbase_sets = c->nsets,
+                .run = c->run, .device_given = c->device_given, .repeat = c->repeat};
+  return pb_multi_run_repeated(&m);
+}
+
 /* --format for calibrate: text (the summary on stdout) and json (DIR/calibration.json with --out), both
  * by default; a report format it has no use for is a usage error. */
 static int cmd_calibrate(cli *c, const pb_config *cfg) {
@@ -356,7 +382,7 @@ static int cmd_analyze(cli *c) {
 /* ab, sweep and tune load the config themselves: sweep and tune read lists in --set values. */
 static int cmd_multi(cli *c) {
   pb_multi m = {.command = c->command, .config_file = c->config, .base_sets = c->sets, .nbase_sets = c->nsets,
-                .run = c->run};
+                .run = c->run, .repeat = c->repeat};
   m.device_given = c->device_given;
   if (strcmp(c->command, "ab") == 0) return pb_ab(&m);
   if (strcmp(c->command, "sweep") == 0) return pb_sweep(&m);
@@ -369,6 +395,9 @@ static int cmd_world(cli *c) {
   const pb_world *w = pb_world_get();
   if (strcmp(c->command, "run") != 0)
     return usage_error("%s: runs in one process (expected mpirun only around `pipebench run`)", c->command);
+  if (c->repeat > 1) /* each repeat is a whole job: mpirun around each one */
+    return usage_error("--repeat: not under mpirun around `pipebench %s` (expected one run per job: repeat the "
+                       "mpirun instead)", c->command);
   if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
   pb_config *cfg = calloc(1, sizeof *cfg);
   pb_err err;
@@ -401,6 +430,7 @@ static int dispatch(cli *c) {
   if (!c->config) return usage_error("%s: no config (expected --config FILE)", c->command);
   if (strcmp(c->command, "ab") == 0 || strcmp(c->command, "sweep") == 0 || strcmp(c->command, "tune") == 0)
     return cmd_multi(c);
+  if (strcmp(c->command, "run") == 0 && c->repeat > 1) return cmd_run_repeated(c);
   pb_config *cfg = calloc(1, sizeof *cfg);
   if (!cfg) return PB_EXIT_RUNTIME;
   pb_err err;

@@ -33,7 +33,9 @@ int pb_multi_begin(pb_multi *m, const char *const *sets, int nsets, pb_config *b
   int rc = needs_real_data ? pb_gen_if_missing(base, m->run.quiet, m->run.no_progress) : 0;
   if (rc) return rc;
   snprintf(m->name, sizeof m->name, "%s", base->name);
-  return pb_run_make_out_dir(base, m->run.out_dir, m->command, m->out_dir, sizeof m->out_dir);
+  /* run --repeat makes the directory a run would: pipebench-out/<name>-<UTC time> */
+  const char *kind = strcmp(m->command, "run") == 0 ? NULL : m->command;
+  return pb_run_make_out_dir(base, m->run.out_dir, kind, m->out_dir, sizeof m->out_dir);
 }
 
 int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synthetic, pb_report *report) {
@@ -49,6 +51,7 @@ int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synth
   snprintf(m->progress_label, sizeof m->progress_label, "%s %s", m->command, name);
   o.progress_label = m->progress_label;
   o.quiet_notices = m->first_notice_shown;
+  o.text_out = m->text_out;
   o.result = report;
   m->first_notice_shown = true;
   m->runs++;
@@ -73,23 +76,28 @@ const char *pb_multi_bottleneck(const pb_report *r) {
   return r->bottleneck_stage[0] ? r->bottleneck_stage : "-";
 }
 
-cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir) {
+cJSON *pb_multi_figures_json(const pb_run_figures *f, const char *out_dir) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
-  cJSON_AddNumberToObject(o, "status", status);
+  cJSON_AddNumberToObject(o, "status", f->status);
   cJSON_AddStringToObject(o, "out_dir", out_dir);
-  bool have = r->version != NULL; /* the run wrote a report */
-  pb_multi_add_number(o, "samples_per_s", have ? r->samples_per_s : NAN, 1);
-  pb_multi_add_number(o, "batches_per_s", have ? r->batches_per_s : NAN, 1);
-  pb_multi_add_number(o, "device_idle_pct", have ? r->device_idle_pct : NAN, 2);
-  pb_multi_add_number(o, "accelerator_utilization_pct", have ? r->accelerator_utilization_pct : NAN, 2);
-  pb_multi_add_number(o, "input_bound_pct", have ? r->input_bound_pct : NAN, 2);
-  if (have && r->classification) cJSON_AddStringToObject(o, "classification", r->classification);
+  pb_multi_add_number(o, "samples_per_s", f->samples_per_s, 1);
+  pb_multi_add_number(o, "batches_per_s", f->batches_per_s, 1);
+  pb_multi_add_number(o, "device_idle_pct", f->device_idle_pct, 2);
+  pb_multi_add_number(o, "accelerator_utilization_pct", f->accelerator_utilization_pct, 2);
+  pb_multi_add_number(o, "input_bound_pct", f->input_bound_pct, 2);
+  if (f->have && f->classification) cJSON_AddStringToObject(o, "classification", f->classification);
   else cJSON_AddNullToObject(o, "classification");
-  if (have && r->bottleneck_stage[0]) cJSON_AddStringToObject(o, "bottleneck", r->bottleneck_stage);
+  if (f->have && f->bottleneck[0]) cJSON_AddStringToObject(o, "bottleneck", f->bottleneck);
   else cJSON_AddNullToObject(o, "bottleneck");
-  cJSON_AddBoolToObject(o, "interrupted", have && r->interrupted);
+  cJSON_AddBoolToObject(o, "interrupted", f->interrupted);
   return o;
+}
+
+cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir) {
+  pb_run_figures f;
+  pb_run_figures_of(r, status, 0, &f);
+  return pb_multi_figures_json(&f, out_dir);
 }
 
 int pb_multi_write_json(const pb_multi *m, const char *name, cJSON *json) {
@@ -113,4 +121,133 @@ int pb_multi_write_json(const pb_multi *m, const char *name, cJSON *json) {
     return PB_EXIT_RUNTIME;
   }
   return 0;
+}
+
+/* ---------- repeats ---------- */
+
+int pb_multi_repeats(const pb_multi *m) { return m->repeat > 1 ? m->repeat : 1; }
+
+void pb_multi_repeat_name(const pb_multi *m, const char *name, int r, char *out, size_t len) {
+  if (pb_multi_repeats(m) == 1) snprintf(out, len, "%s", name);
+  else if (name[0]) snprintf(out, len, "%s/repeat-%d", name, r + 1);
+  else snprintf(out, len, "repeat-%d", r + 1);
+}
+
+/* The repeat whose report stands for the measurement: the median one, else the last that wrote one. */
+static int report_repeat(const pb_run_figures *runs, int nruns, const pb_repeat_summary *s) {
+  if (s->median_repeat >= 0) return s->median_repeat;
+  for (int r = nruns - 1; r >= 0; r--)
+    if (runs[r].have) return r;
+  return -1;
+}
+
+/* The measurement's report.json tree (the stand-in repeat's with "repeats"); NULL after one line. */
+static cJSON *repeats_report(const pb_multi *m, const char *name, const pb_run_figures *runs, int nruns,
+                             const pb_repeat_summary *s, char *median_dir, size_t len) {
+  int r = report_repeat(runs, nruns, s);
+  char sub[160]; /* "trial-NNN/repeat-R", "real-cold/repeat-R" */
+  if (r < 0) return NULL;
+  pb_multi_repeat_name(m, name, r, sub, sizeof sub);
+  snprintf(median_dir, len, "%s/%s", m->out_dir, sub);
+  return pb_repeat_report(median_dir, pb_repeat_json(runs, nruns, s));
+}
+
+int pb_multi_write_repeats(const pb_multi *m, const char *name, const pb_run_figures *runs, int nruns,
+                           const pb_repeat_summary *s) {
+  if (pb_multi_repeats(m) == 1 || report_repeat(runs, nruns, s) < 0) return 0;
+  char median_dir[PB_PATH_LEN + 192], dir[PB_PATH_LEN + 192];
+  cJSON *tree = repeats_report(m, name, runs, nruns, s, median_dir, sizeof median_dir);
+  snprintf(dir, sizeof dir, "%s/%s", m->out_dir, name);
+  int rc = tree ? pb_repeat_write_report(dir, median_dir, tree) : PB_EXIT_RUNTIME;
+  cJSON_Delete(tree);
+  return rc;
+}
+
+/* ---------- run --repeat ---------- */
+
+typedef struct run_repeats {
+  pb_multi *m;
+  pb_config *cfg;
+  pb_report *scratch;           /* the current repeat's report */
+  pb_run_figures runs[PB_REPEAT_MAX];
+  char *text[PB_REPEAT_MAX];    /* each repeat's text summary, when the summary is wanted */
+  int nruns;
+} run_repeats;
+
+static bool wants_text(const pb_multi *m) {
+  return !m->run.quiet && !m->run.json_stdout && (m->run.formats & PB_FMT_TEXT);
+}
+
+static int run_one_repeat(run_repeats *x, int r) {
+  pb_multi *m = x->m;
+  char name[32], b[32];
+  size_t len = 0;
+  snprintf(name, sizeof name, "repeat-%d", r + 1);
+  m->text_out = wants_text(m) ? open_memstream(&x->text[r], &len) : NULL;
+  uint64_t t0 = pb_now_ns();
+  int rc = pb_multi_run(m, x->cfg, name, m->run.synthetic, x->scratch);
+  if (m->text_out) fclose(m->text_out);
+  m->text_out = NULL;
+  pb_run_figures_of(x->scratch, rc, (double)(pb_now_ns() - t0) / 1e9, &x->runs[r]);
+  x->nruns = r + 1;
+  if (!m->run.quiet)
+    fprintf(stderr, "pipebench: run: repeat %d/%d: %.2f s, %s samples/s%s\n", r + 1, m->repeat, x->runs[r].wall_s,
+            isfinite(x->runs[r].samples_per_s) ? (snprintf(b, sizeof b, "%.1f", x->runs[r].samples_per_s), b) : "n/a",
+            rc == PB_EXIT_INTERRUPTED ? " (interrupted)" : rc ? " (failed)" : "");
+  return rc;
+}
+
+/* One repeat after another; the first that fails or is interrupted ends them (the same config would fail
+ * the same way again). */
+static int run_repeats_all(run_repeats *x) {
+  if (!x->m->run.quiet)
+    fprintf(stderr, "pipebench: run: %d repeats into %s\n", x->m->repeat, x->m->out_dir);
+  for (int r = 0; r < x->m->repeat; r++) {
+    if (pb_signalled()) return PB_EXIT_INTERRUPTED;
+    int rc = run_one_repeat(x, r);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* <out>/report.json, and on stdout the median repeat's summary with the intervals (or the JSON). */
+static int finish_repeats(run_repeats *x, int rc) {
+  pb_multi *m = x->m;
+  pb_repeat_summary s;
+  pb_repeat_summarize(x->runs, x->nruns, &s);
+  char median_dir[PB_PATH_LEN + 192];
+  if (report_repeat(x->runs, x->nruns, &s) < 0) return rc ? rc : PB_EXIT_RUNTIME;
+  cJSON *tree = repeats_report(m, "", x->runs, x->nruns, &s, median_dir, sizeof median_dir);
+  /* a signal that cut the repeats short interrupted the command, whichever repeat the copy is of */
+  if (tree && rc == PB_EXIT_INTERRUPTED) cJSON_ReplaceItemInObject(tree, "interrupted", cJSON_CreateTrue());
+  int wrc = tree ? pb_repeat_write_report(m->out_dir, median_dir, m->run.formats & PB_FMT_JSON ? tree : NULL)
+                 : PB_EXIT_RUNTIME;
+  if (tree && m->run.json_stdout) {
+    char *text = pb_json_print(tree, true);
+    if (text) printf("%s\n", text);
+    free(text);
+  } else if (wants_text(m)) {
+    int r = report_repeat(x->runs, x->nruns, &s);
+    if (x->text[r]) fputs(x->text[r], stdout);
+    pb_repeat_print_text(stdout, x->runs, x->nruns, &s);
+  }
+  cJSON_Delete(tree);
+  return rc ? rc : wrc;
+}
+
+int pb_multi_run_repeated(pb_multi *m) {
+  run_repeats *x = calloc(1, sizeof *x);
+  pb_config *cfg = calloc(1, sizeof *cfg);
+  pb_report *scratch = calloc(1, sizeof *scratch);
+  int rc = x && cfg && scratch ? 0 : PB_EXIT_RUNTIME;
+  if (!rc) {
+    *x = (run_repeats){.m = m, .cfg = cfg, .scratch = scratch};
+    rc = pb_multi_begin(m, NULL, 0, cfg, !m->run.synthetic);
+    if (!rc) rc = finish_repeats(x, run_repeats_all(x));
+  }
+  for (int r = 0; x && r < x->nruns; r++) free(x->text[r]);
+  free(x);
+  free(cfg);
+  free(scratch);
+  return rc;
 }

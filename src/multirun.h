@@ -6,8 +6,10 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "config.h"
+#include "repeat.h"
 #include "report.h"
 #include "run.h"
 
@@ -20,6 +22,9 @@ typedef struct pb_multi {
   int nbase_sets;
   pb_run_opts run;              /* the command line's options; out_dir is the command's directory */
   bool device_given;            /* --device given; else each run uses its config's device.kind */
+  int repeat;                   /* --repeat: runs of each measurement (0 or 1: one) */
+  FILE *text_out;               /* when set, each run's text summary goes here (run --repeat keeps the
+                                 * median repeat's) */
   char out_dir[PB_PATH_LEN];    /* made by pb_multi_begin */
   char name[128];               /* the config's name (report.html's title) */
   char progress_label[PB_NAME_LEN + 64]; /* the current run's, for its live progress line */
@@ -44,6 +49,26 @@ int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synth
 /* A run's headline figures as JSON: status, out_dir, samples_per_s, batches_per_s, device_idle_pct,
  * accelerator_utilization_pct, input_bound_pct, classification, bottleneck, interrupted. */
 cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir);
+/* The same from a run's figures (or a repeated measurement's: its medians, pb_repeat_figures). */
+cJSON *pb_multi_figures_json(const pb_run_figures *f, const char *out_dir);
+
+/* Repeats per measurement: --repeat, at least 1. */
+int pb_multi_repeats(const pb_multi *m);
+
+/* The directory of repeat r (0-based) of the measurement `name`: "<name>" with one repeat, else
+ * "<name>/repeat-<r+1>" (relative to the command's directory). */
+void pb_multi_repeat_name(const pb_multi *m, const char *name, int r, char *out, size_t len);
+
+/* <out_dir>/<name>/report.json of a repeated measurement: the report of its median repeat (the last that
+ * wrote one when none measured) with the "repeats" object added, and that repeat's report.html.  Nothing
+ * with one repeat, or when no repeat wrote a report.  0, or PB_EXIT_RUNTIME after one line. */
+int pb_multi_write_repeats(const pb_multi *m, const char *name, const pb_run_figures *runs, int nruns,
+                           const pb_repeat_summary *s);
+
+/* `pipebench run --repeat N` (N > 1): N runs of the config into <out>/repeat-1 .. repeat-N, and
+ * <out>/report.json (pb_multi_write_repeats); the text summary is the median repeat's, then the intervals.
+ * Returns the exit status. */
+int pb_multi_run_repeated(pb_multi *m);
 
 /* Writes `json` pretty-printed to <out_dir>/<name>, and the command's report.html from it when the formats
  * include html.  0, or PB_EXIT_RUNTIME after printing one line. */

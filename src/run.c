@@ -337,6 +337,8 @@ static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
     if (text) printf("%s\n", text);
     free(text);
     cJSON_Delete(json);
+  } else if (o->text_out) {
+    pb_report_print_text(r, o->text_out);
   } else if ((o->formats & PB_FMT_TEXT) && !o->quiet) {
     pb_report_print_text(r, stdout);
   }

@@ -4,6 +4,7 @@
 #define PB_RUN_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "config.h"
 
@@ -25,6 +26,8 @@ typedef struct pb_run_opts {
   struct pb_report *result;     /* when set, the run's report is copied here (its config left NULL; its
                                  * string pointers are the run's and dangle after it: numbers only) */
   char **result_json;           /* when set, receives the report as JSON text (malloc'd; NULL if none) */
+  FILE *text_out;               /* when set, the text summary goes here whatever formats says (run --repeat
+                                 * prints the median repeat's) */
 } pb_run_opts;
 
 /* Returns the process exit status (CONTRACT §1); prints its own errors. */

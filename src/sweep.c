@@ -23,9 +23,15 @@ typedef struct sweep {
   const char *fixed[PB_MULTI_MAX_SETS];
   int nfixed;
   int ntrials;
-  int *status;                  /* per trial: pb_run's exit status, -1 = not run */
-  pb_report *reports;           /* per trial */
+  int repeats;                  /* --repeat: runs of each trial */
+  int *status;                  /* per trial: the worst exit status of its repeats, -1 = not run */
+  int *nruns;                   /* per trial: repeats run */
+  pb_run_figures *runs;         /* per trial and repeat: runs[t * repeats + r] */
+  pb_repeat_summary *sums;      /* per trial: medians and intervals over its repeats */
+  pb_run_figures *rows;         /* per trial: its figures (with repeats, the medians) */
+  pb_report *scratch;           /* the current run's report */
   int best;                     /* trial index, -1 = none */
+  bool no_difference;           /* with repeats: another trial's interval overlaps the best's */
 } sweep;
 
 /* ---------- the lists ---------- */
@@ -196,44 +202,127 @@ static const char *fmt_num(char *buf, size_t len, const char *fmt, double v) {
   return buf;
 }
 
-static bool ran(const sweep *s, int t) { return s->status[t] >= 0 && s->reports[t].version; }
+static bool ran(const sweep *s, int t) { return s->status[t] >= 0 && s->rows[t].have; }
 
+/* Each trial's medians and intervals over the repeats it ran. */
+static void summarize(sweep *s) {
+  for (int t = 0; t < s->ntrials; t++) {
+    const pb_run_figures *runs = &s->runs[(size_t)t * s->repeats];
+    pb_repeat_summarize(runs, s->nruns[t], &s->sums[t]);
+    pb_repeat_figures(runs, s->nruns[t], &s->sums[t], &s->rows[t]);
+  }
+}
+
+static bool measured(const sweep *s, int t) { return ran(s, t) && s->status[t] == 0 && !isnan(s->rows[t].samples_per_s); }
+
+/* With repeats, trial u (not the best) cannot be told from the best: their intervals overlap (or one has
+ * none to compare). */
+static bool overlaps_best(const sweep *s, int u) {
+  return s->repeats > 1 && s->best >= 0 && u != s->best && measured(s, u) &&
+         !pb_intervals_differ(&s->sums[s->best].samples_per_s, &s->sums[u].samples_per_s);
+}
+
+/* The highest (median) samples/s; with repeats, whether another trial is within its interval. */
 static void pick_best(sweep *s) {
   s->best = -1;
   for (int t = 0; t < s->ntrials; t++)
-    if (ran(s, t) && s->status[t] == 0 && !isnan(s->reports[t].samples_per_s) &&
-        (s->best < 0 || s->reports[t].samples_per_s > s->reports[s->best].samples_per_s))
-      s->best = t;
+    if (measured(s, t) && (s->best < 0 || s->rows[t].samples_per_s > s->rows[s->best].samples_per_s)) s->best = t;
+  s->no_difference = false;
+  for (int u = 0; u < s->ntrials; u++) s->no_difference = s->no_difference || overlaps_best(s, u);
+}
+
+static int axis_width(const sweep *s, int a) { return (int)PB_MAX(8, strlen(s->axes[a].path)); }
+
+/* The marker after a row: the best, or with repeats the highest median and the trials within its interval. */
+static const char *row_mark(const sweep *s, int t) {
+  if (t == s->best) return s->no_difference ? "  <- highest median" : "  <- best";
+  if (overlaps_best(s, t)) return "  ~ best";
+  return s->status[t] == PB_EXIT_INTERRUPTED ? "  (interrupted)" : s->status[t] ? "  (failed)" : "";
+}
+
+static void print_row(const sweep *s, int t, FILE *out) {
+  char b1[32], b2[32], b3[32], iv[64] = "";
+  const pb_run_figures *r = &s->rows[t];
+  const pb_interval *rate = &s->sums[t].samples_per_s;
+  fprintf(out, "%-5d", t + 1);
+  for (int a = 0; a < s->naxes; a++) fprintf(out, " %-*s", axis_width(s, a), s->axes[a].values[value_index(s, t, a)]);
+  if (!ran(s, t)) {
+    fprintf(out, " failed (exit %d)\n", s->status[t]);
+    return;
+  }
+  if (s->repeats > 1 && pb_interval_has(rate)) snprintf(iv, sizeof iv, "%.1f-%.1f", rate->lo, rate->hi);
+  fprintf(out, " %12s", fmt_num(b1, sizeof b1, "%.1f", r->samples_per_s));
+  if (s->repeats > 1) fprintf(out, " %17s", iv[0] ? iv : "n/a");
+  fprintf(out, " %8s %8s  %-14s%s\n", fmt_num(b2, sizeof b2, "%.1f", r->device_idle_pct),
+          fmt_num(b3, sizeof b3, "%.1f", r->accelerator_utilization_pct), r->bottleneck[0] ? r->bottleneck : "-",
+          row_mark(s, t));
+}
+
+/* With repeats, what the intervals allow to say about the best. */
+static void print_verdict(const sweep *s, FILE *out) {
+  if (s->repeats == 1 || s->best < 0) return;
+  const pb_interval *b = &s->sums[s->best].samples_per_s;
+  char list[512] = "";
+  size_t n = 0;
+  for (int u = 0; u < s->ntrials && n < sizeof list; u++)
+    if (overlaps_best(s, u)) n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", n ? ", " : "", u + 1);
+  if (s->no_difference)
+    fprintf(out, "\nno measurable difference: the highest median, trial %d (%.1f samples/s), and trial(s) %s\n"
+                 "  overlap within their %.1f %% intervals; more --repeat narrows them\n",
+            s->best + 1, b->median, list, 100 * b->coverage);
+  else
+    fprintf(out, "\nbest: trial %d, its interval (%.1f-%.1f samples/s, %.1f %%) above every other trial's\n",
+            s->best + 1, b->lo, b->hi, 100 * b->coverage);
 }
 
 static void print_table(const sweep *s, FILE *out) {
   fprintf(out, "%-5s", "trial");
-  for (int a = 0; a < s->naxes; a++) fprintf(out, " %-*s", (int)PB_MAX(8, strlen(s->axes[a].path)), s->axes[a].path);
-  fprintf(out, " %12s %8s %8s  %-14s\n", "samples/s", "idle %", "AU %", "bottleneck");
-  for (int t = 0; t < s->ntrials; t++) {
-    if (s->status[t] < 0) continue;
-    char b1[32], b2[32], b3[32];
-    const pb_report *r = &s->reports[t];
-    fprintf(out, "%-5d", t + 1);
-    for (int a = 0; a < s->naxes; a++)
-      fprintf(out, " %-*s", (int)PB_MAX(8, strlen(s->axes[a].path)), s->axes[a].values[value_index(s, t, a)]);
-    if (!ran(s, t)) {
-      fprintf(out, " failed (exit %d)\n", s->status[t]);
-      continue;
-    }
-    fprintf(out, " %12s %8s %8s  %-14s%s\n", fmt_num(b1, sizeof b1, "%.1f", r->samples_per_s),
-            fmt_num(b2, sizeof b2, "%.1f", r->device_idle_pct), fmt_num(b3, sizeof b3, "%.1f", r->accelerator_utilization_pct),
-            pb_multi_bottleneck(r), t == s->best              ? "  <- best"
-                                    : s->status[t] == PB_EXIT_INTERRUPTED ? "  (interrupted)"
-                                    : s->status[t]                        ? "  (failed)"
-                                                                          : "");
-  }
+  for (int a = 0; a < s->naxes; a++) fprintf(out, " %-*s", axis_width(s, a), s->axes[a].path);
+  fprintf(out, " %12s", "samples/s");
+  if (s->repeats > 1) fprintf(out, " %17s", "interval");
+  fprintf(out, " %8s %8s  %-14s\n", "idle %", "AU %", "bottleneck");
+  for (int t = 0; t < s->ntrials; t++)
+    if (s->status[t] >= 0) print_row(s, t, out);
+  print_verdict(s, out);
 }
 
 /* As report.json rounds them: samples/s to 0.1, percentages to 0.01. */
 static void csv_num(FILE *f, double v, int decimals) {
   if (isnan(v)) fputc(',', f);
   else fprintf(f, ",%.*f", decimals, v);
+}
+
+static void csv_header(const sweep *s, FILE *f) {
+  fprintf(f, "trial");
+  for (int a = 0; a < s->naxes; a++) {
+    fputc(',', f);
+    pb_csv_put_field(f, s->axes[a].path);
+  }
+  fprintf(f, ",status,samples_per_s,batches_per_s,device_idle_pct,accelerator_utilization_pct,bottleneck,best");
+  fprintf(f, "%s\n", s->repeats > 1 ? ",samples_per_s_lo,samples_per_s_hi,coverage_pct,overlaps_best" : "");
+}
+
+static void csv_row(const sweep *s, int t, FILE *f) {
+  const pb_run_figures *r = &s->rows[t];
+  fprintf(f, "%d", t + 1);
+  for (int a = 0; a < s->naxes; a++) { /* a swept dataset.path may hold a comma or a line break */
+    fputc(',', f);
+    pb_csv_put_field(f, s->axes[a].values[value_index(s, t, a)]);
+  }
+  fprintf(f, ",%d", s->status[t]);
+  csv_num(f, ran(s, t) ? r->samples_per_s : NAN, 1);
+  csv_num(f, ran(s, t) ? r->batches_per_s : NAN, 1);
+  csv_num(f, ran(s, t) ? r->device_idle_pct : NAN, 2);
+  csv_num(f, ran(s, t) ? r->accelerator_utilization_pct : NAN, 2);
+  fprintf(f, ",%s,%d", ran(s, t) ? (r->bottleneck[0] ? r->bottleneck : "-") : "", t == s->best);
+  if (s->repeats > 1) {
+    const pb_interval *iv = &s->sums[t].samples_per_s;
+    csv_num(f, iv->lo, 1);
+    csv_num(f, iv->hi, 1);
+    csv_num(f, 100 * iv->coverage, 2);
+    fprintf(f, ",%d", overlaps_best(s, t));
+  }
+  fputc('\n', f);
 }
 
 /* sweep.csv: one row per trial run, the swept values as columns. */
@@ -246,39 +335,41 @@ static int write_csv(const sweep *s) {
             strerror(errno));
     return PB_EXIT_RUNTIME;
   }
-  fprintf(f, "trial");
-  for (int a = 0; a < s->naxes; a++) {
-    fputc(',', f);
-    pb_csv_put_field(f, s->axes[a].path);
-  }
-  fprintf(f, ",status,samples_per_s,batches_per_s,device_idle_pct,accelerator_utilization_pct,bottleneck,best\n");
-  for (int t = 0; t < s->ntrials; t++) {
-    if (s->status[t] < 0) continue;
-    const pb_report *r = &s->reports[t];
-    fprintf(f, "%d", t + 1);
-    for (int a = 0; a < s->naxes; a++) { /* a swept dataset.path may hold a comma or a line break */
-      fputc(',', f);
-      pb_csv_put_field(f, s->axes[a].values[value_index(s, t, a)]);
-    }
-    fprintf(f, ",%d", s->status[t]);
-    csv_num(f, ran(s, t) ? r->samples_per_s : NAN, 1);
-    csv_num(f, ran(s, t) ? r->batches_per_s : NAN, 1);
-    csv_num(f, ran(s, t) ? r->device_idle_pct : NAN, 2);
-    csv_num(f, ran(s, t) ? r->accelerator_utilization_pct : NAN, 2);
-    fprintf(f, ",%s,%d\n", ran(s, t) ? pb_multi_bottleneck(r) : "", t == s->best);
-  }
+  csv_header(s, f);
+  for (int t = 0; t < s->ntrials; t++)
+    if (s->status[t] >= 0) csv_row(s, t, f);
   return fclose(f) == 0 ? 0 : PB_EXIT_RUNTIME;
 }
 
 static cJSON *trial_json(const sweep *s, int t) {
   char dir[PB_PATH_LEN + 32];
   snprintf(dir, sizeof dir, "%s/trial-%03d", s->m->out_dir, t + 1);
-  cJSON *o = pb_multi_run_json(&s->reports[t], s->status[t], dir);
+  cJSON *o = pb_multi_figures_json(&s->rows[t], dir);
   cJSON *sets = cJSON_AddObjectToObject(o, "sets");
   for (int a = 0; a < s->naxes; a++) cJSON_AddStringToObject(sets, s->axes[a].path, s->axes[a].values[value_index(s, t, a)]);
   cJSON_AddNumberToObject(o, "trial", t + 1);
   cJSON_AddBoolToObject(o, "best", t == s->best);
+  if (s->repeats == 1) {
+    cJSON_AddNullToObject(o, "repeats");
+    cJSON_AddNullToObject(o, "overlaps_best");
+    return o;
+  }
+  cJSON_AddItemToObject(o, "repeats", pb_repeat_json(&s->runs[(size_t)t * s->repeats], s->nruns[t], &s->sums[t]));
+  cJSON_AddBoolToObject(o, "overlaps_best", overlaps_best(s, t));
   return o;
+}
+
+/* With repeats: whether the best is measurably the best, and the trials its interval does not separate. */
+static void add_difference(const sweep *s, cJSON *o) {
+  if (s->repeats == 1 || s->best < 0) {
+    cJSON_AddNullToObject(o, "no_measurable_difference");
+    cJSON_AddNullToObject(o, "indistinguishable_from_best");
+    return;
+  }
+  cJSON_AddBoolToObject(o, "no_measurable_difference", s->no_difference);
+  cJSON *ties = cJSON_AddArrayToObject(o, "indistinguishable_from_best");
+  for (int u = 0; ties && u < s->ntrials; u++)
+    if (overlaps_best(s, u)) cJSON_AddItemToArray(ties, cJSON_CreateNumber(u + 1));
 }
 
 static cJSON *sweep_json(const sweep *s, bool interrupted) {
@@ -296,19 +387,33 @@ static cJSON *sweep_json(const sweep *s, bool interrupted) {
     cJSON_AddItemToArray(axes, ax);
   }
   cJSON_AddNumberToObject(o, "combinations", s->ntrials);
+  cJSON_AddNumberToObject(o, "repeat", s->repeats);
   cJSON *trials = cJSON_AddArrayToObject(o, "trials");
   for (int t = 0; t < s->ntrials; t++)
     if (s->status[t] >= 0) cJSON_AddItemToArray(trials, trial_json(s, t));
   if (s->best >= 0) cJSON_AddItemToObject(o, "best", trial_json(s, s->best));
   else cJSON_AddNullToObject(o, "best");
+  add_difference(s, o);
   cJSON_AddBoolToObject(o, "interrupted", interrupted);
   return o;
 }
 
 /* ---------- the runs ---------- */
 
-static int run_trial(sweep *s, int t, pb_config *cfg) {
-  char buf[PB_SWEEP_MAX_AXES][320], name[32];
+static void show_trial(const sweep *s, int t, int r, const char *const *sets, double wall_s, int rc) {
+  char line[1024] = "", b[32], rep[48] = "";
+  size_t len = 0;
+  for (int a = 0; a < s->naxes && len < sizeof line; a++)
+    len += (size_t)snprintf(line + len, sizeof line - len, "%s%s", a ? " " : "", sets[a]);
+  if (s->repeats > 1) snprintf(rep, sizeof rep, " (repeat %d/%d)", r + 1, s->repeats);
+  fprintf(stderr, "pipebench: sweep: trial %d/%d%s %s: %.1f s, %s samples/s%s\n", t + 1, s->ntrials, rep, line,
+          wall_s, fmt_num(b, sizeof b, "%.1f", s->scratch->version ? s->scratch->samples_per_s : NAN),
+          rc == PB_EXIT_INTERRUPTED ? " (interrupted)" : rc ? " (failed)" : "");
+}
+
+/* Repeat r of trial t into <out>/trial-NNN (with repeats, <out>/trial-NNN/repeat-R). */
+static int run_trial(sweep *s, int t, int r, pb_config *cfg) {
+  char buf[PB_SWEEP_MAX_AXES][320], trial[32], name[64];
   const char *sets[PB_SWEEP_MAX_AXES];
   pb_err err;
   trial_sets(s, t, buf, sets);
@@ -316,42 +421,54 @@ static int run_trial(sweep *s, int t, pb_config *cfg) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }
-  snprintf(name, sizeof name, "trial-%03d", t + 1);
+  snprintf(trial, sizeof trial, "trial-%03d", t + 1);
+  pb_multi_repeat_name(s->m, trial, r, name, sizeof name);
   uint64_t t0 = pb_now_ns();
-  int rc = pb_multi_run(s->m, cfg, name, s->m->run.synthetic, &s->reports[t]);
-  if (!s->m->run.quiet) {
-    char line[1024] = "";
-    size_t len = 0;
-    for (int a = 0; a < s->naxes && len < sizeof line; a++)
-      len += (size_t)snprintf(line + len, sizeof line - len, "%s%s", a ? " " : "", sets[a]);
-    char b[32];
-    fprintf(stderr, "pipebench: sweep: trial %d/%d %s: %.1f s, %s samples/s%s\n", t + 1, s->ntrials, line,
-            (double)(pb_now_ns() - t0) / 1e9, fmt_num(b, sizeof b, "%.1f", s->reports[t].samples_per_s),
-            rc == PB_EXIT_INTERRUPTED ? " (interrupted)" : rc ? " (failed)" : "");
+  int rc = pb_multi_run(s->m, cfg, name, s->m->run.synthetic, s->scratch);
+  double wall_s = (double)(pb_now_ns() - t0) / 1e9;
+  pb_run_figures_of(s->scratch, rc, wall_s, &s->runs[(size_t)t * s->repeats + r]);
+  s->nruns[t] = r + 1;
+  if (s->status[t] <= 0) s->status[t] = rc; /* the trial keeps its first failure */
+  if (!s->m->run.quiet) show_trial(s, t, r, sets, wall_s, rc);
+  return rc;
+}
+
+/* Round after round, every combination once per round: a machine that drifts moves every trial alike. */
+static int run_all(sweep *s, pb_config *cfg, bool *interrupted) {
+  int worst = 0;
+  for (int r = 0; r < s->repeats; r++)
+    for (int t = 0; t < s->ntrials; t++) {
+      int rc = pb_signalled() ? PB_EXIT_INTERRUPTED : run_trial(s, t, r, cfg);
+      if (rc == PB_EXIT_INTERRUPTED || pb_signalled()) {
+        *interrupted = true;
+        return PB_EXIT_INTERRUPTED;
+      }
+      if (rc && !worst) worst = rc;
+    }
+  return worst;
+}
+
+/* With repeats, each trial's directory gets the report of its median repeat with the intervals. */
+static int write_repeat_reports(const sweep *s) {
+  int rc = 0;
+  for (int t = 0; t < s->ntrials && s->repeats > 1; t++) {
+    char trial[32];
+    snprintf(trial, sizeof trial, "trial-%03d", t + 1);
+    int wrc = s->nruns[t] ? pb_multi_write_repeats(s->m, trial, &s->runs[(size_t)t * s->repeats], s->nruns[t], &s->sums[t]) : 0;
+    if (!rc) rc = wrc;
   }
   return rc;
 }
 
-static int run_all(sweep *s, pb_config *cfg, bool *interrupted) {
-  int worst = 0;
-  for (int t = 0; t < s->ntrials; t++) {
-    if (pb_signalled()) break;
-    s->status[t] = run_trial(s, t, cfg);
-    if (s->status[t] == PB_EXIT_INTERRUPTED || pb_signalled()) {
-      *interrupted = true;
-      return PB_EXIT_INTERRUPTED;
-    }
-    if (s->status[t] && !worst) worst = s->status[t];
-  }
-  return worst;
-}
-
 static int finish(sweep *s, int rc, bool interrupted) {
+  summarize(s);
   pick_best(s);
+  int rrc = write_repeat_reports(s);
   cJSON *json = sweep_json(s, interrupted);
   int wrc = pb_multi_write_json(s->m, "sweep.json", json);
   int crc = write_csv(s); /* attempted whatever sweep.json did */
   if (!wrc) wrc = crc;
+  if (!wrc) wrc = rrc;
   if (s->m->run.json_stdout) {
     char *text = pb_json_print(json, true);
     if (text) printf("%s\n", text);
@@ -362,6 +479,31 @@ static int finish(sweep *s, int rc, bool interrupted) {
   }
   cJSON_Delete(json);
   return rc ? rc : wrc;
+}
+
+/* The per-trial tables, sized for the combinations and the repeats. */
+static int alloc_trials(sweep *s, long n) {
+  s->repeats = pb_multi_repeats(s->m);
+  s->status = malloc(sizeof *s->status * (size_t)n);
+  s->nruns = calloc((size_t)n, sizeof *s->nruns);
+  s->runs = calloc((size_t)n * (size_t)s->repeats, sizeof *s->runs);
+  s->sums = calloc((size_t)n, sizeof *s->sums);
+  s->rows = calloc((size_t)n, sizeof *s->rows);
+  s->scratch = calloc(1, sizeof *s->scratch);
+  if (!s->status || !s->nruns || !s->runs || !s->sums || !s->rows || !s->scratch) return PB_EXIT_RUNTIME;
+  for (int t = 0; t < n; t++) s->status[t] = -1;
+  return 0;
+}
+
+static void free_sweep(sweep *s) {
+  if (!s) return;
+  free(s->status);
+  free(s->nruns);
+  free(s->runs);
+  free(s->sums);
+  free(s->rows);
+  free(s->scratch);
+  free(s);
 }
 
 static int setup(sweep *s, pb_multi *m) {
@@ -388,11 +530,7 @@ static int setup(sweep *s, pb_multi *m) {
   s->ntrials = (int)n;
   m->base_sets = s->fixed;
   m->nbase_sets = s->nfixed;
-  s->status = malloc(sizeof *s->status * (size_t)n);
-  s->reports = calloc((size_t)n, sizeof *s->reports);
-  if (!s->status || !s->reports) return PB_EXIT_RUNTIME;
-  for (int t = 0; t < s->ntrials; t++) s->status[t] = -1;
-  return 0;
+  return alloc_trials(s, n);
 }
 
 int pb_sweep(pb_multi *m) {
@@ -409,15 +547,13 @@ int pb_sweep(pb_multi *m) {
   if (!rc) rc = prepare_all(s, cfg);
   if (!rc) {
     bool interrupted = false;
-    if (!m->run.quiet) fprintf(stderr, "pipebench: sweep: %d combinations into %s\n", s->ntrials, m->out_dir);
+    if (!m->run.quiet)
+      fprintf(stderr, "pipebench: sweep: %d combinations%s into %s\n", s->ntrials,
+              s->repeats > 1 ? ", each once a round" : "", m->out_dir);
     rc = run_all(s, cfg, &interrupted);
     rc = finish(s, rc, interrupted);
   }
-  if (s) {
-    free(s->status);
-    free(s->reports);
-  }
-  free(s);
+  free_sweep(s);
   free(cfg);
   return rc;
 }

@@ -45,6 +45,8 @@
 #define HEADROOM 1.10             /* allocation: threads for 10 % more than the target rate */
 #define MODEL_MISS_PCT 15.0       /* median |prediction error| above which the model is not trusted to stop */
 #define RANGE_MAX 256
+#define REMEASURE_MIN_PAIRS 3     /* the base and the best, re-measured interleaved at least this many times */
+#define CEILING_MATCH 0.01        /* a prediction within 1 % of the device's rate is that ceiling ("up to") */
 
 typedef struct knob {
   int stage;                    /* config stage index */
@@ -62,10 +64,25 @@ typedef struct trial {
   point p;
   char change[160];
   double predicted;             /* samples/s (NAN for the first trial) */
-  int status;                   /* pb_run's exit status */
-  double wall_s;
-  pb_report *rep;
+  bool up_to;                   /* the prediction is the device's rate: a ceiling, not an estimate */
+  int status;                   /* pb_run's exit status (the worst of its repeats) */
+  double wall_s;                /* all its repeats */
+  double longest_run_s;         /* its longest repeat */
+  pb_report *rep;               /* its (median repeat's) report: the model and the analysis */
+  int nruns;                    /* repeats run */
+  pb_run_figures *runs;         /* with repeats: each one's figures */
+  pb_repeat_summary sum;        /* with repeats: the medians and intervals */
 } trial;
+
+/* The base config and the best point run again after the search, interleaved (base, best, base, ...):
+ * the gain is claimed only when the best's interval lies above the base's. */
+typedef struct remeasure {
+  int pairs;                    /* asked for; 0: not done (the base is the best, or nothing to compare) */
+  int done[2];                  /* runs done: [0] base, [1] best */
+  pb_run_figures runs[2][PB_REPEAT_MAX];
+  pb_repeat_summary sum[2];
+  bool interrupted;
+} remeasure;
 
 /* A trial's model of the pipeline (model.h, in its report), and what tune reads of it per knob. */
 typedef struct model {
@@ -91,6 +108,8 @@ typedef struct tuner {
   uint64_t t0_ns;
   char stop_reason[256];
   int ncpu;
+  int repeats;                  /* --repeat: runs of each trial */
+  remeasure re;
 } tuner;
 
 /* ---------- knobs and points ---------- */
@@ -259,6 +278,7 @@ typedef struct candidate {
   point p;
   char change[160];
   double predicted;
+  bool up_to;                   /* the prediction is the device's rate (a recommendation's ceiling) */
   bool explore;                 /* a step around the best point: picked only when exploring */
 } candidate;
 
@@ -270,28 +290,36 @@ typedef struct cand_list {
   bool offering_explore;        /* what offer() is adding now */
 } cand_list;
 
+/* A prediction at the device's rate (within 1 %) of the report it was made from: a ceiling the change
+ * cannot pass, not an estimate of how far it gets ("up to"). */
+static bool at_device_rate(const pb_report *r, double predicted) {
+  double dev = r->device_rate_per_s;
+  return isfinite(dev) && dev > 0 && fabs(predicted - dev) <= CEILING_MATCH * dev;
+}
+
 /* Adds a candidate unless the list is full or the point is listed, measured, over the cores guard or
  * over memory (checked in that order: the memory check plans the pipeline).  The list keeps the first
- * of equal points, so whoever offers first keeps the label and the prediction. */
-static void offer(tuner *t, cand_list *cl, const model *md, const point *p, double predicted, const char *fmt,
-                  const char *name) {
+ * of equal points, so whoever offers first keeps the label and the prediction.  Returns the candidate
+ * when it now carries this offer's label and prediction, else NULL. */
+static candidate *offer(tuner *t, cand_list *cl, const model *md, const point *p, double predicted, const char *fmt,
+                        const char *name) {
   for (int i = 0; i < cl->n; i++) {
     candidate *c = &cl->v[i];
     if (!same_point(t, &c->p, p)) continue;
-    if (c->explore && !cl->offering_explore) { /* a model's own reason beats a step around */
-      c->explore = false;
-      c->predicted = predicted;
-      snprintf(c->change, sizeof c->change, fmt, name);
-    }
-    return;
+    if (!c->explore || cl->offering_explore) return NULL;
+    c->explore = false; /* a model's own reason beats a step around */
+    c->predicted = predicted;
+    c->up_to = at_device_rate(md->r, predicted);
+    snprintf(c->change, sizeof c->change, fmt, name);
+    return c;
   }
-  if (cl->n == (int)PB_ARRAY_LEN(cl->v)) return;
-  if (tried(t, p) || !within_cores(t, md, p) || !fits_memory(t, p)) return;
+  if (cl->n == (int)PB_ARRAY_LEN(cl->v)) return NULL;
+  if (tried(t, p) || !within_cores(t, md, p) || !fits_memory(t, p)) return NULL;
   candidate *c = &cl->v[cl->n++];
-  c->p = *p;
-  c->predicted = predicted;
-  c->explore = cl->offering_explore;
+  *c = (candidate){.p = *p, .predicted = predicted, .up_to = at_device_rate(md->r, predicted),
+                   .explore = cl->offering_explore};
   snprintf(c->change, sizeof c->change, fmt, name);
+  return c;
 }
 
 static const char *stage_name(const tuner *t, int k) { return t->cfg->stages[t->knobs[k].stage].name; }
@@ -402,7 +430,8 @@ static void offer_recommendations(tuner *t, cand_list *cl, const model *md, cons
     const pb_recommendation *rc = &best->rep->recommendations[i];
     point p;
     if (isnan(rc->predicted_samples_per_s) || !recommendation_point(t, rc->action, &best->p, &p)) continue;
-    offer(t, cl, md, &p, rc->predicted_samples_per_s, "recommendation: %s", rc->action);
+    candidate *c = offer(t, cl, md, &p, rc->predicted_samples_per_s, "recommendation: %s", rc->action);
+    if (c) c->up_to = c->up_to || rc->up_to; /* the analysis' own "up to" */
   }
 }
 
@@ -421,14 +450,25 @@ static int pick(const cand_list *cl, bool exploring) {
 
 static double elapsed_s(const tuner *t) { return (double)(pb_now_ns() - t->t0_ns) / 1e9; }
 
+/* The trial's samples/s: its run's, or with repeats their median. */
 static double measured(const trial *tr) {
-  return tr->status == 0 && tr->rep && tr->rep->version ? tr->rep->samples_per_s : NAN;
+  if (tr->status != 0 || !tr->rep || !tr->rep->version) return NAN;
+  return tr->runs ? tr->sum.samples_per_s.median : tr->rep->samples_per_s;
 }
 
-/* (predicted - measured) / measured x 100, NAN when either is missing. */
+/* An "up to" prediction that the run reached (within 1 % or the run's own noise): the device's rate was
+ * the limit, and the distance to it says nothing about the model. */
+static bool reached_ceiling(const trial *tr) {
+  double m = measured(tr), noise = tr->rep && isfinite(tr->rep->noise_pct) ? tr->rep->noise_pct / 100 : 0;
+  return tr->up_to && !isnan(m) && m >= tr->predicted * (1 - fmax(CEILING_MATCH, noise));
+}
+
+/* (predicted - measured) / measured x 100, NAN when either is missing or the prediction could not have
+ * been wrong (reached_ceiling). */
 static double error_pct(const trial *tr) {
   double m = measured(tr);
-  return isnan(tr->predicted) || isnan(m) || m <= 0 ? NAN : (tr->predicted - m) / m * 100;
+  if (isnan(tr->predicted) || isnan(m) || m <= 0 || reached_ceiling(tr)) return NAN;
+  return (tr->predicted - m) / m * 100;
 }
 
 static void point_text(const tuner *t, const point *p, char *out, size_t len) {
@@ -440,24 +480,64 @@ static void point_text(const tuner *t, const point *p, char *out, size_t len) {
 
 static void show_trial(const tuner *t, const trial *tr) {
   if (t->m->run.quiet) return;
-  char pred[32] = "-", err[32] = "", pt[1024];
-  if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%.1f", tr->predicted);
+  char pred[32] = "-", err[32] = "", pt[1024], over[48] = "";
+  if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%s%.1f", tr->up_to ? "up to " : "", tr->predicted);
   if (!isnan(error_pct(tr))) snprintf(err, sizeof err, " (prediction error %+.1f %%)", error_pct(tr));
+  if (tr->runs) snprintf(over, sizeof over, " (median of %d)", tr->sum.n);
   point_text(t, &tr->p, pt, sizeof pt);
   fprintf(stderr, "pipebench: tune: trial %d, %s: %s\n", t->ntrials, tr->change, pt);
   if (tr->status)
     fprintf(stderr, "pipebench: tune:   %s (exit %d) after %.1f s\n",
             tr->status == PB_EXIT_INTERRUPTED ? "interrupted" : "failed", tr->status, tr->wall_s);
   else
-    fprintf(stderr, "pipebench: tune:   predicted %s, measured %.1f samples/s%s, %.1f s; bottleneck %s\n", pred,
-            measured(tr), err, tr->wall_s, pb_multi_bottleneck(tr->rep));
+    fprintf(stderr, "pipebench: tune:   predicted %s, measured %.1f samples/s%s%s, %.1f s; bottleneck %s\n", pred,
+            measured(tr), over, err, tr->wall_s, pb_multi_bottleneck(tr->rep));
 }
 
-static int run_point(tuner *t, const point *p, const char *change, double predicted) {
+/* Keeps the report of the repeat that stands for the trial (the median one, else the last that wrote one)
+ * and writes the trial's report.json with the intervals. */
+static void keep_median(tuner *t, trial *tr, const pb_report *reps, const char *name) {
+  pb_repeat_summarize(tr->runs, tr->nruns, &tr->sum);
+  int keep = tr->sum.median_repeat;
+  for (int r = tr->nruns - 1; keep < 0 && r >= 0; r--)
+    if (reps[r].version) keep = r;
+  *tr->rep = reps[keep >= 0 ? keep : tr->nruns - 1];
+  pb_multi_write_repeats(t->m, name, tr->runs, tr->nruns, &tr->sum);
+}
+
+/* The trial's runs into <out>/<name> (with repeats <out>/<name>/repeat-R), one after another: the next
+ * trial is chosen from this one, so trials cannot interleave.  The first that fails ends them. */
+static int run_repeats(tuner *t, trial *tr, const char *name) {
+  pb_report *reps = t->repeats > 1 ? calloc((size_t)t->repeats, sizeof *reps) : NULL;
+  if (t->repeats > 1 && (!reps || !(tr->runs = calloc((size_t)t->repeats, sizeof *tr->runs)))) {
+    free(reps);
+    return PB_EXIT_RUNTIME;
+  }
+  for (int r = 0; r < t->repeats && !tr->status && !pb_signalled(); r++) {
+    char sub[64];
+    pb_multi_repeat_name(t->m, name, r, sub, sizeof sub);
+    pb_report *rep = reps ? &reps[r] : tr->rep;
+    uint64_t t0 = pb_now_ns();
+    int rc = pb_multi_run(t->m, t->cfg, sub, t->m->run.synthetic, rep);
+    double wall_s = (double)(pb_now_ns() - t0) / 1e9;
+    tr->wall_s += wall_s;
+    tr->longest_run_s = fmax(tr->longest_run_s, wall_s);
+    if (tr->runs) pb_run_figures_of(rep, rc, wall_s, &tr->runs[r]);
+    tr->nruns = r + 1;
+    tr->status = rc;
+  }
+  if (reps && tr->nruns) keep_median(t, tr, reps, name);
+  free(reps);
+  if (tr->nruns == 0) tr->status = PB_EXIT_INTERRUPTED; /* signalled before its first run */
+  return tr->status;
+}
+
+static int run_point(tuner *t, const point *p, const char *change, double predicted, bool up_to) {
   trial *tr = &t->trials[t->ntrials];
   memset(tr, 0, sizeof *tr);
   tr->p = *p;
   tr->predicted = predicted;
+  tr->up_to = up_to;
   snprintf(tr->change, sizeof tr->change, "%s", change);
   tr->rep = calloc(1, sizeof *tr->rep);
   pb_err err;
@@ -470,9 +550,7 @@ static int run_point(tuner *t, const point *p, const char *change, double predic
   }
   char name[32];
   snprintf(name, sizeof name, "trial-%03d", t->ntrials + 1);
-  uint64_t t0 = pb_now_ns();
-  tr->status = pb_multi_run(t->m, t->cfg, name, t->m->run.synthetic, tr->rep);
-  tr->wall_s = (double)(pb_now_ns() - t0) / 1e9;
+  run_repeats(t, tr, name);
   t->ntrials++;
   show_trial(t, tr);
   return tr->status;
@@ -484,14 +562,24 @@ static double longest_trial_s(const tuner *t) {
   return s;
 }
 
+/* Pairs of the re-measure: --repeat N when N >= 3, else 3. */
+static int remeasure_pairs(const tuner *t) { return PB_MAX(t->repeats, REMEASURE_MIN_PAIRS); }
+
+/* The time the re-measure after the search will take, judged by the longest run so far. */
+static double remeasure_reserve_s(const tuner *t) {
+  double run_s = 0;
+  for (int i = 0; i < t->ntrials; i++) run_s = fmax(run_s, t->trials[i].longest_run_s);
+  return 2 * remeasure_pairs(t) * run_s;
+}
+
 /* Why the search stops now (in t->stop_reason), or false to go on. */
 static bool should_stop(tuner *t, int without_gain) {
   const trial *best = &t->trials[t->best];
   if (t->ntrials >= t->max_trials)
     snprintf(t->stop_reason, sizeof t->stop_reason, "trial limit (%d)", t->max_trials);
-  else if (elapsed_s(t) + longest_trial_s(t) > t->budget_s)
-    snprintf(t->stop_reason, sizeof t->stop_reason, "time budget (--budget-s %g): another trial would end after it",
-             t->budget_s);
+  else if (elapsed_s(t) + longest_trial_s(t) + remeasure_reserve_s(t) > t->budget_s)
+    snprintf(t->stop_reason, sizeof t->stop_reason,
+             "time budget (--budget-s %g): another trial and the re-measure would end after it", t->budget_s);
   else if (strcmp(best->rep->bottleneck_stage, "device") == 0 && best->rep->device_idle_pct < 3)
     snprintf(t->stop_reason, sizeof t->stop_reason, "the device is the limit (idle %.1f %%)", best->rep->device_idle_pct);
   else if (without_gain >= 2)
@@ -575,7 +663,7 @@ static int next_trial(tuner *t, int *without_gain) {
     free(cl);
     return -1;
   }
-  int rc = run_point(t, &cl->v[i].p, cl->v[i].change, cl->v[i].predicted);
+  int rc = run_point(t, &cl->v[i].p, cl->v[i].change, cl->v[i].predicted, cl->v[i].up_to);
   free(cl);
   double got = measured(&t->trials[t->ntrials - 1]);
   if (rc || isnan(got) || got < GAIN * best_rate) ++*without_gain;
@@ -586,7 +674,7 @@ static int next_trial(tuner *t, int *without_gain) {
 
 static int search(tuner *t, const point *base) {
   t->t0_ns = pb_now_ns();
-  int rc = run_point(t, base, "base config", NAN);
+  int rc = run_point(t, base, "base config", NAN, false);
   if (rc) {
     if (rc == PB_EXIT_INTERRUPTED) snprintf(t->stop_reason, sizeof t->stop_reason, "interrupted");
     else snprintf(t->stop_reason, sizeof t->stop_reason, "the base config's run failed (exit %d)", rc);
@@ -608,6 +696,78 @@ static int search(tuner *t, const point *base) {
     if (rc == PB_EXIT_USAGE) return rc;
   }
   return 0;
+}
+
+/* ---------- the re-measure ---------- */
+
+enum { RE_BASE, RE_BEST };
+
+/* One run of the base (side RE_BASE) or the best point into <out>/remeasure/<base|best>-<i>. */
+static int remeasure_one(tuner *t, pb_report *scratch, int side, int i) {
+  const trial *tr = &t->trials[side == RE_BASE ? 0 : t->best];
+  pb_err err;
+  if (load_point(t, &tr->p, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return PB_EXIT_USAGE;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "remeasure/%s-%d", side == RE_BASE ? "base" : "best", i + 1);
+  uint64_t t0 = pb_now_ns();
+  int rc = pb_multi_run(t->m, t->cfg, name, t->m->run.synthetic, scratch);
+  pb_run_figures_of(scratch, rc, (double)(pb_now_ns() - t0) / 1e9, &t->re.runs[side][i]);
+  t->re.done[side] = i + 1;
+  return rc;
+}
+
+/* The best's interval lies above the base's: the only case in which tune claims a gain. */
+static bool gain_measurable(const remeasure *re) {
+  return pb_interval_above(&re->sum[RE_BEST].samples_per_s, &re->sum[RE_BASE].samples_per_s);
+}
+
+/* The base's interval lies above the best's: the search's best was luck. */
+static bool best_slower(const remeasure *re) {
+  return pb_interval_above(&re->sum[RE_BASE].samples_per_s, &re->sum[RE_BEST].samples_per_s);
+}
+
+static double remeasured_gain_pct(const remeasure *re) {
+  double base = re->sum[RE_BASE].samples_per_s.median, best = re->sum[RE_BEST].samples_per_s.median;
+  return base > 0 ? (best - base) / base * 100 : NAN;
+}
+
+static void show_remeasure(const tuner *t) {
+  if (t->m->run.quiet) return;
+  const remeasure *re = &t->re;
+  char a[160], b[160];
+  fprintf(stderr, "pipebench: tune: re-measured: base %s, best %s samples/s: %s\n",
+          pb_interval_text(&re->sum[RE_BASE].samples_per_s, 1, a, sizeof a),
+          pb_interval_text(&re->sum[RE_BEST].samples_per_s, 1, b, sizeof b),
+          gain_measurable(re) ? "a measurable gain" : best_slower(re) ? "the best is slower" : "no measurable difference");
+}
+
+/* After the search: the base config and the best point again, interleaved (base, best, base, best, ...),
+ * so a drifting machine moves both alike; a run that fails just does not count.  Nothing to do when the
+ * base is the best.  Returns 0, or the exit status of an interrupt. */
+static int run_remeasure(tuner *t) {
+  remeasure *re = &t->re;
+  if (t->best <= 0) return 0;
+  pb_report *scratch = calloc(1, sizeof *scratch);
+  if (!scratch) return PB_EXIT_RUNTIME;
+  re->pairs = remeasure_pairs(t);
+  if (!t->m->run.quiet)
+    fprintf(stderr, "pipebench: tune: re-measuring the base config and trial %d, %d pairs interleaved\n",
+            t->best + 1, re->pairs);
+  int rc = 0;
+  for (int i = 0; i < re->pairs && !rc; i++)
+    for (int side = RE_BASE; side <= RE_BEST && !rc; side++) {
+      int status = pb_signalled() ? PB_EXIT_INTERRUPTED : remeasure_one(t, scratch, side, i);
+      if (status == PB_EXIT_INTERRUPTED || pb_signalled()) rc = PB_EXIT_INTERRUPTED;
+      else if (status == PB_EXIT_USAGE) rc = status;
+    }
+  free(scratch);
+  re->interrupted = rc == PB_EXIT_INTERRUPTED;
+  for (int side = RE_BASE; side <= RE_BEST; side++) pb_repeat_summarize(re->runs[side], re->done[side], &re->sum[side]);
+  show_remeasure(t);
+  return rc;
 }
 
 /* ---------- the space ---------- */
@@ -689,19 +849,62 @@ static void base_point(const tuner *t, point *p) {
 
 /* ---------- output ---------- */
 
+/* The trial's figures: its run's, or with repeats the medians and the median repeat's bottleneck. */
+static cJSON *trial_figures_json(const trial *tr, const char *dir) {
+  if (!tr->runs) return pb_multi_run_json(tr->rep, tr->status, dir);
+  pb_run_figures f;
+  pb_repeat_figures(tr->runs, tr->nruns, &tr->sum, &f);
+  f.status = tr->status;
+  return pb_multi_figures_json(&f, dir);
+}
+
+#define CEILING_NOTE "predicted up to the device's rate, and the run reached it: not a check of the model"
+
 static cJSON *trial_json(const tuner *t, int i) {
   const trial *tr = &t->trials[i];
   char dir[PB_PATH_LEN + 32];
   snprintf(dir, sizeof dir, "%s/trial-%03d", t->m->out_dir, i + 1);
-  cJSON *o = pb_multi_run_json(tr->rep, tr->status, dir);
+  cJSON *o = trial_figures_json(tr, dir);
   cJSON_AddNumberToObject(o, "trial", i + 1);
   cJSON_AddStringToObject(o, "change", tr->change);
   cJSON *sets = cJSON_AddObjectToObject(o, "sets");
   for (int k = 0; k < t->nknobs; k++) cJSON_AddNumberToObject(sets, t->knobs[k].path, tr->p.v[k]);
   pb_multi_add_number(o, "predicted_samples_per_s", tr->predicted, 1);
+  cJSON_AddBoolToObject(o, "predicted_up_to", tr->up_to);
   pb_multi_add_number(o, "prediction_error_pct", error_pct(tr), 2);
+  if (reached_ceiling(tr)) cJSON_AddStringToObject(o, "prediction_note", CEILING_NOTE);
+  else cJSON_AddNullToObject(o, "prediction_note");
   cJSON_AddBoolToObject(o, "best", i == t->best);
+  if (tr->runs) cJSON_AddItemToObject(o, "repeats", pb_repeat_json(tr->runs, tr->nruns, &tr->sum));
+  else cJSON_AddNullToObject(o, "repeats");
   return o;
+}
+
+/* tune.json's "remeasure": each side's repeats object (with its trial), the boolean and the gain. */
+static cJSON *remeasure_json(const tuner *t) {
+  const remeasure *re = &t->re;
+  if (!re->pairs) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddNumberToObject(o, "pairs", re->pairs);
+  static const char *const keys[] = {"base", "tuned"};
+  for (int side = RE_BASE; side <= RE_BEST; side++) {
+    cJSON *r = pb_repeat_json(re->runs[side], re->done[side], &re->sum[side]);
+    if (r) cJSON_AddNumberToObject(r, "trial", side == RE_BASE ? 1 : t->best + 1);
+    cJSON_AddItemToObject(o, keys[side], r);
+  }
+  cJSON_AddBoolToObject(o, "no_measurable_difference", !gain_measurable(re) && !best_slower(re));
+  cJSON_AddBoolToObject(o, "gain_measurable", gain_measurable(re));
+  pb_multi_add_number(o, "gain_pct", remeasured_gain_pct(re), 2);
+  cJSON_AddBoolToObject(o, "interrupted", re->interrupted);
+  return o;
+}
+
+/* The gain tune.json claims: the re-measure's when there was one and it is measurable (else null), the
+ * search's when the base config is the best. */
+static double claimed_gain_pct(const tuner *t, double base, double tuned) {
+  if (t->re.pairs) return gain_measurable(&t->re) ? remeasured_gain_pct(&t->re) : NAN;
+  return base > 0 ? (tuned - base) / base * 100 : NAN;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -754,7 +957,11 @@ static cJSON *tune_json(const tuner *t, const char *tuned_path, bool interrupted
   double base = t->ntrials ? measured(&t->trials[0]) : NAN, tuned = have ? measured(&t->trials[t->best]) : NAN;
   add_num(o, "base_samples_per_s", base, 1);
   add_num(o, "tuned_samples_per_s", tuned, 1);
-  add_num(o, "gain_pct", base > 0 ? (tuned - base) / base * 100 : NAN, 2);
+  add_num(o, "gain_pct", claimed_gain_pct(t, base, tuned), 2);
+  cJSON_AddNumberToObject(o, "repeat", t->repeats);
+  cJSON_AddItemToObject(o, "remeasure", remeasure_json(t));
+  if (t->re.pairs) cJSON_AddBoolToObject(o, "no_measurable_difference", !gain_measurable(&t->re));
+  else cJSON_AddNullToObject(o, "no_measurable_difference");
   double med, max;
   int n = error_summary(t, &med, &max);
   cJSON *pe = cJSON_AddObjectToObject(o, "prediction_error_pct");
@@ -768,23 +975,60 @@ static cJSON *tune_json(const tuner *t, const char *tuned_path, bool interrupted
   return o;
 }
 
+/* The best row's mark: "<- best", unless the re-measure did not confirm it ("<- highest"). */
+static const char *best_mark(const tuner *t, int i) {
+  if (i != t->best) return "";
+  return t->re.pairs && !gain_measurable(&t->re) ? "  <- highest" : "  <- best";
+}
+
+static void print_row(const tuner *t, int i, FILE *out) {
+  const trial *tr = &t->trials[i];
+  char pred[48] = "-", meas[32] = "failed", err[32] = "-";
+  if (tr->status == PB_EXIT_INTERRUPTED) snprintf(meas, sizeof meas, "interrupted");
+  if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%s%.1f", tr->up_to ? "up to " : "", tr->predicted);
+  if (!isnan(measured(tr))) snprintf(meas, sizeof meas, "%.1f", measured(tr));
+  if (!isnan(error_pct(tr))) snprintf(err, sizeof err, "%+.1f", error_pct(tr));
+  else if (reached_ceiling(tr)) snprintf(err, sizeof err, "n/a *");
+  fprintf(out, "%-5d %-44.44s", i + 1, tr->change);
+  for (int k = 0; k < t->nknobs; k++) fprintf(out, " %*d", (int)PB_MAX(6, strlen(t->knobs[k].path) - 7), tr->p.v[k]);
+  fprintf(out, " %16s %10s %8s  %s%s\n", pred, meas, err, tr->status ? "-" : pb_multi_bottleneck(tr->rep),
+          best_mark(t, i));
+}
+
 static void print_table(const tuner *t, FILE *out) {
   fprintf(out, "%-5s %-44s", "trial", "change");
   for (int k = 0; k < t->nknobs; k++)
     fprintf(out, " %*s", (int)PB_MAX(6, strlen(t->knobs[k].path) - 7), t->knobs[k].path + 7); /* no "stages." */
-  fprintf(out, " %10s %10s %8s  %s\n", "predicted", "measured", "error %", "bottleneck");
+  fprintf(out, " %16s %10s %8s  %s\n", "predicted", "measured", "error %", "bottleneck");
+  bool note = false;
   for (int i = 0; i < t->ntrials; i++) {
-    const trial *tr = &t->trials[i];
-    char pred[32] = "-", meas[32] = "failed", err[32] = "-";
-    if (tr->status == PB_EXIT_INTERRUPTED) snprintf(meas, sizeof meas, "interrupted");
-    if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%.1f", tr->predicted);
-    if (!isnan(measured(tr))) snprintf(meas, sizeof meas, "%.1f", measured(tr));
-    if (!isnan(error_pct(tr))) snprintf(err, sizeof err, "%+.1f", error_pct(tr));
-    fprintf(out, "%-5d %-44.44s", i + 1, tr->change);
-    for (int k = 0; k < t->nknobs; k++) fprintf(out, " %*d", (int)PB_MAX(6, strlen(t->knobs[k].path) - 7), tr->p.v[k]);
-    fprintf(out, " %10s %10s %8s  %s%s\n", pred, meas, err, tr->status ? "-" : pb_multi_bottleneck(tr->rep),
-            i == t->best ? "  <- best" : "");
+    print_row(t, i, out);
+    note = note || reached_ceiling(&t->trials[i]);
   }
+  if (note) fprintf(out, "* %s\n", CEILING_NOTE);
+}
+
+static int ceilings_reached(const tuner *t) {
+  int n = 0;
+  for (int i = 0; i < t->ntrials; i++) n += reached_ceiling(&t->trials[i]);
+  return n;
+}
+
+/* The re-measure's line: the gain only when the best's interval lies above the base's. */
+static void print_remeasure(const tuner *t, FILE *out) {
+  const remeasure *re = &t->re;
+  char a[160], b[160];
+  fprintf(out, "re-measured, %d pairs interleaved: base %s, tuned %s samples/s\n", re->done[RE_BEST],
+          pb_interval_text(&re->sum[RE_BASE].samples_per_s, 1, a, sizeof a),
+          pb_interval_text(&re->sum[RE_BEST].samples_per_s, 1, b, sizeof b));
+  if (gain_measurable(re))
+    fprintf(out, "  gain %+.1f %%: the tuned config's interval lies above the base config's\n",
+            remeasured_gain_pct(re));
+  else if (best_slower(re))
+    fprintf(out, "  no gain: the base config's interval lies above the tuned config's (the search's lead was noise)\n");
+  else
+    fprintf(out, "  no measurable difference: the intervals overlap, so the tuned config is not shown to be faster "
+                 "(it is written all the same)\n");
 }
 
 static void print_summary(const tuner *t, const char *tuned_path, FILE *out) {
@@ -792,11 +1036,18 @@ static void print_summary(const tuner *t, const char *tuned_path, FILE *out) {
   double base = measured(&t->trials[0]), tuned = measured(&t->trials[t->best]);
   char pt[1024];
   point_text(t, &t->trials[t->best].p, pt, sizeof pt);
-  fprintf(out, "\ntuned: %s\n  %.1f samples/s, %+.1f %% over the base config's %.1f; %d trials in %.1f s; stopped: %s\n",
-          pt, tuned, (tuned - base) / base * 100, base, t->ntrials, elapsed_s(t), t->stop_reason);
+  if (t->re.pairs)
+    fprintf(out, "\ntuned: %s\n  searched: %.1f samples/s against the base config's %.1f; %d trials in %.1f s; "
+                 "stopped: %s\n", pt, tuned, base, t->ntrials, elapsed_s(t), t->stop_reason);
+  else
+    fprintf(out, "\ntuned: %s\n  %.1f samples/s, %+.1f %% over the base config's %.1f; %d trials in %.1f s; stopped: %s\n",
+            pt, tuned, (tuned - base) / base * 100, base, t->ntrials, elapsed_s(t), t->stop_reason);
+  if (t->re.pairs) print_remeasure(t, out);
   double med, max;
   int n = error_summary(t, &med, &max);
   if (n) fprintf(out, "prediction error: median |error| %.1f %%, max %.1f %% over %d trials (target 15 %%)\n", med, max, n);
+  else if (ceilings_reached(t))
+    fprintf(out, "prediction error: none to check (every prediction measured was the device's rate, and reached)\n");
   if (tuned_path) fprintf(out, "tuned config: %s\n", tuned_path);
 }
 
@@ -897,6 +1148,7 @@ static int setup(tuner *t, pb_multi *m, const pb_tune_opts *o) {
             m->config_file);
     return PB_EXIT_USAGE;
   }
+  t->repeats = pb_multi_repeats(m);
   t->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (t->ncpu < 1) t->ncpu = 1;
   t->budget_s = o->budget_s > 0 ? o->budget_s : DEFAULT_BUDGET_S;
@@ -919,12 +1171,16 @@ int pb_tune(pb_multi *m, const pb_tune_opts *o) {
     point base;
     base_point(t, &base);
     if (!m->run.quiet)
-      fprintf(stderr, "pipebench: tune: %d knobs, at most %d trials, budget %g s, into %s\n", t->nknobs,
-              t->max_trials, t->budget_s, m->out_dir);
+      fprintf(stderr, "pipebench: tune: %d knobs, at most %d trials%s, budget %g s, into %s\n", t->nknobs,
+              t->max_trials, t->repeats > 1 ? " (each repeated)" : "", t->budget_s, m->out_dir);
     rc = search(t, &base);
+    if (!rc) rc = run_remeasure(t);
     if (t->ntrials) rc = finish(t, o, rc);
   }
-  for (int i = 0; i < t->ntrials; i++) free(t->trials[i].rep);
+  for (int i = 0; i < t->ntrials; i++) {
+    free(t->trials[i].rep);
+    free(t->trials[i].runs);
+  }
   free(t->cfg);
   free(t);
   return rc;

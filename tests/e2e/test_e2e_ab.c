@@ -90,6 +90,24 @@ static bool tmp_is_tmpfs(void) {
   return statfs(g_tmp, &fs) == 0 && (unsigned long)fs.f_type == TMPFS_MAGIC_NUMBER;
 }
 
+/* Storage is blamed only when the cold run's read stage was busy at least half the time (AB.md rule 7). */
+static void expect_storage_rule(cJSON *ab) {
+  const char *v = str(ab, "verdict");
+  cJSON *busy = at(ab, "runs.real_cold.read_utilization");
+  if (strstr(v, "mostly fetch (storage)") && cJSON_IsNumber(busy) && busy->valuedouble < 0.5)
+    fail_msg("verdict blames storage, with the cold run's read stage %.0f %% busy: %s", 100 * busy->valuedouble, v);
+  if (strstr(v, "not on storage") && !(cJSON_IsNumber(busy) && busy->valuedouble < 0.5))
+    fail_msg("verdict clears storage, with the cold run's read stage busy: %s", v);
+}
+
+/* Without --repeat, the keys only repeats can decide are null. */
+static void expect_no_repeat_keys(cJSON *ab) {
+  assert_int_equal((int)num(ab, "repeat"), 1);
+  assert_true(cJSON_IsNull(at(ab, "no_measurable_difference")));
+  assert_true(cJSON_IsNull(at(ab, "stalls.fetch_measurable")));
+  assert_true(cJSON_IsNull(at(ab, "runs.real_cold.repeats")));
+}
+
 /* Every key docs/AB.md lists, of the right type. */
 static void expect_keys(cJSON *ab) {
   assert_string_equal(str(ab, "command"), "ab");
@@ -116,6 +134,9 @@ static void expect_keys(cJSON *ab) {
       if (!cJSON_GetObjectItemCaseSensitive(at(at(ab, "runs"), k_runs[k]), run_keys[i]))
         fail_msg("runs.%s.%s missing", k_runs[k], run_keys[i]);
   assert_true(cJSON_IsNull(at(ab, "runs.synthetic.cache_resident_pct_before")));
+  assert_true(cJSON_IsNull(at(ab, "runs.synthetic.read_utilization")));
+  assert_true(is_null_or_number(ab, "runs.real_cold.read_utilization"));
+  expect_storage_rule(ab);
 }
 
 static double run_rate(cJSON *ab, int k) {
@@ -189,6 +210,7 @@ static void test_ab_writes_everything(void **state) {
   expect_arithmetic(ab);
   expect_run_dirs(ab, "plain");
   expect_cache(ab);
+  expect_no_repeat_keys(ab);
   assert_int_equal((int)num(ab, "dataset.files"), 64);
   assert_int_equal((int)num(ab, "status"), 0);
 }
@@ -299,6 +321,49 @@ static void test_ab_interrupted(void **state) {
   assert_non_null(strstr(str(ab, "verdict"), "no verdict"));
 }
 
+/* --repeat 2: six runs, interleaved synthetic, cold, warm, synthetic, cold, warm; each run's directory holds
+ * its repeats and the median's report with the intervals; ab.json the medians and the booleans. */
+static void test_ab_repeat(void **state) {
+  const char *dir = out_dir("repeat");
+  result *r = run_pb(ARGS("ab", "--config", raw_config("repeat", "", 8, 5), "--out", dir, "--device", "emulated",
+                          "--repeat", "2"));
+  if (r->status != 0) fail_msg("ab --repeat 2: exit %d: %s", r->status, r->err);
+  printf("ab repeat: %.1f s\n%s", r->wall_s, r->out);
+  static const char *const labels[] = {"synthetic", "real (cold cache)", "real (warm cache)"};
+  const char *p = r->err;
+  for (int n = 0; n < 6; n++) {
+    char line[128];
+    snprintf(line, sizeof line, "run %d/6 %s (repeat %d/2): starting", n + 1, labels[n % 3], n / 3 + 1);
+    if (!(p = strstr(p, line))) fail_msg("stderr lacks \"%s\" in order: %s", line, r->err);
+  }
+  cJSON *ab = load_ab(dir);
+  expect_keys(ab);
+  assert_int_equal((int)num(ab, "repeat"), 2);
+  assert_true(cJSON_IsBool(at(ab, "no_measurable_difference")));
+  assert_true(cJSON_IsBool(at(ab, "stalls.fetch_measurable")));
+  for (int k = 0; k < 3; k++) {
+    char key[64], sub[300];
+    snprintf(key, sizeof key, "runs.%s.repeats", k_runs[k]);
+    cJSON *reps = at(ab, key);
+    assert_int_equal((int)num(reps, "runs"), 2);
+    assert_int_equal(cJSON_GetArraySize(at(reps, "samples_per_s.values")), 2);
+    assert_near(run_rate(ab, k), num(reps, "samples_per_s.median"), 0.051, key);
+    for (int i = 1; i <= 2; i++) {
+      snprintf(sub, sizeof sub, "%s/%s/repeat-%d", dir, k_dirs[k], i);
+      assert_accounting_balances(load_report(sub));
+    }
+    snprintf(sub, sizeof sub, "%s/%s", dir, k_dirs[k]);
+    assert_int_equal((int)num(load_report(sub), "repeats.n"), 2);
+  }
+  /* the booleans agree with the intervals */
+  double c_lo = num(ab, "runs.real_cold.repeats.samples_per_s.lo"), c_hi = num(ab, "runs.real_cold.repeats.samples_per_s.hi");
+  double s_lo = num(ab, "runs.synthetic.repeats.samples_per_s.lo"), s_hi = num(ab, "runs.synthetic.repeats.samples_per_s.hi");
+  assert_int_equal(cJSON_IsTrue(at(ab, "no_measurable_difference")), c_lo <= s_hi && s_lo <= c_hi);
+  if (cJSON_IsTrue(at(ab, "no_measurable_difference")))
+    assert_non_null(strstr(str(ab, "verdict"), "no measurable difference"));
+  assert_non_null(strstr(r->out, "% interval) samples/s over 2 repeats"));
+}
+
 static int make_tmp(void **state) { return e2e_make_tmp("pipebench-e2e-ab"); }
 
 int main(void) {
@@ -311,6 +376,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_ab_text, free_reports),
       cmocka_unit_test_teardown(test_ab_bad_config, free_reports),
       cmocka_unit_test_teardown(test_ab_interrupted, free_reports),
+      cmocka_unit_test_teardown(test_ab_repeat, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }

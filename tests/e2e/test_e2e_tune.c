@@ -204,6 +204,27 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The re-measure of the best against the base (docs/TUNING.md): present exactly when the best is not the
+ * base config, 3 pairs without --repeat, and a gain claimed only when the best's interval lies above the
+ * base's. */
+static void check_remeasure(cJSON *tj) {
+  cJSON *re = at(tj, "remeasure");
+  if (cJSON_IsTrue(at(cJSON_GetArrayItem(at(tj, "trials"), 0), "best"))) {
+    assert_true(cJSON_IsNull(re));
+    assert_true(cJSON_IsNull(at(tj, "no_measurable_difference")));
+    return;
+  }
+  assert_int_equal((int)num(re, "pairs"), 3);
+  assert_int_equal(cJSON_GetArraySize(at(re, "base.samples_per_s.values")), 3);
+  assert_int_equal(cJSON_GetArraySize(at(re, "tuned.samples_per_s.values")), 3);
+  assert_int_equal((int)num(re, "base.trial"), 1);
+  assert_int_equal((int)num(re, "tuned.trial"), (int)num(tj, "best.trial"));
+  bool gain = num(re, "tuned.samples_per_s.lo") > num(re, "base.samples_per_s.hi");
+  assert_int_equal(cJSON_IsTrue(at(re, "gain_measurable")), gain);
+  assert_int_equal(cJSON_IsTrue(at(tj, "no_measurable_difference")), !gain);
+  assert_int_equal(cJSON_IsNumber(at(tj, "gain_pct")), gain);
+}
+
 /* Checks every trial of tune.json: predictions and their errors, the best marked, points in range, and
  * exploration only while the model is unchecked or wrong (no prediction measured yet, or a median
  * |prediction error| of the trials before over 15 %). */
@@ -223,10 +244,16 @@ static void check_trials(cJSON *tj) {
       errs[nerr++] = fabs(num(t, "prediction_error_pct"));
     if (i == 0) {
       assert_true(cJSON_IsNull(at(t, "predicted_samples_per_s")));
+    } else if (num(t, "status") == 0 && cJSON_IsNull(at(t, "prediction_error_pct"))) {
+      /* no error only for a ceiling that was reached: predicted "up to" the device's rate, and measured at it */
+      assert_true(cJSON_IsTrue(at(t, "predicted_up_to")));
+      str(t, "prediction_note");
+      assert_true(num(t, "samples_per_s") >= 0.9 * num(t, "predicted_samples_per_s"));
     } else if (num(t, "status") == 0) {
       double pred = num(t, "predicted_samples_per_s"), got = num(t, "samples_per_s");
       double err = num(t, "prediction_error_pct");
       assert_true(fabs(err - (pred - got) / got * 100) < 0.05); /* both rounded to 0.1 samples/s */
+      assert_true(cJSON_IsNull(at(t, "prediction_note")));
     }
     nbest += cJSON_IsTrue(at(t, "best"));
     if (num(t, "status") == 0 && num(t, "samples_per_s") > best) best = num(t, "samples_per_s");
@@ -236,6 +263,7 @@ static void check_trials(cJSON *tj) {
   assert_true(num(tj, "tuned_samples_per_s") == best);
   assert_true(i <= num(tj, "max_trials"));
   assert_true(strlen(str(tj, "stop_reason")) > 0);
+  check_remeasure(tj);
 }
 
 static void test_tune_cpu_bound(void **state) {
@@ -252,6 +280,7 @@ static void test_tune_cpu_bound(void **state) {
   assert_true(threads >= 2);
   assert_non_null(strstr(r->out, "tuned:"));
   assert_non_null(strstr(r->out, "prediction error"));
+  assert_non_null(strstr(r->out, "re-measured, 3 pairs interleaved"));
   /* The written config is valid and runnable, and holds the tuned threads. */
   r = run_pb(ARGS("validate", "--config", written));
   if (r->status != 0) fail_msg("validate %s: exit %d: %s", written, r->status, r->err);
@@ -296,6 +325,22 @@ static void test_tune_listed_space(void **state) {
     double d = cJSON_GetObjectItem(at(t, "sets"), "stages.prefetch.depth")->valuedouble;
     assert_true(a >= 1 && a <= 4 && (rd == 1 || rd == 2) && (d == 1 || d == 2));
   }
+}
+
+/* 32 read threads of 500 samples/s each could take 16,000 samples/s; the device takes 8,000: the allocation's
+ * prediction is the device's rate, a ceiling ("up to"), and when the run reaches it the error is no check
+ * of the model (null, with a note). */
+static void test_tune_up_to(void **state) {
+  (void)state;
+  const char *dir = out_dir("tune-up-to");
+  result *r = run_pb(ARGS("tune", "--config", latency_config(), "--out", dir, "--set", "stages.read.threads=1,32"));
+  if (r->status != 0) fail_msg("tune: exit %d: %s", r->status, r->err);
+  cJSON *tj = load_json(file_in(dir, "tune.json"));
+  check_trials(tj);
+  cJSON *t = cJSON_GetArrayItem(at(tj, "trials"), 1);
+  if (!t || !cJSON_IsTrue(at(t, "predicted_up_to"))) fail_msg("trial 2 is not an \"up to\" prediction: %s", r->out);
+  assert_non_null(strstr(r->out, "up to "));
+  if (cJSON_IsNull(at(t, "prediction_error_pct"))) assert_non_null(strstr(r->out, "not a check of the model"));
 }
 
 static void test_tune_budget_and_errors(void **state) {
@@ -343,6 +388,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_tune_cpu_bound, free_reports),
       cmocka_unit_test_teardown(test_tune_latency_more_threads_than_cores, free_reports),
       cmocka_unit_test_teardown(test_tune_listed_space, free_reports),
+      cmocka_unit_test_teardown(test_tune_up_to, free_reports),
       cmocka_unit_test_teardown(test_tune_budget_and_errors, free_reports),
   };
   return cmocka_run_group_tests(tests, setup_data, remove_tmp);
