@@ -197,16 +197,55 @@ static uint64_t count_busy(pb_worker *w, uint64_t t0, uint64_t t1) {
   return service;
 }
 
+/* The next element's share of the work spread over several (pb_worker_spread_work). */
+static uint64_t take_spread_share(pb_worker *w) {
+  if (!w->spread_left) return 0;
+  uint64_t share = w->spread_ns / w->spread_left;
+  w->spread_ns -= share;
+  w->spread_left--;
+  return share;
+}
+
+/* Spread work that no element took (a file's samples that failed, a run that stopped): busy time when
+ * `now` is in the window, as if the last of them had been made then. */
+static void settle_spread(pb_worker *w, uint64_t now) {
+  if (w->spread_left && pb_engine_in_window(w->stage->engine, now)) w->ctr.busy_ns += w->spread_ns;
+  w->spread_ns = w->spread_left = 0;
+}
+
 /* A source's work is counted per element it makes: the time since its previous element (or the start of
- * the produce call), less any time blocked meanwhile, is that element's service time. */
+ * the produce call), less any time blocked meanwhile, is that element's own service time; with its share
+ * of spread work, its service time. */
 static void count_source_element(pb_worker *w, uint64_t now) {
-  uint64_t service = count_busy(w, w->src_mark_ns, now);
+  uint64_t own = count_busy(w, w->src_mark_ns, now);
+  uint64_t share = take_spread_share(w);
   if (pb_engine_in_window(w->stage->engine, now)) {
+    w->ctr.busy_ns += share;
     w->ctr.calls++;
-    pb_hist_add(&w->hist, service);
+    pb_hist_add(&w->hist, own + share);
   }
+  w->last_service_ns = own;
   w->src_mark_ns = now;
   w->blocked_in_call_ns = w->blocked_in_call_clipped_ns = 0;
+}
+
+void pb_worker_spread_work(pb_worker *w, uint64_t elements) {
+  if (!w->per_element || !w->stage->is_source || elements == 0) return;
+  uint64_t now = pb_now_ns();
+  settle_spread(w, now);
+  uint64_t span = now > w->src_mark_ns ? now - w->src_mark_ns : 0;
+  uint64_t service = span - PB_MIN(w->blocked_in_call_ns, span);
+  w->ctr.busy_total_ns += service; /* the whole run's figure needs no window: counted now */
+  w->spread_ns = service;
+  w->spread_left = elements;
+  w->src_mark_ns = now;
+  w->blocked_in_call_ns = w->blocked_in_call_clipped_ns = 0;
+}
+
+/* Would the outputs held now wait past PB_FLUSH_AFTER_NS for the next one, which takes about
+ * `next_ns`?  Then they go now: a slow producer never holds an output its consumer may be waiting for. */
+static bool hold_too_long(const pb_worker *w, uint64_t now, uint64_t next_ns) {
+  return now - w->out_first_ns + next_ns >= PB_FLUSH_AFTER_NS;
 }
 
 int pb_emit(pb_worker *w, const pb_elem *e) {
@@ -223,8 +262,9 @@ int pb_emit(pb_worker *w, const pb_elem *e) {
     w->ctr.bytes_out += e->bytes;
   }
   seg_emitted(w, pb_elem_key(e), now); /* producing implies per_element: `now` was read */
-  /* A source (or a flush) hands on by time too: a slow one must not hold a whole chunk back. */
-  if (w->nout >= w->stage->out_chunk || (per_element && now - w->out_first_ns >= PB_FLUSH_AFTER_NS))
+  /* A source (or a flush) hands on by time too: what it holds goes before the next element, expected to
+   * take as long as this one, would keep it past the bound (a slow source hands on every element). */
+  if (w->nout >= w->stage->out_chunk || (per_element && hold_too_long(w, now, w->last_service_ns)))
     return flush_out(w);
   return 0;
 }
@@ -249,14 +289,33 @@ static void start_call(pb_worker *w) { w->blocked_in_call_ns = w->blocked_in_cal
 
 /* One call's bookkeeping.  Service time excludes time blocked on the output; busy time is the part of
  * the service inside the measured window; the call (and its histogram entry) counts when it ends in
- * the window. */
-static void count_call(pb_worker *w, uint64_t samples, uint64_t bytes, uint64_t t0, uint64_t t1) {
+ * the window.  Returns the service time. */
+static uint64_t count_call(pb_worker *w, uint64_t samples, uint64_t bytes, uint64_t t0, uint64_t t1) {
   uint64_t service = count_busy(w, t0, t1);
-  if (!pb_engine_in_window(w->stage->engine, t1)) return;
+  if (!pb_engine_in_window(w->stage->engine, t1)) return service;
   w->ctr.calls++;
   w->ctr.samples_in += samples;
   w->ctr.bytes_in += bytes;
   pb_hist_add(&w->hist, service);
+  return service;
+}
+
+/* The service per input element, smoothed over chunks (a quarter of the new chunk's mean each time). */
+static void note_elem_time(pb_worker *w, uint64_t service_ns, int n) {
+  uint64_t mean = service_ns / (uint64_t)n;
+  w->elem_ns = w->elem_ns ? (3 * w->elem_ns + mean) / 4 : PB_MAX(mean, 1);
+}
+
+/* Elements to take from the input queue at once.  A worker alone on its queue takes its chunk (fewer
+ * lock round trips); one with siblings takes only what it will start on within PB_FLUSH_AFTER_NS (one at
+ * a time for a slow stage, and while its speed is not known yet), so that no sibling waits on an empty
+ * queue while elements sit unstarted in this worker's hands. */
+static int take_limit(const pb_worker *w) {
+  const pb_stage *s = w->stage;
+  if (s->threads <= 1 || s->chunk <= 1) return s->chunk;
+  if (!w->elem_ns) return 1;
+  uint64_t k = PB_FLUSH_AFTER_NS / w->elem_ns;
+  return k < 1 ? 1 : k > (uint64_t)s->chunk ? s->chunk : (int)k;
 }
 
 static void abandon_inputs(pb_worker *w, int from, int n) {
@@ -266,7 +325,7 @@ static void abandon_inputs(pb_worker *w, int from, int n) {
 /* Processes one popped chunk; returns -ECANCELED when the run was cancelled meanwhile. */
 static int process_chunk(pb_worker *w, int n) {
   const pb_stage_ops *ops = w->stage->ops;
-  uint64_t t0 = pb_now_ns();
+  uint64_t t0 = pb_now_ns(), service = 0;
   for (int i = 0; i < n; i++) {
     uint64_t samples = w->in[i].nsamples, bytes = w->in[i].bytes;
     start_call(w);
@@ -275,7 +334,8 @@ static int process_chunk(pb_worker *w, int n) {
     int rc = ops->process(w, &w->in[i]);
     uint64_t t1 = pb_now_ns();
     seg_close(w, t1);
-    count_call(w, samples, bytes, t0, t1);
+    uint64_t call_ns = count_call(w, samples, bytes, t0, t1);
+    service += call_ns;
     /* cancelled (by a failed push or pool wait, or the engine's flag: a run stopped by an error ends here,
      * not after the chunk): what this worker still holds for the next stage goes to flush_out, which
      * counts it in flight (a fused map can return before it pushed what it had made) */
@@ -284,7 +344,8 @@ static int process_chunk(pb_worker *w, int n) {
       flush_out(w);
       return -ECANCELED;
     }
-    if (w->nout && t1 - w->out_first_ns >= PB_FLUSH_AFTER_NS) {
+    /* what would wait past the bound if the next call takes as long as this one goes now */
+    if (w->nout && i + 1 < n && hold_too_long(w, t1, call_ns)) {
       if (flush_out(w) < 0) {
         abandon_inputs(w, i + 1, n);
         return -ECANCELED;
@@ -293,6 +354,7 @@ static int process_chunk(pb_worker *w, int n) {
     }
     t0 = t1;
   }
+  note_elem_time(w, service, n);
   return flush_out(w);
 }
 
@@ -316,9 +378,10 @@ static void run_transform(pb_worker *w) {
   pb_stage *s = w->stage;
   for (;;) {
     uint64_t t0 = pb_now_ns();
-    /* Chunks follow the payload size (engine_plan.c); batches move one at a time, so a worker never
-     * hoards buffers it is not working on. */
-    int n = pb_queue_pop_many(s->in, w->in, s->chunk);
+    /* Chunks follow the payload size (engine_plan.c), and the stage's speed when threads share the
+     * queue (take_limit); batches move one at a time, so a worker never hoards buffers it is not working
+     * on. */
+    int n = pb_queue_pop_many(s->in, w->in, take_limit(w));
     uint64_t t1 = pb_now_ns();
     w->ctr.wait_in_ns += pb_engine_clip(s->engine, t0, t1);
     pb_trace_add(&w->trace, PB_EV_WAIT, 0, t0, t1, PB_NO_KEY, PB_NO_KEY, 0);
@@ -401,6 +464,7 @@ static void worker_main(void *arg) {
     run_source(w);
   else
     run_transform(w);
+  settle_spread(w, pb_now_ns());
   if (w->cancelled || atomic_load(&s->engine->cancelled)) {
     if (s->ops->abandon) w->ctr.samples_in_flight += s->ops->abandon(w);
   }

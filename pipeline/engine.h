@@ -27,7 +27,10 @@
 
 #define PB_CHUNK 64                     /* elements moved per queue operation at most */
 #define PB_SAMPLE_QUEUE_CAPACITY 256     /* queues carrying samples (before batch) */
-#define PB_FLUSH_AFTER_NS 50000          /* a slow stage hands on its outputs at least this often */
+/* The hand-off bound: no output waits in its worker longer than this for company (a slow stage hands on
+ * each output as it makes it), and a worker that shares its input queue takes no more elements at once
+ * than it starts on within this time, so a sibling never idles while work sits in another's hands. */
+#define PB_FLUSH_AFTER_NS 50000
 
 typedef struct pb_stage pb_stage;
 typedef struct pb_worker pb_worker;
@@ -86,6 +89,12 @@ struct pb_worker {
   uint64_t blocked_in_call_ns;  /* blocked time inside the current call, excluded from service time */
   uint64_t blocked_in_call_clipped_ns; /* the part of it inside the measured window */
   uint64_t src_mark_ns;         /* per_element: when the current element's work began */
+  uint64_t last_service_ns;     /* per_element: the previous element's own service time (the next one's
+                                 * likely wait: outputs that would be held past PB_FLUSH_AFTER_NS go now) */
+  uint64_t spread_ns;           /* a source's shared work not yet charged (pb_worker_spread_work) ... */
+  uint64_t spread_left;         /* ... and the elements still to share it */
+  uint64_t elem_ns;             /* service per input element, smoothed (0: not known yet): how many to
+                                 * take at once when siblings share the input queue */
   uint64_t call_t0_ns;          /* when the current call to process() began */
   bool per_element;             /* work counted per element emitted (a source; a flush) */
   bool cancelled;
@@ -111,10 +120,10 @@ struct pb_stage {
   pb_engine *engine;
   void *state;                  /* the stage's shared state */
   pb_worker *workers;
-  int threads_started;
+  int threads_started;          /* workers whose thread runs (what join must wait for) */
   uint64_t sample_bytes;        /* planned payload bytes of one element leaving this stage (estimate) */
   int chunk;                    /* elements a worker takes from its input queue at once */
-  int out_chunk;                /* outputs a worker gathers before handing them on */          /* workers whose thread runs (what join must wait for) */
+  int out_chunk;                /* outputs a worker gathers before handing them on */
 };
 
 struct pb_engine {
@@ -205,6 +214,10 @@ static inline uint64_t pb_elem_key(const pb_elem *e) {
 }
 /* Batch membership for the trace: the input of the current call joined batch `batch_id`. */
 void pb_worker_trace_joined(pb_worker *w, uint64_t batch_id);
+/* The work this source did since its previous element (reading a file of several samples) is the cost
+ * of its next `elements` elements: each one's service time gets an equal share, charged when it is
+ * made, so the stage's capacity counts the file per sample however the measured window cuts it. */
+void pb_worker_spread_work(pb_worker *w, uint64_t elements);
 /* Counts a sample-carrying element as in flight and releases its buffer. */
 void pb_worker_abandon(pb_worker *w, pb_elem *e);
 /* Time a call spent waiting for room downstream by other means than a queue or pool (a device buffer):

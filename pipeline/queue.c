@@ -84,6 +84,15 @@ int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bo
   return rc;
 }
 
+/* Room a pop must leave before it wakes a producer waiting on the full queue: a quarter of the queue, at
+ * most PB_QUEUE_WAKE_ROOM.  A producer is then woken once per batch of small pops (a stage whose threads
+ * take one element at a time), not at each, while its consumers still have three quarters of the queue
+ * to work on. */
+static int wake_room(const pb_queue *q) {
+  int room = PB_QMIN(q->capacity / 4, PB_QUEUE_WAKE_ROOM);
+  return room < 1 ? 1 : room;
+}
+
 /* How many one consumer may take now: all of a small backlog, a fair share of a large one. */
 static int take_count(const pb_queue *q, int max) {
   int k = q->count;
@@ -98,7 +107,8 @@ static int take_locked(pb_queue *q, pb_elem *out, int max) {
   for (int i = 0; i < k; i++) out[i] = q->ring[(q->head + i) % q->capacity];
   q->head = (q->head + k) % q->capacity;
   q->count -= k;
-  wake(&q->not_full, q->waiting_producers, k);
+  int room = q->capacity - q->count;
+  if (k && room >= wake_room(q)) wake(&q->not_full, q->waiting_producers, room);
   return k;
 }
 

@@ -2,8 +2,9 @@
  *
  * Why it is fast enough: producers and consumers move elements in chunks (push_many/pop_many), so one
  * lock round trip is paid per chunk, and a condition variable is signalled only when a thread is
- * actually waiting on it.  End-of-data (every producer called producer_done) and cancellation both wake
- * every waiter. */
+ * actually waiting on it; a producer waiting on a full queue is woken when a quarter of it is free (64
+ * elements at most), not by every pop.  End-of-data (every producer called producer_done) and
+ * cancellation both wake every waiter. */
 #ifndef PB_QUEUE_H
 #define PB_QUEUE_H
 
@@ -15,6 +16,7 @@
 #include "elem.h"
 
 #define PB_QMIN(a, b) ((a) < (b) ? (a) : (b))
+#define PB_QUEUE_WAKE_ROOM 64 /* room that wakes a producer waiting on a full queue, at most (queue.c) */
 
 typedef struct pb_queue {
   uv_mutex_t lock;

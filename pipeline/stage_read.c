@@ -339,7 +339,25 @@ static int load_npz(pb_worker *w, read_worker *rw) {
   return 0;
 }
 
-/* Reads a multi-sample file and sets up splitting it; errors are counted, not returned. */
+/* tfrecord: the records the file's framing holds, up to the first bad length (their data is checked as
+ * they are split off): the header walk costs a CRC of 8 bytes a record. */
+static size_t count_records(const read_worker *rw) {
+  size_t n = 0, at = 0;
+  uint64_t data_bytes;
+  while (rw->file_bytes - at >= PB_TFRECORD_HEADER_BYTES && !pb_tfrecord_header(rw->file_buf + at, &data_bytes) &&
+         data_bytes <= rw->file_bytes - at - PB_TFRECORD_HEADER_BYTES) {
+    size_t framed = pb_tfrecord_framed_bytes((size_t)data_bytes);
+    if (framed > rw->file_bytes - at) break;
+    at += framed;
+    n++;
+  }
+  return n;
+}
+
+/* Reads a multi-sample file and sets up splitting it; errors are counted, not returned.  The time spent
+ * reading it is the cost of its samples, shared among them (pb_worker_spread_work): a sample's service
+ * time is its share plus its own copy, so the stage's capacity does not depend on where the measured
+ * window cuts the files, nor on how long the worker then waits, holding the rest, for room downstream. */
 static void start_file(pb_worker *w, uint32_t fi, uint32_t epoch) {
   read_worker *rw = w->state;
   pb_format fmt = w->stage->engine->cfg->dataset.format;
@@ -358,6 +376,7 @@ static void start_file(pb_worker *w, uint32_t fi, uint32_t epoch) {
   if (fmt == PB_FMT_RAW) start_raw(w, rw);
   else if (fmt == PB_FMT_NPY || fmt == PB_FMT_NPZ) start_npy(w, rw);
   if (fmt != PB_FMT_TFRECORD && rw->nsamples == 0) rw->pending = false;
+  if (rw->pending) pb_worker_spread_work(w, fmt == PB_FMT_TFRECORD ? count_records(rw) : rw->nsamples);
 }
 
 /* After a bad record: when its length (and the length's CRC) is sound, only its data is bad, and
@@ -437,7 +456,9 @@ static int read_produce(pb_worker *w, int max) {
       int rc = next_sample(w, rw);
       if (rc < 0) return -ECANCELED;
       n += rc; /* 0: the file ended (or its record failed, counted as an error) */
-      if (!rw->pending) file_done(w);
+      if (rw->pending) continue;
+      file_done(w);
+      if (n > 0) break; /* the file's last samples are handed on now, not after the next file's read */
       continue;
     }
     uint32_t fi, epoch;

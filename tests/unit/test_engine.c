@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "config.h"
@@ -28,6 +29,8 @@ typedef struct mini_run {
 
 /* Called on the opened device before the run, when set (a test's stand-in device). */
 static void (*device_hook)(pb_device *d);
+/* Per-event tracing in the next runs (the workers' rings stay readable until free_run). */
+static bool trace_runs;
 
 /* Runs cfg_json to its end (or cancels it after cancel_after_ms when > 0) and computes the report. */
 static mini_run *run_config(const char *cfg_json, bool synthetic, int cancel_after_ms) {
@@ -35,6 +38,7 @@ static mini_run *run_config(const char *cfg_json, bool synthetic, int cancel_aft
   pb_err err;
   if (pb_config_parse(&m->cfg, "test.json", cfg_json, NULL, 0, &err)) fail_msg("config: %s", err.msg);
   if (pb_engine_plan(&m->engine, &m->cfg, synthetic, m->cfg.device.count, &err)) fail_msg("plan: %s", err.msg);
+  m->engine.tracing = trace_runs;
   char notice[128];
   assert_int_equal(pb_device_open(&m->device, &m->cfg, PB_DEVICE_EMULATED, notice, sizeof notice, &err), 0);
   if (device_hook) device_hook(&m->device);
@@ -609,8 +613,163 @@ static void test_batch_close_gaps(void **state) {
   }
 }
 
+/* ---- hand-offs between stages (issue 31) ---- */
+
+/* A raw dataset in a new temporary directory `dir` (a "/tmp/..XXXXXX" template): `files` files of
+ * `records` records of 4096 bytes. */
+static void write_raw_dataset(char *dir, int files, int records) {
+  assert_non_null(mkdtemp(dir));
+  static uint8_t record[4096];
+  for (int f = 0; f < files; f++) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/f%03d.raw", dir, f);
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    for (int r = 0; r < records; r++) assert_int_equal(fwrite(record, 1, sizeof record, fp), sizeof record);
+    assert_int_equal(fclose(fp), 0);
+  }
+}
+
+static void remove_raw_dataset(const char *dir, int files) {
+  for (int f = 0; f < files; f++) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/f%03d.raw", dir, f);
+    unlink(path);
+  }
+  rmdir(dir);
+}
+
+/* A real-data config: raw records of 4096 bytes from `dir`, the read stage's keys, a map that sleeps
+ * `map_us` per sample with `map_threads` threads, batches of 4, a 1 ms step. */
+static char *raw_run_config(const char *dir, const char *read_keys, int map_threads, int map_us, int steps,
+                            int warmup) {
+  static char cfg[1024];
+  snprintf(cfg, sizeof cfg,
+           "{\"dataset\":{\"format\":\"raw\",\"path\":\"%s\",\"record_bytes\":4096},\"stages\":["
+           "{\"name\":\"read\",\"type\":\"read\",\"threads\":1%s},"
+           "{\"name\":\"map\",\"type\":\"map\",\"threads\":%d,\"ops\":[{\"op\":\"sleep\",\"us\":%d}]},"
+           "{\"type\":\"batch\",\"size\":4},{\"type\":\"prefetch\",\"depth\":2}],"
+           "\"device\":{\"step_ms\":1},\"run\":{\"steps\":%d,\"warmup_steps\":%d}}",
+           dir, read_keys, map_threads, map_us, steps, warmup);
+  return cfg;
+}
+
+/* The trace of worker k of stage i, oldest first (free it). */
+static pb_event *worker_events(mini_run *m, int i, int k, uint32_t *n) {
+  pb_event *ev;
+  uint64_t dropped;
+  assert_int_equal(pb_trace_ring_linearize(&m->engine.stages[i].workers[k].trace, &ev, n, &dropped), 0);
+  assert_int_equal(dropped, 0);
+  return ev;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A read stage of 4 ms a sample feeding a map of 2.5 ms: the map waits for every sample, and the read
+ * must hand each one on as it is made.  It used to hold a sample until it had made the next (a chunk
+ * is handed on when its oldest output is 50 us old, and that was only looked at on the next emit), so
+ * the map waited 4 ms for every other sample, which the read already had.  Measured in the trace: the
+ * time from each emit to the hand-off after it, and how much of the map's waiting fell in those
+ * holds. */
+static void test_producer_hands_on_while_consumer_waits(void **state) {
+  char dir[] = "/tmp/pb_handoff_XXXXXX";
+  write_raw_dataset(dir, 8, 1);
+  trace_runs = true;
+  mini_run *m = run_config(raw_run_config(dir, ",\"latency_us\":4000", 1, 2500, 25, 2), false, 0);
+  trace_runs = false;
+  uint32_t nr, nm;
+  pb_event *rd = worker_events(m, 0, 0, &nr), *mp = worker_events(m, 1, 0, &nm);
+  uint64_t holds[4096], held_ns = 0, map_wait_ns = 0, map_wait_in_holds_ns = 0;
+  int nholds = 0;
+  uint64_t hold_t0[4096], hold_t1[4096];
+  for (uint32_t i = 0, pending = 0; i < nr && nholds + pending < 4096; i++) {
+    if (rd[i].kind == PB_EV_PROCESS && (rd[i].flags & PB_EVF_EMITTED)) hold_t0[nholds + pending++] = rd[i].t1_ns;
+    if (rd[i].kind != PB_EV_HANDOFF) continue;
+    for (; pending; pending--, nholds++) {
+      hold_t1[nholds] = rd[i].t0_ns;
+      holds[nholds] = hold_t1[nholds] - hold_t0[nholds];
+      held_ns += holds[nholds];
+    }
+  }
+  for (uint32_t i = 0; i < nm; i++) {
+    if (mp[i].kind != PB_EV_WAIT) continue;
+    map_wait_ns += mp[i].t1_ns - mp[i].t0_ns;
+    for (int h = 0; h < nholds; h++)
+      map_wait_in_holds_ns += pb_overlap_ns(mp[i].t0_ns, mp[i].t1_ns, hold_t0[h], hold_t1[h]);
+  }
+  assert_true(nholds >= 80);
+  qsort(holds, (size_t)nholds, sizeof holds[0], cmp_u64);
+  print_message("read: %d samples handed on, hold p50 %.0f us, p90 %.0f us, mean %.0f us; map waited %.1f ms, "
+                "%.1f ms of it while the read held a sample\n",
+                nholds, holds[nholds / 2] / 1e3, holds[nholds * 9 / 10] / 1e3, held_ns / 1e3 / nholds,
+                map_wait_ns / 1e6, map_wait_in_holds_ns / 1e6);
+  if (holds[nholds * 9 / 10] > 1000000) fail_msg("read holds 10 %% of its samples over 1 ms");
+  if (map_wait_in_holds_ns > map_wait_ns / 10) fail_msg("the map waited for samples the read held");
+  assert_balanced(&m->report);
+  free(rd);
+  free(mp);
+  free_run(m);
+  remove_raw_dataset(dir, 8);
+}
+
+/* A read of files of 512 records, 20 ms each (one read call, latency_us), feeding a map of 1 ms: the
+ * read is 20x faster, so it waits, holding most of a file, and the measured window (80 samples) falls
+ * inside the first file, read before it opened.  Its capacity must still be what the files cost: 512
+ * samples per 20 ms plus the copies (25,600/s at most; under ThreadSanitizer the copies take as long as
+ * the read, hence the low bound).  It used to be the rate of copying samples out of the file buffer
+ * (hundreds of thousands a second), the file's read being outside the window. */
+static void test_read_capacity_counts_whole_files(void **state) {
+  char dir[] = "/tmp/pb_capacity_XXXXXX";
+  write_raw_dataset(dir, 2, 512);
+  mini_run *m = run_config(raw_run_config(dir, ",\"latency_us\":20000,\"block_bytes\":4194304", 1, 1000, 20, 3),
+                           false, 0);
+  const pb_stage_report *rd = &m->report.stages[0];
+  assert_string_equal(rd->name, "read");
+  print_message("read capacity %.0f samples/s (512 per 20 ms: 25600)\n", rd->capacity_per_s);
+  if (!(rd->capacity_per_s <= 25600 * 1.05 && rd->capacity_per_s >= 25600 * 0.1))
+    fail_msg("read capacity_per_s %.0f (expected 512 samples per 20 ms file read: at most 25,600/s)",
+             rd->capacity_per_s);
+  assert_balanced(&m->report);
+  free_run(m);
+  remove_raw_dataset(dir, 2);
+}
+
+/* Two threads of a 2 ms map share a full input queue: each takes one sample at a time, never a share of
+ * the backlog that would sit in its hands while its sibling could start on it.  In the trace, every wait
+ * for input (one per pop) is followed by at most one call. */
+static void test_shared_queue_slow_stage_takes_one(void **state) {
+  trace_runs = true;
+  mini_run *m = run_config(CFG("{\"type\":\"map\",\"threads\":2,\"ops\":[{\"op\":\"sleep\",\"us\":2000}]},"
+                               "{\"type\":\"batch\",\"size\":4}",
+                               "\"step_ms\":1", "\"steps\":12,\"warmup_steps\":2"),
+                           false, 0);
+  trace_runs = false;
+  for (int k = 0; k < 2; k++) {
+    uint32_t n;
+    pb_event *ev = worker_events(m, 1, k, &n);
+    int calls = 0, most = 0, pops = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      if (ev[i].kind == PB_EV_WAIT) calls = 0, pops++;
+      if (ev[i].kind == PB_EV_PROCESS && (ev[i].flags & PB_EVF_CALL_START)) calls++;
+      if (calls > most) most = calls;
+    }
+    print_message("map worker %d: %d pops, at most %d samples from one\n", k, pops, most);
+    assert_int_equal(most, 1);
+    assert_true(pops >= 10);
+    free(ev);
+  }
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_producer_hands_on_while_consumer_waits),
+      cmocka_unit_test(test_read_capacity_counts_whole_files),
+      cmocka_unit_test(test_shared_queue_slow_stage_takes_one),
       cmocka_unit_test(test_fuse_map_same_batches),
       cmocka_unit_test(test_fuse_map_drop_remainder),
       cmocka_unit_test(test_fuse_map_cancel_balances),

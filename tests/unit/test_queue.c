@@ -108,7 +108,6 @@ static void blocked_worker(void *p) {
   a->rc = a->push ? pb_queue_push_many(a->q, &e, 1, NULL, NULL) : pb_queue_pop_many(a->q, out, 1);
 }
 
-/* Cancellation wakes a consumer waiting on empty and a producer waiting on full. */
 /* Time-weighted occupancy: full for the whole window reads 1, empty reads 0, and only the window counts. */
 static void test_mean_fill_is_time_weighted(void **state) {
   pb_queue q;
@@ -128,6 +127,7 @@ static void test_mean_fill_is_time_weighted(void **state) {
   pb_queue_close(&q);
 }
 
+/* Cancellation wakes a consumer waiting on empty and a producer waiting on full. */
 static void test_cancel_wakes_waiters(void **state) {
   pb_queue empty, full;
   pb_queue_init(&empty, 1, 1, 1);
@@ -150,6 +150,41 @@ static void test_cancel_wakes_waiters(void **state) {
   pb_queue_close(&full);
 }
 
+static int queued(pb_queue *q) {
+  uv_mutex_lock(&q->lock);
+  int n = q->count;
+  uv_mutex_unlock(&q->lock);
+  return n;
+}
+
+/* A producer waiting on a full queue is woken when a quarter of it is free, not by every pop: consumers
+ * that take one element at a time (the threads of a slow stage) used to wake it for each, and on a busy
+ * machine each wake-up costs the stage's cores more than the element's hand-off. */
+static void test_full_queue_wakes_producer_at_a_quarter(void **state) {
+  pb_queue q;
+  pb_queue_init(&q, 16, 1, 1);
+  pb_elem in[16], out[16];
+  for (int i = 0; i < 16; i++) in[i] = sample((uint64_t)i);
+  pb_queue_push_many(&q, in, 16, NULL, NULL);
+  producer_arg a = {&q, 8, 8, 16}; /* 8 more, in one push: it blocks on the full queue */
+  uv_thread_t t;
+  uv_thread_create(&t, producer, &a);
+  uv_sleep(30);
+  for (int i = 1; i <= 3; i++) {
+    assert_int_equal(pb_queue_pop_many(&q, out, 1), 1);
+    uv_sleep(20);
+    assert_int_equal(queued(&q), 16 - i); /* under a quarter free: the producer sleeps on */
+  }
+  assert_int_equal(pb_queue_pop_many(&q, out, 1), 1);
+  for (int ms = 0; ms < 2000 && queued(&q) < 16; ms++) uv_sleep(1);
+  assert_int_equal(queued(&q), 16); /* a quarter free: woken, it filled the room */
+  int total = 4, n;
+  while ((n = pb_queue_pop_many(&q, out, 16)) > 0) total += n;
+  assert_int_equal(total, 24);
+  uv_thread_join(&t);
+  pb_queue_close(&q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fifo_and_wraparound),
@@ -158,6 +193,7 @@ int main(void) {
       cmocka_unit_test(test_threads_deliver_everything_once),
       cmocka_unit_test(test_mean_fill_is_time_weighted),
       cmocka_unit_test(test_cancel_wakes_waiters),
+      cmocka_unit_test(test_full_queue_wakes_producer_at_a_quarter),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
