@@ -8,6 +8,7 @@
  * `sleep` waits without CPU: the emulation ops.  A map of emulation ops only (or none) hands the
  * sample's own buffer on. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,12 +273,26 @@ static int run_fused_tail(map_ctx *c, int k) {
   return rc < 0 ? rc : 0;
 }
 
+/* This sample's time for a spin or sleep op, ns: `us`, or drawn from its dist with mean `us` (the worker's
+ * seeded generator), at most 10 s. */
+#define TIMED_OP_MAX_US 1e7
+static uint64_t timed_op_ns(map_ctx *c, const pb_op_cfg *op) {
+  double us = (double)op->us;
+  if (op->dist == PB_OP_DIST_EXPONENTIAL) {
+    us = -us * log(1.0 - pb_rng_uniform(&c->w->rng));
+  } else if (op->dist == PB_OP_DIST_LOGNORMAL && us > 0) {
+    double mu = log(us) - op->sigma * op->sigma / 2; /* E[exp(mu + sigma Z)] = us */
+    us = exp(pb_rng_normal(&c->w->rng, mu, op->sigma));
+  }
+  return (uint64_t)(fmin(us, TIMED_OP_MAX_US) * 1000.0);
+}
+
 /* spin and sleep (up to 10 s each) in slices of 20 ms: a stop (a signal, or an error that cancelled the
  * engine) must not wait for the rest of one.  -ECANCELED when one came. */
 #define TIMED_OP_SLICE_NS 20000000ull
 static int timed_op(map_ctx *c, const pb_op_cfg *op) {
   const _Atomic bool *stopped = &c->w->stage->engine->cancelled;
-  uint64_t left_ns = (uint64_t)op->us * 1000u, end_ns = pb_now_ns() + left_ns; /* sleep: an absolute end */
+  uint64_t left_ns = timed_op_ns(c, op), end_ns = pb_now_ns() + left_ns; /* sleep: an absolute end */
   while (left_ns) {
     uint64_t slice_ns = PB_MIN(left_ns, TIMED_OP_SLICE_NS);
     if (op->kind == PB_OP_SPIN) pb_spin_cpu_ns(slice_ns);

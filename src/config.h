@@ -73,8 +73,14 @@ typedef struct pb_op_cfg {
   double mean[PB_MAX_CHANNELS], std[PB_MAX_CHANNELS];
   pb_dtype dtype;               /* normalize: output dtype, default float32 */
   bool on_device;               /* normalize: run after H2D on the GPU */
-  int64_t us;                   /* spin, sleep: microseconds per sample */
+  int64_t us;                   /* spin, sleep: microseconds per sample (the mean, with a dist) */
+  int dist;                     /* spin, sleep: PB_OP_DIST_* (how `us` varies from sample to sample) */
+  double sigma;                 /* spin, sleep with dist lognormal: the shape (sd of the log) */
 } pb_op_cfg;
+
+/* spin/sleep "dist": constant (every sample `us`), exponential (mean `us`), lognormal (mean `us`, shape
+ * `sigma`: heavy-tailed).  Emulation only: a stage whose service time varies, with a known mean. */
+enum { PB_OP_DIST_CONSTANT, PB_OP_DIST_EXPONENTIAL, PB_OP_DIST_LOGNORMAL };
 
 typedef enum { PB_SCALE_AUTO, PB_SCALE_1, PB_SCALE_1_2, PB_SCALE_1_4, PB_SCALE_1_8 } pb_decode_scale;
 

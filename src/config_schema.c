@@ -30,6 +30,8 @@ const char *const pb_cfg_payload_names[] = {"jpeg", "raw", NULL};
 static const char *const device_kind_names[] = {"auto", "gpu", "emulated", NULL};
 const char *const pb_cfg_decode_scale_names[] = {"auto", "1", "1/2", "1/4", "1/8", NULL};
 const char *const pb_cfg_allreduce_names[] = {"none", "barrier", "model", "mpi", NULL};
+static const char *const op_dist_names[] = {"constant", "exponential", "lognormal", NULL};
+static bool emit_if_lognormal(const void *base) { return ((const pb_op_cfg *)base)->dist == PB_OP_DIST_LOGNORMAL; }
 static const char *const on_error_names[] = {"skip", "fail", NULL}; /* into bool on_error_fail */
 static const char *const dist_names[] = {"normal", NULL};
 
@@ -138,8 +140,13 @@ static const pb_key to_chw_keys[] = {OP_KEY};
 #define US_KEY(what)                                                                                      \
   ROW(pb_op_cfg, us, "us", PB_KT_INT, .min = 0, .max = 1e7, .flags = PB_KF_REQUIRED,                     \
       .help = "Microseconds per sample " what)
-static const pb_key spin_keys[] = {OP_KEY, US_KEY("of busy CPU work.")};
-static const pb_key sleep_keys[] = {OP_KEY, US_KEY("of waiting without CPU.")};
+#define DIST_KEYS                                                                                         \
+  ROW(pb_op_cfg, dist, "dist", PB_KT_ENUM, .choices = op_dist_names, .def = "\"constant\"",                  \
+      .help = "How the time varies per sample: constant, exponential (mean us) or lognormal (mean us, shape sigma)."), \
+      ROW(pb_op_cfg, sigma, "sigma", PB_KT_NUMBER, .min = 0, .max = 5, .def = "1", .emit_if = emit_if_lognormal, \
+          .help = "lognormal: the standard deviation of the time's logarithm (1: p99 ~6x the median).")
+static const pb_key spin_keys[] = {OP_KEY, US_KEY("of busy CPU work."), DIST_KEYS};
+static const pb_key sleep_keys[] = {OP_KEY, US_KEY("of waiting without CPU."), DIST_KEYS};
 
 static const pb_key_table op_tables[PB_OP__COUNT] = {
     [PB_OP_RANDOM_RESIZED_CROP] = TABLE(rrc_keys, NULL), [PB_OP_RESIZE] = TABLE(resize_keys, NULL),

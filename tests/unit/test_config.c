@@ -337,6 +337,14 @@ static void test_error_examples(void **state) {
   expect_error("{\"stages\": [{\"type\": \"read\"}, {\"type\": \"decode\", \"threads\": 1, \"threads\": 2}]}", NULL,
                "cfg.json: stages[1]: duplicate key \"threads\" (expected each key once)");
   expect_error("{\"seed\": 1}", NULL, "cfg.json: stages: missing (expected an array of 1 to 32 stage objects)");
+  /* spin/sleep dist (an emulation knob): its names and sigma's range */
+  expect_error("{\"stages\": [{\"type\": \"map\", \"ops\": [{\"op\": \"sleep\", \"us\": 5, \"dist\": \"weird\"}]}, "
+               "{\"type\": \"batch\", \"size\": 2}], \"dataset\": {\"format\": \"synthetic\", \"shape\": [4]}}", NULL,
+               "cfg.json: stages[0].ops[0].dist: unknown value \"weird\" (expected one of constant, exponential, lognormal)");
+  expect_error("{\"stages\": [{\"type\": \"map\", \"ops\": [{\"op\": \"spin\", \"us\": 5, \"dist\": \"lognormal\", "
+               "\"sigma\": 9}]}, {\"type\": \"batch\", \"size\": 2}], \"dataset\": {\"format\": \"synthetic\", "
+               "\"shape\": [4]}}", NULL,
+               "cfg.json: stages[0].ops[0].sigma: 9 is out of range (expected a number from 0 to 5)");
   expect_error(EXAMPLE, "stages[3].name=decode",
                "cfg.json: stages[3].name: \"decode\" is already used by stages[1] (expected a unique name)");
   expect_error(EXAMPLE, "stages.h2d.name=device",

@@ -330,6 +330,23 @@ static void test_step_breakdown_parts(void **state) {
   assert_string_equal(pb_classify(4.99), "not_input_bound");
 }
 
+/* spin/sleep "dist": a lognormal sleep with mean 400 us and sigma 1 keeps its mean (plus the machine's
+ * wake-up latency) and is heavy-tailed (p99 ~6x the median, against 1x for a constant one). */
+static void test_sleep_dist_lognormal(void **state) {
+  mini_run *m = run_config(CFG("{\"name\":\"nap\",\"type\":\"map\",\"ops\":[{\"op\":\"sleep\",\"us\":400,"
+                               "\"dist\":\"lognormal\",\"sigma\":1}]},{\"type\":\"batch\",\"size\":8}",
+                               "\"step_ms\":0", "\"steps\":100,\"warmup_steps\":0"),
+                           false, 0);
+  const pb_stage_report *nap = &m->report.stages[1];
+  assert_string_equal(nap->name, "nap");
+  print_message("lognormal sleep: mean %.1f us, p50 %.1f, p99 %.1f over %llu calls\n", nap->mean_us, nap->p50_us,
+                nap->p99_us, (unsigned long long)nap->calls);
+  assert_true(nap->mean_us > 0.75 * 400 && nap->mean_us < 1.5 * 400); /* 800 draws: the mean within ~10 % */
+  assert_true(nap->p99_us > 3 * nap->p50_us);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
 /* device.allreduce model: every step adds bytes / gb_per_s of device time after its compute; the device is
  * the bottleneck at batch / (compute + exchange), and the exchange is not compute (AU). */
 static void test_allreduce_model(void **state) {
@@ -776,6 +793,7 @@ int main(void) {
       cmocka_unit_test(test_batch_close_gaps),
       cmocka_unit_test(test_epochs_drop_remainder),
       cmocka_unit_test(test_allreduce_model),
+      cmocka_unit_test(test_sleep_dist_lognormal),
       cmocka_unit_test(test_rank_gpu_choice),
       cmocka_unit_test(test_epochs_keep_remainder),
       cmocka_unit_test(test_parallel_batch_workers_lose_nothing),
