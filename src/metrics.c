@@ -258,25 +258,34 @@ static void fill_accounting(pb_report *r, const pb_record *rec) {
   r->balanced = r->samples_read == r->samples_consumed + r->samples_dropped + r->errors + in_flight;
 }
 
-/* The run's own noise: samples/s over 8 equal slices of the window; the half-width of the 95 % interval
- * of their mean, as % of it (NAN with fewer than 16 measured steps).  Two capacities closer than this are
- * one limit as far as this run can tell. */
-#define NOISE_SLICES 8
+/* The run's own noise: the measured steps, in the order they ended, cut into 8 runs of consecutive steps;
+ * samples/s over each (its samples / the time from the end of the step before it, or the window's start,
+ * to the end of its last step); the half-width of the 95 % interval of their mean, as % of it (NAN with
+ * fewer than 16 measured steps).  Cutting by steps, not by equal time slices, keeps a slice from gaining
+ * or losing a whole step at its edges (with 5 steps a slice that alone read as 20 % noise).  Two
+ * capacities closer than this are one limit as far as this run can tell. */
+#define NOISE_GROUPS 8
 static double noise_pct(const pb_record *rec, uint64_t measured) {
-  uint64_t ws = rec->window_start_ns, we = rec->window_end_ns;
-  if (measured < 2 * NOISE_SLICES || we <= ws) return NAN;
-  double samples[NOISE_SLICES] = {0}, len = (double)(we - ws) / NOISE_SLICES;
-  for (size_t i = 0; i < rec->nsteps; i++) {
+  if (measured < 2 * NOISE_GROUPS || rec->window_end_ns <= rec->window_start_ns) return NAN;
+  double rate[NOISE_GROUPS] = {0}, samples = 0;
+  uint64_t seen = 0, from = rec->window_start_ns;
+  int g = 0;
+  for (size_t i = 0; i < rec->nsteps && g < NOISE_GROUPS; i++) {
     const pb_step *st = &rec->steps[i];
+    if (!st->measured) continue;
+    samples += st->samples;
+    seen++;
+    if (seen * NOISE_GROUPS < measured * (uint64_t)(g + 1)) continue; /* group g ends at step measured (g+1)/8 */
     uint64_t end = pb_step_end_ns(st);
-    if (!st->measured || end <= ws || end > we) continue;
-    int k = (int)((double)(end - ws - 1) / len);
-    samples[k < NOISE_SLICES ? k : NOISE_SLICES - 1] += st->samples;
+    rate[g++] = end > from ? samples / ((double)(end - from) / 1e9) : NAN;
+    from = end;
+    samples = 0;
   }
+  if (g < NOISE_GROUPS) return NAN;
   double mean = 0, var = 0;
-  for (int k = 0; k < NOISE_SLICES; k++) mean += samples[k] / NOISE_SLICES;
-  for (int k = 0; k < NOISE_SLICES; k++) var += (samples[k] - mean) * (samples[k] - mean) / (NOISE_SLICES - 1);
-  return mean > 0 ? 1.96 * sqrt(var / NOISE_SLICES) / mean * 100 : NAN;
+  for (int k = 0; k < NOISE_GROUPS; k++) mean += rate[k] / NOISE_GROUPS;
+  for (int k = 0; k < NOISE_GROUPS; k++) var += (rate[k] - mean) * (rate[k] - mean) / (NOISE_GROUPS - 1);
+  return mean > 0 ? 1.96 * sqrt(var / NOISE_GROUPS) / mean * 100 : NAN;
 }
 
 void pb_metrics_compute(pb_report *r, const pb_record *rec) {
