@@ -83,13 +83,14 @@ static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const p
   ms->batched = s->batched && ms->role != PB_ROLE_BATCH;
   ms->bytes_per_element = sr->calls ? (double)sr->bytes_out / (double)sr->calls : 0;
   ms->rate_cap_per_s = rate_cap(rec, s, sr);
-  double share = isnan(sr->cpu_fraction) ? 0 : pb_stage_cpu_share(sr);
-  ms->cpu_share = share > 1 ? 1 : share < 0 ? 0 : share;
   ms->saturated = !isnan(sr->utilization) && sr->utilization >= SATURATED_UTILIZATION;
   /* On cores the pipeline kept busy, a service's run-queue delay is the pipeline's own contention, which
-   * the simulation adds back as it shares the cores: it comes off.  On a machine with cores to spare it is
-   * the machine's wake-up latency, which stays whatever changes. */
+   * the simulation adds back as it shares the cores: it comes off, and the CPU share is of what is left
+   * (pb_stage_cpu_share).  On a machine with cores to spare it is the machine's wake-up latency (or other
+   * tenants'), which stays whatever changes: the service keeps it, and the CPU share is of the whole. */
   double delay = saturated_cores && !isnan(sr->cpu_delay_fraction) ? sr->cpu_delay_fraction : 0;
+  double share = isnan(sr->cpu_fraction) ? 0 : delay > 0 ? pb_stage_cpu_share(sr) : sr->cpu_fraction;
+  ms->cpu_share = share > 1 ? 1 : share < 0 ? 0 : share;
   ms->valid = s->hist.count > 0;
   if (ms->valid) quantiles_of_hist(&s->hist, 1 - delay, ms->service_s);
   double sum = 0;
@@ -184,6 +185,21 @@ static void calibrate(pb_model *m, bool input_bound) {
   m->calibrated = true;
 }
 
+static void debug_print(const pb_model *m) {
+  fprintf(stderr, "model: cores %.2f (usable %.2f), batch %d, devices %d, device mean %.3f ms, steps %lld + %lld "
+          "warm-up, duration %.3f s, epoch %lld; replay %.1f/s (measured %.1f), scale %.4f%s\n",
+          m->cores, m->cores_usable, m->batch_size, m->devices, m->device_mean_s * 1e3, (long long)m->steps,
+          (long long)m->warmup_steps, m->duration_s, (long long)m->epoch_samples, m->replay_samples_per_s,
+          m->measured_samples_per_s, m->service_scale, m->calibrated ? " (calibrated)" : "");
+  for (int i = 0; i < m->nstages; i++) {
+    const pb_model_stage *s = &m->stages[i];
+    fprintf(stderr, "  %-12s %-8s role %d threads %d queue %d mean %.3f ms p50 %.3f p99 %.3f cpu %.2f%s%s cap %.1f/s\n",
+            s->name, s->type, s->role, s->threads, s->queue_capacity, s->mean_s * 1e3,
+            s->service_s[PB_MODEL_QUANTILES / 2] * 1e3, s->service_s[PB_MODEL_QUANTILES * 99 / 100] * 1e3, s->cpu_share,
+            s->saturated ? " saturated" : "", s->batched ? " batched" : "", s->rate_cap_per_s);
+  }
+}
+
 void pb_model_fit(pb_model *m, const pb_record *rec, const pb_report *r) {
   memset(m, 0, sizeof *m);
   m->service_scale = 1;
@@ -217,4 +233,5 @@ void pb_model_fit(pb_model *m, const pb_record *rec, const pb_report *r) {
   m->measured_idle_pct = r->device_idle_pct;
   m->valid = true;
   calibrate(m, r->classification && strcmp(r->classification, "not_input_bound") != 0);
+  if (getenv("PB_DEBUG_MODEL")) debug_print(m); /* PB_DEBUG_MODEL=1: the fitted model on stderr */
 }
