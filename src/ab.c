@@ -199,9 +199,10 @@ static void end_line(const ab_ctx *c, int k, int rep) {
   const ab_rep *r = &c->reps[k][rep];
   char title[128];
   run_title(c, k, rep, title, sizeof title);
-  if (r->f.status == 0 || (r->f.status == PB_EXIT_INTERRUPTED && have_rate(r)))
-    progress(c, "%s: %.2f s, %s samples/s%s", title, r->f.wall_s, fmtd(&(numbuf){0}, "%.1f", r->f.samples_per_s),
-             r->f.status ? " (interrupted)" : "");
+  if (have_rate(r))
+    progress(c, "%s: %.2f s, %s samples/s", title, r->f.wall_s, fmtd(&(numbuf){0}, "%.1f", r->f.samples_per_s));
+  else if (r->f.status == PB_EXIT_INTERRUPTED)
+    progress(c, "%s: %.2f s, interrupted (exit 130): it does not count", title, r->f.wall_s);
   else
     progress(c, "%s: %.2f s, failed (exit %d)", title, r->f.wall_s, r->f.status);
 }
@@ -268,38 +269,43 @@ static int reps_run(const ab_ctx *c, int k) {
 }
 
 /* One side of the verdict from its repeats: the rates that count (have_rate), the median repeat's
- * bottleneck, the median read utilization. */
+ * bottleneck, the median read utilization of the repeats that count. */
 static void make_side(ab_ctx *c, int k) {
   pb_ab_side *sd = &c->x.side[k];
   int n = reps_run(c, k);
-  double rates[PB_REPEAT_MAX] = {0}, reads[PB_REPEAT_MAX] = {0};
-  pb_run_figures figs[PB_REPEAT_MAX];
+  double reads[PB_REPEAT_MAX] = {0};
+  pb_run_figures figs[PB_REPEAT_MAX] = {0};
   *sd = (pb_ab_side){.started = n > 0, .read_utilization = NAN};
   for (int r = 0; r < n; r++) {
     const ab_rep *rp = &c->reps[k][r];
     sd->status = r ? worse(sd->status, rp->f.status) : rp->f.status;
-    rates[r] = have_rate(rp) ? rp->f.samples_per_s : NAN;
     reads[r] = have_rate(rp) ? rp->read_utilization : NAN;
     figs[r] = rp->f;
   }
-  pb_interval_of(rates, n, &sd->rate);
+  pb_repeat_summarize(figs, n, &c->sum[k]);
+  sd->rate = c->sum[k].samples_per_s; /* the same repeats as every figure of the run (pb_run_figures_measured) */
   pb_interval reads_iv;
   pb_interval_of(reads, n, &reads_iv);
   sd->read_utilization = reads_iv.median;
-  pb_repeat_summarize(figs, n, &c->sum[k]);
   pb_run_figures f;
   pb_repeat_figures(figs, n, &c->sum[k], &f);
   if (n && f.have) snprintf(sd->bottleneck, sizeof sd->bottleneck, "%s", f.bottleneck);
 }
 
+/* DS-Analyzer's stalls split the time per sample real data loses, tc - ts: the warm run's time is taken
+ * within [ts, tc], so fetch + prep = tc - ts and neither passes it (a warm run slower than the cold one, or
+ * faster than the synthetic one, is run-to-run noise); nothing lost (tc <= ts): both 0. */
 static void compute_stalls(pb_ab_stalls *s, double syn, double cold, double warm) {
   double ts = 1e6 / syn, tc = 1e6 / cold, tw = 1e6 / warm; /* us per sample; NAN when a rate is missing */
   s->t_us[AB_SYNTHETIC] = ts, s->t_us[AB_COLD] = tc, s->t_us[AB_WARM] = tw;
-  double fetch = tc - tw, prep = tw - ts; /* DS-Analyzer: fetch stall, prep stall */
-  s->fetch_within_noise = fabs(fetch) < NOISE_FRACTION * tc;
-  s->prep_within_noise = fabs(prep) < NOISE_FRACTION * tc;
-  fetch = fetch > 0 ? fetch : (isnan(fetch) ? NAN : 0); /* a negative stall is noise */
-  prep = prep > 0 ? prep : (isnan(prep) ? NAN : 0);
+  s->fetch_within_noise = fabs(tc - tw) < NOISE_FRACTION * tc; /* before the clamping, as measured */
+  s->prep_within_noise = fabs(tw - ts) < NOISE_FRACTION * tc;
+  double fetch = NAN, prep = NAN; /* DS-Analyzer: fetch stall, prep stall */
+  if (!isnan(ts + tc + tw)) {
+    double w = tc > ts ? fmin(fmax(tw, ts), tc) : tc;
+    fetch = tc > ts ? tc - w : 0;
+    prep = tc > ts ? w - ts : 0;
+  }
   s->fetch_pct = 100.0 * fetch / tc;
   s->prep_pct = 100.0 * prep / tc;
   double lost = fetch + prep;
@@ -307,13 +313,15 @@ static void compute_stalls(pb_ab_stalls *s, double syn, double cold, double warm
   s->prep_share_pct = lost > 0 ? 100.0 * prep / lost : (isnan(lost) ? NAN : 0);
 }
 
-/* Which differences lie outside the intervals; only with repeats (every side measured has one). */
+/* Which differences lie outside the intervals: only where both intervals cover at least 90 %. */
 static void compute_measurable(pb_ab_stalls *s, const pb_ab_side *sd) {
   const pb_interval *syn = &sd[AB_SYNTHETIC].rate, *cold = &sd[AB_COLD].rate, *warm = &sd[AB_WARM].rate;
   s->repeated = pb_interval_has(syn) && pb_interval_has(cold);
-  s->real_differs = s->repeated && pb_intervals_differ(syn, cold);
-  s->fetch_measurable = s->repeated && pb_interval_above(warm, cold);
-  s->prep_measurable = s->repeated && pb_interval_above(syn, warm);
+  s->decisive = pb_interval_decisive(syn) && pb_interval_decisive(cold);
+  s->warm_decisive = pb_interval_decisive(warm);
+  s->real_differs = s->decisive && pb_interval_compare(syn, cold) != PB_DIFF_OVERLAP;
+  s->fetch_measurable = s->decisive && pb_interval_compare(warm, cold) == PB_DIFF_ABOVE;
+  s->prep_measurable = s->decisive && pb_interval_compare(syn, warm) == PB_DIFF_ABOVE;
 }
 
 void pb_ab_compute(pb_ab_numbers *x) {
@@ -329,6 +337,7 @@ void pb_ab_compute(pb_ab_numbers *x) {
 
 static void compute(ab_ctx *c) {
   for (int k = 0; k < AB_RUNS; k++) make_side(c, k);
+  c->x.repeats = c->repeats;
   c->x.cold_effective = c->cold_effective;
   c->x.cold_resident_pct = c->resident_worst[AB_COLD];
   pb_ab_compute(&c->x);
@@ -378,7 +387,8 @@ static void named_stage(const pb_ab_side *sd, const char *run, char *out, size_t
 static void not_storage(const pb_ab_numbers *x, char *v, size_t len) {
   char who[PB_NAME_LEN + 128];
   named_stage(&x->side[AB_COLD], "cold", who, sizeof who);
-  bool noise = x->s.repeated ? !x->s.fetch_measurable : x->s.fetch_within_noise;
+  bool split = x->s.decisive && x->s.warm_decisive; /* the intervals decide the split */
+  bool noise = split ? !x->s.fetch_measurable : x->s.fetch_within_noise;
   snprintf(v, len,
            "input-bound, not on storage: the cold run was slower than the warm one (%.1f %% of each sample's "
            "time), but its read stage was busy only %.0f %% of the time, so reading was not what the pipeline "
@@ -414,8 +424,8 @@ static void mostly_prep(const pb_ab_numbers *x, char *v, size_t len) {
 static void input_bound(const pb_ab_numbers *x, char *v, size_t len) {
   const pb_ab_stalls *s = &x->s;
   double pct = 100.0 * s->ratio_cold;
-  bool repeated = s->repeated && pb_interval_has(&x->side[AB_WARM].rate);
-  bool fetch_ok = !repeated || s->fetch_measurable, prep_ok = !repeated || s->prep_measurable;
+  bool split = s->decisive && s->warm_decisive; /* the intervals decide the split; else the medians do */
+  bool fetch_ok = !split || s->fetch_measurable, prep_ok = !split || s->prep_measurable;
   if (isnan(s->prep_pct) || isnan(s->fetch_pct))
     snprintf(v, len, "input-bound: real data reaches %.0f %% of the synthetic rate (no warm run to split fetch "
              "from preprocessing)", pct);
@@ -432,9 +442,34 @@ static void no_verdict(const pb_ab_numbers *x, char *v, size_t len) {
   int k = x->side[AB_SYNTHETIC].rate.n > 0 ? AB_COLD : AB_SYNTHETIC;
   const pb_ab_side *sd = &x->side[k];
   snprintf(v, len, "no verdict: the %s run %s", k_label[k],
-           !sd->started         ? "did not run (interrupted)"
-           : sd->status != 0    ? "failed"
-                                : "measured no throughput");
+           !sd->started                           ? "did not run (interrupted)"
+           : sd->status == PB_EXIT_INTERRUPTED    ? "was interrupted (an interrupted run does not count)"
+           : sd->status != 0                      ? "failed"
+                                                  : "measured no throughput");
+}
+
+/* With repeats too few for 90 % intervals: the verdict above is the medians', and says so. */
+static void too_few_note(const pb_ab_numbers *x, char *v, size_t len) {
+  const pb_ab_stalls *s = &x->s;
+  bool warm_has = x->side[AB_WARM].rate.n > 0;
+  if (x->repeats <= 1 || (s->decisive && (s->warm_decisive || !warm_has))) return;
+  int worst = -1; /* the side whose interval covers least */
+  for (int k = 0; k < AB_RUNS; k++) {
+    const pb_interval *iv = &x->side[k].rate;
+    if (iv->n == 0 || pb_interval_decisive(iv)) continue;
+    double cov = pb_interval_has(iv) ? iv->coverage : 0;
+    double worst_cov = worst < 0 ? 2 : pb_interval_has(&x->side[worst].rate) ? x->side[worst].rate.coverage : 0;
+    if (cov < worst_cov) worst = k;
+  }
+  if (worst < 0) return;
+  const pb_interval *iv = &x->side[worst].rate;
+  char what[96];
+  if (pb_interval_has(iv)) snprintf(what, sizeof what, "coverage %.1f %%, the %s run's interval", 100 * iv->coverage, k_label[worst]);
+  else snprintf(what, sizeof what, "the %s run: %d counted, no interval", k_label[worst], iv->n);
+  size_t n = strlen(v);
+  if (n + 1 < len)
+    snprintf(v + n, len - n, " (from the medians alone: too few repeats to tell (%s; %d or more repeats give at least "
+             "%.0f %%))", what, PB_REPEAT_MIN_DECISIVE, 100 * PB_REPEAT_MIN_COVERAGE);
 }
 
 void pb_ab_verdict(const pb_ab_numbers *x, char *v, size_t len) {
@@ -442,9 +477,10 @@ void pb_ab_verdict(const pb_ab_numbers *x, char *v, size_t len) {
     no_verdict(x, v, len);
     return;
   }
-  if (x->s.repeated && !x->s.real_differs) no_difference(x, v, len);
+  if (x->s.decisive && !x->s.real_differs) no_difference(x, v, len);
   else if (x->s.ratio_cold >= NOT_INPUT_BOUND_RATIO) not_input_bound(x, v, len);
   else input_bound(x, v, len);
+  too_few_note(x, v, len);
   size_t n = strlen(v);
   if (x->cold_effective || n + 1 >= len) return;
   if (isnan(x->cold_resident_pct))
@@ -473,13 +509,15 @@ static double total_wall_s(const ab_ctx *c, int k) {
   return s;
 }
 
-/* A run's figures (figs[] receives its repeats'): with repeats the medians and the median repeat's
- * bottleneck; samples/s is the rate the verdict used (an interrupted run's counts).  Returns the repeats. */
+/* A run's figures (figs[] receives its repeats'): the medians over the repeats that count (so samples/s is
+ * the rate the verdict used) and the median repeat's bottleneck; its status the worst of its repeats',
+ * interrupted whenever one was.  Returns the repeats. */
 static int side_figures(const ab_ctx *c, int k, pb_run_figures *figs, pb_run_figures *f) {
   int n = reps_run(c, k);
   for (int r = 0; r < n; r++) figs[r] = c->reps[k][r].f;
   pb_repeat_figures(figs, n, &c->sum[k], f);
-  if (c->x.side[k].rate.n > 0) f->samples_per_s = c->x.side[k].rate.median;
+  if (n) f->status = c->x.side[k].status;
+  f->interrupted = f->interrupted || f->status == PB_EXIT_INTERRUPTED;
   return n;
 }
 
@@ -527,8 +565,9 @@ static cJSON *stalls_json(const pb_ab_stalls *s) {
   cJSON_AddBoolToObject(o, "within_noise", have && s->fetch_within_noise && s->prep_within_noise);
   cJSON_AddBoolToObject(o, "fetch_within_noise", have && s->fetch_within_noise);
   cJSON_AddBoolToObject(o, "prep_within_noise", have && s->prep_within_noise);
-  add_repeat_bool(o, "fetch_measurable", s->repeated && have, s->fetch_measurable);
-  add_repeat_bool(o, "prep_measurable", s->repeated && have, s->prep_measurable);
+  bool split = s->decisive && s->warm_decisive && have; /* null: one run each, or too few repeats to tell */
+  add_repeat_bool(o, "fetch_measurable", split, s->fetch_measurable);
+  add_repeat_bool(o, "prep_measurable", split, s->prep_measurable);
   return o;
 }
 
@@ -549,7 +588,7 @@ static cJSON *ab_json(const ab_ctx *c) {
   pb_multi_add_number(ratios, "real_warm_over_synthetic", c->x.s.ratio_warm, FRAC);
   pb_multi_add_number(o, "lost_samples_per_s", c->x.s.lost_per_s, PER_S);
   cJSON_AddItemToObject(o, "stalls", stalls_json(&c->x.s));
-  add_repeat_bool(o, "no_measurable_difference", c->x.s.repeated, !c->x.s.real_differs);
+  add_repeat_bool(o, "no_measurable_difference", c->x.s.decisive, !c->x.s.real_differs);
   cJSON_AddStringToObject(o, "verdict", c->verdict);
   cJSON_AddBoolToObject(o, "cold_cache_effective", c->cold_effective);
   cJSON_AddBoolToObject(o, "warm_cache_effective", c->warm_effective);
@@ -602,8 +641,13 @@ static void print_intervals(const ab_ctx *c, FILE *out) {
   if (c->repeats == 1) return;
   for (int k = 0; k < AB_RUNS; k++) {
     char iv[160], text[256];
-    snprintf(text, sizeof text, "%s: %s samples/s over %d repeats", k_label[k],
-             pb_interval_text(&c->x.side[k].rate, 1, iv, sizeof iv), c->x.side[k].rate.n);
+    int n = c->x.side[k].rate.n, runs = reps_run(c, k);
+    if (n == runs)
+      snprintf(text, sizeof text, "%s: %s samples/s over %d repeats", k_label[k],
+               pb_interval_text(&c->x.side[k].rate, 1, iv, sizeof iv), n);
+    else
+      snprintf(text, sizeof text, "%s: %s samples/s over %d of %d repeats (the others failed or were interrupted)",
+               k_label[k], pb_interval_text(&c->x.side[k].rate, 1, iv, sizeof iv), n, runs);
     wrapped(out, k == 0 ? "median" : "", text);
   }
 }

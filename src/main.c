@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyze.h"
@@ -55,7 +56,9 @@ static const char *const k_usage =
     "  --quiet, --no-progress, --no-trace   less output\n"
     "  --seed N                 overrides the config's seed\n"
     "  --repeat N               run, ab, sweep, tune: each measurement N times (1..100, default 1): the median\n"
-    "                           with a 95 % interval, and \"no measurable difference\" where intervals overlap\n"
+    "                           with a 95 % interval, or what n allows (n <= 5: min..max, 50 % at n = 2); \"no\n"
+    "                           measurable difference\" where intervals overlap, and \"too few repeats to tell\"\n"
+    "                           below 90 % (n <= 4)\n"
     "\n"
     "exit status: 0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted\n";
 
@@ -367,8 +370,70 @@ static int cmd_gen(cli *c, const pb_config *cfg) {
   return pb_gen(cfg, &g);
 }
 
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* repeats.median_repeat of <dir>/report.json (1-based), or 0 when there is none. */
+static int median_repeat_of(const char *dir) {
+  char path[PB_PATH_LEN + 32];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  FILE *f = fopen(path, "rb");
+  char *text = f ? malloc(1 << 22) : NULL; /* report.json is tens of KB */
+  size_t n = text ? fread(text, 1, (1 << 22) - 1, f) : 0;
+  if (f) fclose(f);
+  if (!text) return 0;
+  text[n] = '\0';
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  cJSON *k = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "repeats"), "median_repeat");
+  int r = cJSON_IsNumber(k) && k->valuedouble >= 1 && k->valuedouble <= PB_REPEAT_MAX ? (int)k->valuedouble : 0;
+  cJSON_Delete(j);
+  return r;
+}
+
+/* A directory of repeats (run --repeat; a measurement of ab, sweep or tune with --repeat) has no trace.json
+ * of its own: analyze takes its median repeat's, <dir>/repeat-K (report.json's repeats.median_repeat), and
+ * says so on stderr.  Without a median repeat with a trace it names the repeats' directories (exit 2).
+ * 0 with out empty: not such a directory (analyze goes on with PATH as it is). */
+static int repeats_dir(const cli *c, char *out, size_t len) {
+  char path[PB_PATH_LEN + 64];
+  out[0] = '\0';
+  snprintf(path, sizeof path, "%s/trace.json", c->path);
+  if (!is_dir(c->path) || is_file(path)) return 0;
+  snprintf(path, sizeof path, "%s/repeat-1", c->path);
+  if (!is_dir(path)) return 0;
+  int k = median_repeat_of(c->path), n = 1;
+  snprintf(path, sizeof path, "%s/repeat-%d/trace.json", c->path, k);
+  if (k && is_file(path)) {
+    snprintf(out, len, "%s/repeat-%d", c->path, k);
+    if (!c->run.quiet)
+      fprintf(stderr, "pipebench: analyze: %s holds repeats (--repeat): analyzing the median one, %s\n", c->path, out);
+    return 0;
+  }
+  for (;; n++) {
+    snprintf(path, sizeof path, "%s/repeat-%d", c->path, n + 1);
+    if (!is_dir(path)) break;
+  }
+  char clean[256];
+  fprintf(stderr, "pipebench: %s: a directory of %d repeats (--repeat) with no trace.json of its own and no median "
+          "repeat's to take (expected one of its repeats: %s/repeat-1 .. repeat-%d)\n",
+          pb_cfg_clean(c->path, 160, clean, sizeof clean), n, clean, n);
+  return PB_EXIT_USAGE;
+}
+
 static int cmd_analyze(cli *c) {
   if (!c->path) return usage_error("%s: no PATH (expected pipebench analyze TRACE.json|RUN_DIR)", c->command);
+  static char median[PB_PATH_LEN + 64];
+  int rc = repeats_dir(c, median, sizeof median);
+  if (rc) return rc;
+  if (median[0]) c->path = median;
   if (!c->run.formats_given) c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML;
   /* files asked for by name, with nowhere to write them: say so rather than write nothing */
   unsigned files = c->run.formats & (unsigned)(PB_FMT_JSON | PB_FMT_CSV | PB_FMT_HTML | PB_FMT_TRACE);

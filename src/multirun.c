@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "engine.h"
 #include "gen.h"
 #include "html.h"
@@ -20,6 +21,26 @@ int pb_multi_load(const pb_multi *m, const char *const *sets, int nsets, pb_conf
   return pb_config_load(cfg, m->config_file, all, n, err);
 }
 
+/* A GPU asked for (--device gpu, or device.kind gpu without --device) that cannot be opened fails here,
+ * once, as a plain run would fail (exit 1, one line); auto falls back and emulated always opens. */
+static int probe_device(const pb_multi *m, const pb_config *cfg) {
+  pb_device_kind kind = m->device_given ? m->run.device : cfg->device.kind;
+  if (kind != PB_DEVICE_GPU) return 0;
+  pb_device *d = calloc(1, sizeof *d);
+  if (!d) return PB_EXIT_RUNTIME;
+  char notice[256];
+  pb_err err;
+  int rc = 0;
+  if (pb_device_open(d, cfg, kind, notice, sizeof notice, &err)) {
+    fprintf(stderr, "pipebench: %s: %s\n", cfg->file, err.msg);
+    rc = PB_EXIT_RUNTIME;
+  } else {
+    pb_device_close(d);
+  }
+  free(d);
+  return rc;
+}
+
 int pb_multi_begin(pb_multi *m, const char *const *sets, int nsets, pb_config *base, bool needs_real_data) {
   pb_err err;
   if (pb_multi_load(m, sets, nsets, base, &err)) {
@@ -31,6 +52,10 @@ int pb_multi_begin(pb_multi *m, const char *const *sets, int nsets, pb_config *b
     return PB_EXIT_USAGE;
   }
   int rc = needs_real_data ? pb_gen_if_missing(base, m->run.quiet, m->run.no_progress) : 0;
+  /* run --repeat refuses what a plain run refuses before it makes its directory, once: a pipeline over
+   * limits.max_memory_mb (exit 2), a GPU that cannot be opened (exit 1) */
+  if (!rc && strcmp(m->command, "run") == 0) rc = pb_run_plan_memory(base, m->run.synthetic, false);
+  if (!rc && strcmp(m->command, "run") == 0) rc = probe_device(m, base);
   if (rc) return rc;
   snprintf(m->name, sizeof m->name, "%s", base->name);
   /* run --repeat makes the directory a run would: pipebench-out/<name>-<UTC time> */
@@ -149,7 +174,7 @@ static cJSON *repeats_report(const pb_multi *m, const char *name, const pb_run_f
   if (r < 0) return NULL;
   pb_multi_repeat_name(m, name, r, sub, sizeof sub);
   snprintf(median_dir, len, "%s/%s", m->out_dir, sub);
-  return pb_repeat_report(median_dir, pb_repeat_json(runs, nruns, s));
+  return pb_repeat_report(median_dir, pb_repeat_json(runs, nruns, s), pb_repeat_any_interrupted(runs, nruns));
 }
 
 int pb_multi_write_repeats(const pb_multi *m, const char *name, const pb_run_figures *runs, int nruns,
@@ -158,7 +183,9 @@ int pb_multi_write_repeats(const pb_multi *m, const char *name, const pb_run_fig
   char median_dir[PB_PATH_LEN + 192], dir[PB_PATH_LEN + 192];
   cJSON *tree = repeats_report(m, name, runs, nruns, s, median_dir, sizeof median_dir);
   snprintf(dir, sizeof dir, "%s/%s", m->out_dir, name);
-  int rc = tree ? pb_repeat_write_report(dir, median_dir, tree) : PB_EXIT_RUNTIME;
+  char title[192];
+  snprintf(title, sizeof title, "pipebench report: %s", m->name);
+  int rc = tree ? pb_repeat_write_report(dir, median_dir, tree, true, title) : PB_EXIT_RUNTIME;
   cJSON_Delete(tree);
   return rc;
 }
@@ -193,7 +220,7 @@ static int run_one_repeat(run_repeats *x, int r) {
   if (!m->run.quiet)
     fprintf(stderr, "pipebench: run: repeat %d/%d: %.2f s, %s samples/s%s\n", r + 1, m->repeat, x->runs[r].wall_s,
             isfinite(x->runs[r].samples_per_s) ? (snprintf(b, sizeof b, "%.1f", x->runs[r].samples_per_s), b) : "n/a",
-            rc == PB_EXIT_INTERRUPTED ? " (interrupted)" : rc ? " (failed)" : "");
+            rc == PB_EXIT_INTERRUPTED ? " (interrupted: it does not count)" : rc ? " (failed: it does not count)" : "");
   return rc;
 }
 
@@ -210,18 +237,37 @@ static int run_repeats_all(run_repeats *x) {
   return 0;
 }
 
-/* <out>/report.json, and on stdout the median repeat's summary with the intervals (or the JSON). */
+/* After an interrupt, the line a plain run prints, for the repeats: what was stopped and what the figures
+ * are of. */
+static void print_interrupted(FILE *out, const run_repeats *x, const pb_repeat_summary *s) {
+  fprintf(out, "%-14sINTERRUPTED: the repeats were stopped, %d of %d run; the figures are of the %d that "
+          "completed\n", "status", x->nruns, x->m->repeat, s->n);
+}
+
+/* <out>/repeats.csv (--format csv): the intervals as a table. */
+static int write_csv(const pb_multi *m, const pb_repeat_summary *s) {
+  if (!(m->run.formats & PB_FMT_CSV)) return 0;
+  char path[PB_PATH_LEN + 32];
+  snprintf(path, sizeof path, "%s/repeats.csv", m->out_dir);
+  return pb_repeat_write_csv(path, s);
+}
+
+/* <out>/report.json and report.html, and on stdout the median repeat's summary with the intervals (or the
+ * JSON). */
 static int finish_repeats(run_repeats *x, int rc) {
   pb_multi *m = x->m;
   pb_repeat_summary s;
   pb_repeat_summarize(x->runs, x->nruns, &s);
-  char median_dir[PB_PATH_LEN + 192];
+  char median_dir[PB_PATH_LEN + 192], title[192];
   if (report_repeat(x->runs, x->nruns, &s) < 0) return rc ? rc : PB_EXIT_RUNTIME;
   cJSON *tree = repeats_report(m, "", x->runs, x->nruns, &s, median_dir, sizeof median_dir);
-  /* a signal that cut the repeats short interrupted the command, whichever repeat the copy is of */
+  /* a signal between two repeats interrupted the command too, though no repeat was cut */
   if (tree && rc == PB_EXIT_INTERRUPTED) cJSON_ReplaceItemInObject(tree, "interrupted", cJSON_CreateTrue());
-  int wrc = tree ? pb_repeat_write_report(m->out_dir, median_dir, m->run.formats & PB_FMT_JSON ? tree : NULL)
+  snprintf(title, sizeof title, "pipebench report: %s", m->name);
+  int wrc = tree ? pb_repeat_write_report(m->out_dir, median_dir, tree, m->run.formats & PB_FMT_JSON, title)
                  : PB_EXIT_RUNTIME;
+  int crc = write_csv(m, &s);
+  if (!wrc) wrc = crc;
   if (tree && m->run.json_stdout) {
     char *text = pb_json_print(tree, true);
     if (text) printf("%s\n", text);
@@ -230,6 +276,7 @@ static int finish_repeats(run_repeats *x, int rc) {
     int r = report_repeat(x->runs, x->nruns, &s);
     if (x->text[r]) fputs(x->text[r], stdout);
     pb_repeat_print_text(stdout, x->runs, x->nruns, &s);
+    if (rc == PB_EXIT_INTERRUPTED) print_interrupted(stdout, x, &s);
   }
   cJSON_Delete(tree);
   return rc ? rc : wrc;

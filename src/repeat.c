@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "html.h"
 #include "report.h"
 
 /* ---------- --repeat ---------- */
@@ -82,6 +83,22 @@ bool pb_intervals_differ(const pb_interval *a, const pb_interval *b) {
   return pb_interval_above(a, b) || pb_interval_above(b, a);
 }
 
+bool pb_interval_decisive(const pb_interval *iv) {
+  return pb_interval_has(iv) && iv->coverage >= PB_REPEAT_MIN_COVERAGE - 1e-12;
+}
+
+pb_diff pb_interval_compare(const pb_interval *a, const pb_interval *b) {
+  if (!pb_interval_decisive(a) || !pb_interval_decisive(b)) return PB_DIFF_UNDECIDED;
+  return pb_interval_above(a, b) ? PB_DIFF_ABOVE : pb_interval_above(b, a) ? PB_DIFF_BELOW : PB_DIFF_OVERLAP;
+}
+
+const char *pb_interval_undecided_text(const pb_interval *iv, char *out, size_t len) {
+  if (pb_interval_decisive(iv)) snprintf(out, len, "%s", "");
+  else if (pb_interval_has(iv)) snprintf(out, len, "too few repeats to tell (coverage %.1f %%)", 100 * iv->coverage);
+  else snprintf(out, len, "too few repeats to tell (%d counted, no interval)", iv->n);
+  return out;
+}
+
 const char *pb_interval_text(const pb_interval *iv, int decimals, char *out, size_t len) {
   if (iv->n == 0) snprintf(out, len, "n/a");
   else if (!pb_interval_has(iv)) snprintf(out, len, "%.*f", decimals, iv->median);
@@ -128,7 +145,8 @@ void pb_run_figures_of(const pb_report *r, int status, double wall_s, pb_run_fig
   f->accelerator_utilization_pct = have ? r->accelerator_utilization_pct : NAN;
   f->input_bound_pct = have ? r->input_bound_pct : NAN;
   f->classification = have ? r->classification : NULL;
-  f->interrupted = have && r->interrupted;
+  /* a run that exits 130 was interrupted, whether or not the signal came before its report said so */
+  f->interrupted = (have && r->interrupted) || status == PB_EXIT_INTERRUPTED;
   if (have) snprintf(f->bottleneck, sizeof f->bottleneck, "%s", r->bottleneck_stage);
 }
 
@@ -175,20 +193,45 @@ void pb_repeat_summarize(const pb_run_figures *runs, int nruns, pb_repeat_summar
   s->median_repeat = median_repeat(runs, nruns);
 }
 
+bool pb_repeat_any_interrupted(const pb_run_figures *runs, int nruns) {
+  for (int i = 0; i < nruns; i++)
+    if (runs[i].interrupted || runs[i].status == PB_EXIT_INTERRUPTED) return true;
+  return false;
+}
+
+/* The repeat whose figures stand for the measurement: the median one, else the last that wrote a report,
+ * else the first. */
+static int stand_in(const pb_run_figures *runs, int nruns, const pb_repeat_summary *s) {
+  if (s->median_repeat >= 0) return s->median_repeat;
+  for (int r = nruns - 1; r >= 0; r--)
+    if (runs[r].have) return r;
+  return 0;
+}
+
 void pb_repeat_figures(const pb_run_figures *runs, int nruns, const pb_repeat_summary *s, pb_run_figures *out) {
   if (nruns <= 0) {
     pb_run_figures_of(NULL, -1, 0, out);
     return;
   }
-  *out = runs[s->median_repeat >= 0 ? s->median_repeat : 0];
-  if (s->n == 0) return;
-  out->samples_per_s = s->samples_per_s.median;
+  *out = runs[stand_in(runs, nruns, s)];
+  out->samples_per_s = s->samples_per_s.median; /* NAN when none counts: only counted repeats make figures */
   out->batches_per_s = s->batches_per_s.median;
   out->device_idle_pct = s->device_idle_pct.median;
   out->accelerator_utilization_pct = s->accelerator_utilization_pct.median;
   out->input_bound_pct = s->input_bound_pct.median;
-  for (int i = 0; i < nruns; i++) /* a configuration fails when one of its repeats failed */
-    if (runs[i].status > 0 && out->status == 0) out->status = runs[i].status;
+  if (s->n == 0) { /* the stand-in's classification and bottleneck are of a run that does not count */
+    out->classification = NULL;
+    out->bottleneck[0] = '\0';
+  }
+  out->wall_s = 0;
+  int failure = 0;
+  for (int i = 0; i < nruns; i++) {
+    out->wall_s += runs[i].wall_s;
+    if (runs[i].status > 0 && !failure) failure = runs[i].status; /* the first failure */
+  }
+  if (failure) out->status = failure;
+  out->interrupted = pb_repeat_any_interrupted(runs, nruns);
+  if (out->interrupted) out->status = PB_EXIT_INTERRUPTED;
 }
 
 /* The bottlenecks the measured repeats named, each with how many named it, in order of first appearance. */
@@ -262,11 +305,16 @@ static void print_bottlenecks(FILE *out, const pb_run_figures *runs, int nruns, 
 void pb_repeat_print_text(FILE *out, const pb_run_figures *runs, int nruns, const pb_repeat_summary *s) {
   char buf[160];
   if (s->n == 0) {
-    fprintf(out, "\n%-*snone of %d measured a rate: no median, no interval\n", LABEL, "repeats", s->runs);
+    fprintf(out, "\n%-*snone of %d completed and measured a rate: no median, no interval\n", LABEL, "repeats",
+            s->runs);
     return;
   }
-  fprintf(out, "\n%-*s%d of %d measured; the summary above is repeat %d's, the median samples/s\n", LABEL, "repeats",
-          s->n, s->runs, s->median_repeat + 1);
+  if (s->n % 2)
+    fprintf(out, "\n%-*s%d of %d counted; the summary above is repeat %d's, the median samples/s\n", LABEL,
+            "repeats", s->n, s->runs, s->median_repeat + 1);
+  else
+    fprintf(out, "\n%-*s%d of %d counted; the summary above is repeat %d's, the lower of the two middle\n%-*ssamples/s "
+            "(the median is their mean)\n", LABEL, "repeats", s->n, s->runs, s->median_repeat + 1, LABEL, "");
   static const char *const labels[] = {"samples/s", "device idle %", "AU %", "input-bound %"};
   const pb_interval *iv[] = {&s->samples_per_s, &s->device_idle_pct, &s->accelerator_utilization_pct,
                              &s->input_bound_pct};
@@ -305,28 +353,18 @@ static int write_file(const char *path, const char *data, size_t len) {
   return rc;
 }
 
-/* The median repeat's report.html, so that <dir> is a run directory a page can link to. */
-static int copy_html(const char *dir, const char *median_dir) {
-  char from[PB_PATH_LEN + 32], to[PB_PATH_LEN + 32];
-  snprintf(from, sizeof from, "%s/report.html", median_dir);
-  snprintf(to, sizeof to, "%s/report.html", dir);
-  size_t len = 0;
-  char *html = read_file(from, &len);
-  if (!html) return 0; /* not asked for (--format) */
-  int rc = write_file(to, html, len);
-  free(html);
-  if (rc) fprintf(stderr, "pipebench: %s: cannot write the HTML report: %s\n", to, strerror(-rc));
-  return rc ? PB_EXIT_RUNTIME : 0;
-}
-
-cJSON *pb_repeat_report(const char *median_dir, cJSON *repeats) {
+cJSON *pb_repeat_report(const char *median_dir, cJSON *repeats, bool interrupted) {
   char from[PB_PATH_LEN + 32];
   snprintf(from, sizeof from, "%s/report.json", median_dir);
   size_t len = 0;
   char *text = read_file(from, &len);
   cJSON *report = text ? cJSON_Parse(text) : NULL;
   free(text);
-  if (cJSON_IsObject(report) && repeats && cJSON_AddItemToObject(report, "repeats", repeats)) return report;
+  if (cJSON_IsObject(report) && repeats && cJSON_AddItemToObject(report, "repeats", repeats)) {
+    /* a signal that cut the repeats short interrupted the measurement, whichever repeat this is a copy of */
+    if (interrupted) cJSON_ReplaceItemInObject(report, "interrupted", cJSON_CreateTrue());
+    return report;
+  }
   cJSON_Delete(repeats); /* not taken over */
   cJSON_Delete(report);
   fprintf(stderr, "pipebench: %s: cannot read the median repeat's report (expected the report.json it wrote)\n",
@@ -334,18 +372,81 @@ cJSON *pb_repeat_report(const char *median_dir, cJSON *repeats) {
   return NULL;
 }
 
-int pb_repeat_write_report(const char *dir, const char *median_dir, const cJSON *report) {
+/* The page data of a run's report.html: the JSON between the pb-data script's tags (reports/html.c writes
+ * "<" and ">" inside it as \\u003c and \\u003e, which JSON reads back as they were). */
+static cJSON *page_data(const char *html) {
+  static const char open_tag[] = "<script id=\"pb-data\" type=\"application/json\">";
+  const char *start = strstr(html, open_tag);
+  const char *end = start ? strstr(start + sizeof open_tag - 1, "</script>") : NULL;
+  if (!end) return NULL;
+  start += sizeof open_tag - 1;
+  return cJSON_ParseWithLength(start, (size_t)(end - start));
+}
+
+/* <dir>/report.html: the median repeat's page with `report` as its report, so that the page and
+ * <dir>/report.json agree (interrupted, repeats). */
+static int write_html(const char *dir, const char *median_dir, const cJSON *report, const char *title) {
+  char from[PB_PATH_LEN + 32], to[PB_PATH_LEN + 32];
+  snprintf(from, sizeof from, "%s/report.html", median_dir);
+  snprintf(to, sizeof to, "%s/report.html", dir);
+  size_t len = 0;
+  char *html = read_file(from, &len);
+  if (!html) return 0; /* not asked for (--format), or left out after a signal */
+  cJSON *data = page_data(html);
+  free(html);
+  cJSON *copy = data && report ? cJSON_Duplicate(report, true) : NULL;
+  int rc = -EINVAL;
+  if (copy && cJSON_ReplaceItemInObject(data, "report", copy)) {
+    cJSON_ReplaceItemInObject(data, "out_dir", cJSON_CreateString(dir));
+    rc = pb_html_write(to, title, data);
+  } else {
+    cJSON_Delete(copy);
+  }
+  cJSON_Delete(data);
+  if (rc) fprintf(stderr, "pipebench: %s: cannot write the HTML report: %s\n", to, strerror(-rc));
+  return rc ? PB_EXIT_RUNTIME : 0;
+}
+
+int pb_repeat_write_report(const char *dir, const char *median_dir, const cJSON *report, bool json, const char *title) {
   char to[PB_PATH_LEN + 32];
   snprintf(to, sizeof to, "%s/report.json", dir);
-  char *text = report ? pb_json_print((cJSON *)report, true) : NULL;
+  char *text = report && json ? pb_json_print((cJSON *)report, true) : NULL;
   size_t n = text ? strlen(text) : 0;
   char *line = text ? realloc(text, n + 2) : NULL; /* a final newline, as the run's report.json has */
   if (line) memcpy(line + n, "\n", 2);
-  int rc = !report ? 0 : line ? write_file(to, line, n + 1) : -ENOMEM;
+  int rc = !(report && json) ? 0 : line ? write_file(to, line, n + 1) : -ENOMEM;
   free(line ? line : text);
   if (rc) {
     fprintf(stderr, "pipebench: %s: cannot write the report: %s\n", to, strerror(-rc));
     return PB_EXIT_RUNTIME;
   }
-  return copy_html(dir, median_dir);
+  return report ? write_html(dir, median_dir, report, title) : 0;
+}
+
+int pb_repeat_write_csv(const char *path, const pb_repeat_summary *s) {
+  static const char *const names[] = {"samples_per_s", "device_idle_pct", "accelerator_utilization_pct",
+                                      "input_bound_pct"};
+  const pb_interval *iv[] = {&s->samples_per_s, &s->device_idle_pct, &s->accelerator_utilization_pct,
+                             &s->input_bound_pct};
+  static const int decimals[] = {1, 2, 2, 2};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return fprintf(stderr, "pipebench: %s: out of memory\n", path), PB_EXIT_RUNTIME;
+  fprintf(f, "figure,median,lo,hi,coverage_pct,n,runs\n");
+  for (size_t i = 0; i < PB_ARRAY_LEN(names); i++) {
+    fprintf(f, "%s", names[i]);
+    const double v[] = {iv[i]->median, iv[i]->lo, iv[i]->hi};
+    for (size_t j = 0; j < PB_ARRAY_LEN(v); j++) { /* an empty cell: not available, as the other CSV tables */
+      if (isfinite(v[j])) fprintf(f, ",%.*f", decimals[i], v[j]);
+      else fputc(',', f);
+    }
+    if (isfinite(iv[i]->coverage)) fprintf(f, ",%.2f", 100 * iv[i]->coverage);
+    else fputc(',', f);
+    fprintf(f, ",%d,%d\n", iv[i]->n, s->runs);
+  }
+  int rc = fclose(f) == 0 && text ? write_file(path, text, len) : -ENOMEM;
+  free(text);
+  if (rc) fprintf(stderr, "pipebench: %s: cannot write the table: %s\n", path, strerror(-rc));
+  return rc ? PB_EXIT_RUNTIME : 0;
 }

@@ -6,8 +6,13 @@
  * the largest rank whose coverage is still at least 95 % (the narrowest such pair); when even (min, max)
  * covers less (n <= 5), the interval is (min, max) with the coverage it has (n = 5: 93.75 %).
  *
- * Two configurations differ measurably only when their intervals do not overlap: everything that names a
- * winner (ab's verdict, sweep's and tune's best) says "no measurable difference" otherwise. */
+ * Two configurations differ measurably only when their intervals do not overlap and both cover at least
+ * 90 % (n >= 5): everything that names a winner (ab's verdict, sweep's and tune's best) says "no measurable
+ * difference" when they overlap, and "too few repeats to tell" when an interval is missing or covers less.
+ *
+ * Which repeats count (one rule for run, ab, sweep and tune): a repeat that completed (exit 0) and measured
+ * a rate.  A failed or interrupted repeat counts in no median and no interval; a measurement none of whose
+ * repeats counts has no figures (null). */
 #ifndef PB_REPEAT_H
 #define PB_REPEAT_H
 
@@ -20,6 +25,10 @@
 
 #define PB_REPEAT_MAX 100
 #define PB_REPEAT_TARGET_COVERAGE 0.95
+/* The least coverage an interval needs to decide a difference: n <= 4 (87.5 % at most) cannot. */
+#define PB_REPEAT_MIN_COVERAGE 0.90
+/* The fewest values whose (min, max) covers PB_REPEAT_MIN_COVERAGE (n = 5: 93.75 %). */
+#define PB_REPEAT_MIN_DECISIVE 5
 
 /* --repeat's value: an integer from 1 to PB_REPEAT_MAX.  0, or -EINVAL with err set to one line. */
 int pb_repeat_parse(const char *text, int *n, pb_err *err);
@@ -46,11 +55,29 @@ void pb_interval_of(const double *values, int n, pb_interval *iv);
 /* There is an interval (two values or more). */
 bool pb_interval_has(const pb_interval *iv);
 
-/* a lies wholly above b: both have intervals and a.lo > b.hi. */
+/* a lies wholly above b: both have intervals and a.lo > b.hi (whatever their coverage: the geometry only;
+ * decisions use pb_interval_compare). */
 bool pb_interval_above(const pb_interval *a, const pb_interval *b);
 
-/* The two differ measurably: both have intervals and they do not overlap. */
+/* The two do not overlap: both have intervals and one lies wholly above the other (geometry only). */
 bool pb_intervals_differ(const pb_interval *a, const pb_interval *b);
+
+/* An interval that can decide a difference: two values or more, covering at least 90 %. */
+bool pb_interval_decisive(const pb_interval *iv);
+
+/* What two intervals allow to claim. */
+typedef enum pb_diff {
+  PB_DIFF_UNDECIDED = 0,        /* one has no interval, or covers less than 90 %: too few repeats to tell */
+  PB_DIFF_OVERLAP,              /* both decisive, and they overlap: no measurable difference */
+  PB_DIFF_ABOVE,                /* both decisive, a wholly above b */
+  PB_DIFF_BELOW,                /* both decisive, a wholly below b */
+} pb_diff;
+
+pb_diff pb_interval_compare(const pb_interval *a, const pb_interval *b);
+
+/* Why an interval cannot decide, for the text: "too few repeats to tell (coverage 75.0 %)", or "too few
+ * repeats to tell (1 counted, no interval)"; "" when it is decisive. */
+const char *pb_interval_undecided_text(const pb_interval *iv, char *out, size_t len);
 
 /* "1234.5 (1200.1-1250.3, 93.8 % interval)", or just the median (with `decimals`) without an interval,
  * or "n/a". */
@@ -79,7 +106,7 @@ typedef struct pb_run_figures {
 /* f from a run's report (r may be NULL: nothing was written). */
 void pb_run_figures_of(const struct pb_report *r, int status, double wall_s, pb_run_figures *f);
 
-/* A repeat counts when it succeeded and measured a rate. */
+/* A repeat counts when it completed (exit 0) and measured a rate (the rule above). */
 bool pb_run_figures_measured(const pb_run_figures *f);
 
 typedef struct pb_repeat_summary {
@@ -97,20 +124,32 @@ void pb_repeat_summarize(const pb_run_figures *runs, int nruns, pb_repeat_summar
  * memory. */
 cJSON *pb_repeat_json(const pb_run_figures *runs, int nruns, const pb_repeat_summary *s);
 
-/* The median repeat's figures as the configuration's own: its status, classification and bottleneck,
- * with the medians of the rates and percentages.  A summary of nothing measured gives the first run's. */
+/* The configuration's figures over its repeats: the medians of the rates and percentages over the repeats
+ * that count (NAN when none does), the median repeat's classification and bottleneck (none when none
+ * counts); status 130 when a repeat was interrupted, else the first failure's, else 0 (-1: none ran);
+ * interrupted whenever a repeat was (so always when status is 130); wall_s the repeats' sum. */
 void pb_repeat_figures(const pb_run_figures *runs, int nruns, const pb_repeat_summary *s, pb_run_figures *out);
+
+/* Whether any of the repeats was interrupted (status 130, or a report marked interrupted). */
+bool pb_repeat_any_interrupted(const pb_run_figures *runs, int nruns);
 
 /* The summary lines: one per figure, "median (lo-hi, C % interval)", and how many repeats named each
  * bottleneck. */
 void pb_repeat_print_text(FILE *out, const pb_run_figures *runs, int nruns, const pb_repeat_summary *s);
 
-/* <median_dir>/report.json with `repeats` added (taken over, also on failure): the report of a repeated
- * measurement.  NULL after one line on stderr. */
-cJSON *pb_repeat_report(const char *median_dir, cJSON *repeats);
+/* <median_dir>/report.json with `repeats` added (taken over, also on failure), and "interrupted": true when
+ * `interrupted` (a repeat of the measurement was, whichever repeat the copy is of): the report of a
+ * repeated measurement.  NULL after one line on stderr. */
+cJSON *pb_repeat_report(const char *median_dir, cJSON *repeats, bool interrupted);
 
-/* Writes `report` (NULL: none) as <dir>/report.json, and copies <median_dir>/report.html into <dir> when
- * there is one.  0, or PB_EXIT_RUNTIME after one line on stderr. */
-int pb_repeat_write_report(const char *dir, const char *median_dir, const cJSON *report);
+/* Writes `report` as <dir>/report.json when `json`, and <dir>/report.html from <median_dir>/report.html
+ * when there is one: that page's data with `report` (the tree above, interrupted and repeats included) in
+ * place of the repeat's own, titled `title`, so that the page says what report.json says.  0, or
+ * PB_EXIT_RUNTIME after one line on stderr. */
+int pb_repeat_write_report(const char *dir, const char *median_dir, const cJSON *report, bool json, const char *title);
+
+/* <path>: the intervals as a table (run --repeat with --format csv): figure,median,lo,hi,coverage_pct,n,runs
+ * for samples/s, device idle %, AU % and input-bound %.  0, or PB_EXIT_RUNTIME after one line. */
+int pb_repeat_write_csv(const char *path, const pb_repeat_summary *s);
 
 #endif

@@ -31,7 +31,8 @@ typedef struct sweep {
   pb_run_figures *rows;         /* per trial: its figures (with repeats, the medians) */
   pb_report *scratch;           /* the current run's report */
   int best;                     /* trial index, -1 = none */
-  bool no_difference;           /* with repeats: another trial's interval overlaps the best's */
+  pb_sweep_decision decision;   /* with repeats: what the intervals allow to claim about the best */
+  char undecided[256];          /* why, when PB_SWEEP_UNDECIDED */
 } sweep;
 
 /* ---------- the lists ---------- */
@@ -204,38 +205,85 @@ static const char *fmt_num(char *buf, size_t len, const char *fmt, double v) {
 
 static bool ran(const sweep *s, int t) { return s->status[t] >= 0 && s->rows[t].have; }
 
-/* Each trial's medians and intervals over the repeats it ran. */
+/* Each trial's medians and intervals over the repeats it ran; its status is its repeats' (130 when one was
+ * interrupted, else the first failure), the same in every output. */
 static void summarize(sweep *s) {
   for (int t = 0; t < s->ntrials; t++) {
     const pb_run_figures *runs = &s->runs[(size_t)t * s->repeats];
     pb_repeat_summarize(runs, s->nruns[t], &s->sums[t]);
     pb_repeat_figures(runs, s->nruns[t], &s->sums[t], &s->rows[t]);
+    if (s->nruns[t]) s->status[t] = s->rows[t].status;
   }
 }
 
+/* A trial that can be the best: all its repeats completed, and they measured a rate. */
 static bool measured(const sweep *s, int t) { return ran(s, t) && s->status[t] == 0 && !isnan(s->rows[t].samples_per_s); }
 
-/* With repeats, trial u (not the best) cannot be told from the best: their intervals overlap (or one has
- * none to compare). */
+/* Trial u (not the best) cannot be told from the best: both intervals decide, and they overlap. */
 static bool overlaps_best(const sweep *s, int u) {
-  return s->repeats > 1 && s->best >= 0 && u != s->best && measured(s, u) &&
-         !pb_intervals_differ(&s->sums[s->best].samples_per_s, &s->sums[u].samples_per_s);
+  return s->repeats > 1 && s->best >= 0 && u != s->best && s->status[u] >= 0 &&
+         pb_interval_compare(&s->sums[s->best].samples_per_s, &s->sums[u].samples_per_s) == PB_DIFF_OVERLAP;
 }
 
-/* The highest (median) samples/s; with repeats, whether another trial is within its interval. */
+/* Whether overlaps_best is decided for trial u: both intervals decide (else JSON null, CSV empty). */
+static bool overlap_decided(const sweep *s, int u) {
+  return s->repeats > 1 && s->best >= 0 && u != s->best && s->status[u] >= 0 &&
+         pb_interval_compare(&s->sums[s->best].samples_per_s, &s->sums[u].samples_per_s) != PB_DIFF_UNDECIDED;
+}
+
+pb_sweep_decision pb_sweep_decide(const pb_interval *rate, const bool *ran, int n, int best, char *why, size_t len) {
+  if (len) why[0] = '\0';
+  if (best < 0 || best >= n) return PB_SWEEP_NO_BEST;
+  if (!pb_interval_decisive(&rate[best])) {
+    pb_interval_undecided_text(&rate[best], why, len);
+    return PB_SWEEP_UNDECIDED;
+  }
+  for (int u = 0; u < n; u++) /* one decisive overlap settles it, whatever the others */
+    if (u != best && ran[u] && pb_interval_compare(&rate[best], &rate[u]) == PB_DIFF_OVERLAP) return PB_SWEEP_NO_DIFFERENCE;
+  int others = 0;
+  for (int u = 0; u < n; u++) {
+    if (u == best || !ran[u]) continue;
+    others++;
+    if (pb_interval_decisive(&rate[u])) continue;
+    char what[96];
+    pb_interval_undecided_text(&rate[u], what, sizeof what);
+    if (len) snprintf(why, len, "trial %d: %s", u + 1, what);
+    return PB_SWEEP_UNDECIDED;
+  }
+  if (others == 0) {
+    if (len) snprintf(why, len, "no other trial ran to compare it with");
+    return PB_SWEEP_UNDECIDED;
+  }
+  return PB_SWEEP_BEST;
+}
+
+/* The highest (median) samples/s; with repeats, what its interval allows to claim. */
 static void pick_best(sweep *s) {
   s->best = -1;
   for (int t = 0; t < s->ntrials; t++)
     if (measured(s, t) && (s->best < 0 || s->rows[t].samples_per_s > s->rows[s->best].samples_per_s)) s->best = t;
-  s->no_difference = false;
-  for (int u = 0; u < s->ntrials; u++) s->no_difference = s->no_difference || overlaps_best(s, u);
+  s->decision = PB_SWEEP_NO_BEST;
+  s->undecided[0] = '\0';
+  if (s->repeats == 1 || s->ntrials <= 0 || s->ntrials > PB_SWEEP_MAX_TRIALS) return;
+  size_t n = (size_t)s->ntrials;
+  pb_interval *rate = malloc(sizeof *rate * n);
+  bool *trial_ran = malloc(sizeof *trial_ran * n);
+  if (rate && trial_ran) {
+    for (int t = 0; t < s->ntrials; t++) {
+      rate[t] = s->sums[t].samples_per_s;
+      trial_ran[t] = s->status[t] >= 0;
+    }
+    s->decision = pb_sweep_decide(rate, trial_ran, s->ntrials, s->best, s->undecided, sizeof s->undecided);
+  }
+  free(rate);
+  free(trial_ran);
 }
 
 static int axis_width(const sweep *s, int a) { return (int)PB_MAX(8, strlen(s->axes[a].path)); }
 
 /* The marker after a row: the best, or with repeats the highest median and the trials within its interval. */
 static const char *row_mark(const sweep *s, int t) {
-  if (t == s->best) return s->no_difference ? "  <- highest median" : "  <- best";
+  if (t == s->best) return s->repeats > 1 && s->decision != PB_SWEEP_BEST ? "  <- highest median" : "  <- best";
   if (overlaps_best(s, t)) return "  ~ best";
   return s->status[t] == PB_EXIT_INTERRUPTED ? "  (interrupted)" : s->status[t] ? "  (failed)" : "";
 }
@@ -266,13 +314,17 @@ static void print_verdict(const sweep *s, FILE *out) {
   size_t n = 0;
   for (int u = 0; u < s->ntrials && n < sizeof list; u++)
     if (overlaps_best(s, u)) n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", n ? ", " : "", u + 1);
-  if (s->no_difference)
+  if (s->decision == PB_SWEEP_NO_DIFFERENCE)
     fprintf(out, "\nno measurable difference: the highest median, trial %d (%.1f samples/s), and trial(s) %s\n"
-                 "  overlap within their %.1f %% intervals; more --repeat narrows them\n",
-            s->best + 1, b->median, list, 100 * b->coverage);
-  else
+                 "  overlap within their intervals (%.1f %% for trial %d); more --repeat narrows them\n",
+            s->best + 1, b->median, list, 100 * b->coverage, s->best + 1);
+  else if (s->decision == PB_SWEEP_BEST)
     fprintf(out, "\nbest: trial %d, its interval (%.1f-%.1f samples/s, %.1f %%) above every other trial's\n",
             s->best + 1, b->lo, b->hi, 100 * b->coverage);
+  else
+    fprintf(out, "\nundecided: the highest median is trial %d (%.1f samples/s), but no trial is shown to be the best:\n"
+                 "  %s; %d or more completed repeats give intervals of at least %.0f %%\n",
+            s->best + 1, b->median, s->undecided, PB_REPEAT_MIN_DECISIVE, 100 * PB_REPEAT_MIN_COVERAGE);
 }
 
 static void print_table(const sweep *s, FILE *out) {
@@ -320,7 +372,8 @@ static void csv_row(const sweep *s, int t, FILE *f) {
     csv_num(f, iv->lo, 1);
     csv_num(f, iv->hi, 1);
     csv_num(f, 100 * iv->coverage, 2);
-    fprintf(f, ",%d", overlaps_best(s, t));
+    if (overlap_decided(s, t)) fprintf(f, ",%d", overlaps_best(s, t));
+    else fputc(',', f);
   }
   fputc('\n', f);
 }
@@ -355,18 +408,32 @@ static cJSON *trial_json(const sweep *s, int t) {
     return o;
   }
   cJSON_AddItemToObject(o, "repeats", pb_repeat_json(&s->runs[(size_t)t * s->repeats], s->nruns[t], &s->sums[t]));
-  cJSON_AddBoolToObject(o, "overlaps_best", overlaps_best(s, t));
+  if (overlap_decided(s, t)) cJSON_AddBoolToObject(o, "overlaps_best", overlaps_best(s, t));
+  else cJSON_AddNullToObject(o, "overlaps_best");
   return o;
 }
 
-/* With repeats: whether the best is measurably the best, and the trials its interval does not separate. */
+/* With repeats: whether the best is measurably the best, and the trials its interval does not separate;
+ * null where the intervals cannot decide (docs/TUNING.md). */
 static void add_difference(const sweep *s, cJSON *o) {
-  if (s->repeats == 1 || s->best < 0) {
+  static const char *const names[] = {[PB_SWEEP_BEST] = "best", [PB_SWEEP_NO_DIFFERENCE] = "no_measurable_difference",
+                                      [PB_SWEEP_UNDECIDED] = "undecided"};
+  if (s->repeats == 1 || s->decision == PB_SWEEP_NO_BEST) {
+    cJSON_AddNullToObject(o, "decision");
+    cJSON_AddNullToObject(o, "undecided_reason");
     cJSON_AddNullToObject(o, "no_measurable_difference");
     cJSON_AddNullToObject(o, "indistinguishable_from_best");
     return;
   }
-  cJSON_AddBoolToObject(o, "no_measurable_difference", s->no_difference);
+  cJSON_AddStringToObject(o, "decision", names[s->decision]);
+  if (s->decision == PB_SWEEP_UNDECIDED) {
+    cJSON_AddStringToObject(o, "undecided_reason", s->undecided);
+    cJSON_AddNullToObject(o, "no_measurable_difference");
+    cJSON_AddNullToObject(o, "indistinguishable_from_best");
+    return;
+  }
+  cJSON_AddNullToObject(o, "undecided_reason");
+  cJSON_AddBoolToObject(o, "no_measurable_difference", s->decision == PB_SWEEP_NO_DIFFERENCE);
   cJSON *ties = cJSON_AddArrayToObject(o, "indistinguishable_from_best");
   for (int u = 0; ties && u < s->ntrials; u++)
     if (overlaps_best(s, u)) cJSON_AddItemToArray(ties, cJSON_CreateNumber(u + 1));
@@ -411,25 +478,31 @@ static void show_trial(const sweep *s, int t, int r, const char *const *sets, do
           rc == PB_EXIT_INTERRUPTED ? " (interrupted)" : rc ? " (failed)" : "");
 }
 
-/* Repeat r of trial t into <out>/trial-NNN (with repeats, <out>/trial-NNN/repeat-R). */
+/* Repeat r of trial t into <out>/trial-NNN (with repeats, <out>/trial-NNN/repeat-R).  A config that no
+ * longer loads (checked before; its files may have changed) is the trial's failure, exit 2, kept in the
+ * table as "failed (exit 2)". */
 static int run_trial(sweep *s, int t, int r, pb_config *cfg) {
   char buf[PB_SWEEP_MAX_AXES][320], trial[32], name[64];
   const char *sets[PB_SWEEP_MAX_AXES];
   pb_err err;
+  pb_run_figures *f = &s->runs[(size_t)t * s->repeats + r];
   trial_sets(s, t, buf, sets);
-  if (pb_multi_load(s->m, sets, s->naxes, cfg, &err)) { /* checked before; the files may have changed */
+  int rc;
+  if (pb_multi_load(s->m, sets, s->naxes, cfg, &err)) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
-    return PB_EXIT_USAGE;
+    rc = PB_EXIT_USAGE;
+    pb_run_figures_of(NULL, rc, 0, f);
+  } else {
+    snprintf(trial, sizeof trial, "trial-%03d", t + 1);
+    pb_multi_repeat_name(s->m, trial, r, name, sizeof name);
+    uint64_t t0 = pb_now_ns();
+    rc = pb_multi_run(s->m, cfg, name, s->m->run.synthetic, s->scratch);
+    double wall_s = (double)(pb_now_ns() - t0) / 1e9;
+    pb_run_figures_of(s->scratch, rc, wall_s, f);
+    if (!s->m->run.quiet) show_trial(s, t, r, sets, wall_s, rc);
   }
-  snprintf(trial, sizeof trial, "trial-%03d", t + 1);
-  pb_multi_repeat_name(s->m, trial, r, name, sizeof name);
-  uint64_t t0 = pb_now_ns();
-  int rc = pb_multi_run(s->m, cfg, name, s->m->run.synthetic, s->scratch);
-  double wall_s = (double)(pb_now_ns() - t0) / 1e9;
-  pb_run_figures_of(s->scratch, rc, wall_s, &s->runs[(size_t)t * s->repeats + r]);
   s->nruns[t] = r + 1;
-  if (s->status[t] <= 0) s->status[t] = rc; /* the trial keeps its first failure */
-  if (!s->m->run.quiet) show_trial(s, t, r, sets, wall_s, rc);
+  if (s->status[t] <= 0) s->status[t] = rc; /* the trial keeps its first failure (summarize settles it) */
   return rc;
 }
 

@@ -45,8 +45,11 @@
 #define HEADROOM 1.10             /* allocation: threads for 10 % more than the target rate */
 #define MODEL_MISS_PCT 15.0       /* median |prediction error| above which the model is not trusted to stop */
 #define RANGE_MAX 256
-#define REMEASURE_MIN_PAIRS 3     /* the base and the best, re-measured interleaved at least this many times */
+/* The base and the best, re-measured interleaved at least this many times: 5 pairs give each a (min, max)
+ * interval of 93.75 %, the fewest that can decide a difference (repeat.h) */
+#define REMEASURE_MIN_PAIRS PB_REPEAT_MIN_DECISIVE
 #define CEILING_MATCH 0.01        /* a prediction within 1 % of the device's rate is that ceiling ("up to") */
+#define CEILING_NOISE_MAX 0.05    /* the run's noise widens the "reached" tolerance up to 5 %, no further */
 
 typedef struct knob {
   int stage;                    /* config stage index */
@@ -70,18 +73,24 @@ typedef struct trial {
   double longest_run_s;         /* its longest repeat */
   pb_report *rep;               /* its (median repeat's) report: the model and the analysis */
   int nruns;                    /* repeats run */
-  pb_run_figures *runs;         /* with repeats: each one's figures */
-  pb_repeat_summary sum;        /* with repeats: the medians and intervals */
+  pb_run_figures *runs;         /* each one's figures (one with --repeat 1) */
+  pb_repeat_summary sum;        /* the medians and intervals over the repeats that count */
 } trial;
 
 /* The base config and the best point run again after the search, interleaved (base, best, base, ...):
  * the gain is claimed only when the best's interval lies above the base's. */
 typedef struct remeasure {
-  int pairs;                    /* asked for; 0: not done (the base is the best, or nothing to compare) */
+  bool needed;                  /* the best is not the base config */
+  int pairs;                    /* asked for when needed */
+  double estimate_s;            /* its expected length: pairs x (the base's longest run + the best's) */
+  bool skipped;                 /* not run: it would have ended after --budget-s, or the search failed */
+  char why_not[160];            /* why it was not run, when skipped */
+  bool started, interrupted;
   int done[2];                  /* runs done: [0] base, [1] best */
   pb_run_figures runs[2][PB_REPEAT_MAX];
   pb_repeat_summary sum[2];
-  bool interrupted;
+  double wall_s;
+  pb_tune_outcome outcome;
 } remeasure;
 
 /* A trial's model of the pipeline (model.h, in its report), and what tune reads of it per knob. */
@@ -105,8 +114,8 @@ typedef struct tuner {
   trial trials[MAX_TRIALS];
   int ntrials, best, max_trials;
   double budget_s;
-  uint64_t t0_ns;
-  char stop_reason[256];
+  uint64_t t0_ns, search_end_ns;
+  char stop_reason[384];
   int ncpu;
   int repeats;                  /* --repeat: runs of each trial */
   remeasure re;
@@ -450,17 +459,35 @@ static int pick(const cand_list *cl, bool exploring) {
 
 static double elapsed_s(const tuner *t) { return (double)(pb_now_ns() - t->t0_ns) / 1e9; }
 
-/* The trial's samples/s: its run's, or with repeats their median. */
-static double measured(const trial *tr) {
-  if (tr->status != 0 || !tr->rep || !tr->rep->version) return NAN;
-  return tr->runs ? tr->sum.samples_per_s.median : tr->rep->samples_per_s;
+/* The search's own time, without the re-measure after it (all of it while the search runs). */
+static double search_s(const tuner *t) {
+  return (double)((t->search_end_ns ? t->search_end_ns : pb_now_ns()) - t->t0_ns) / 1e9;
 }
 
-/* An "up to" prediction that the run reached (within 1 % or the run's own noise): the device's rate was
- * the limit, and the distance to it says nothing about the model. */
+/* The trial's samples/s: the median of its repeats that count (its one run's with --repeat 1); NAN when
+ * a repeat failed or was interrupted (such a trial is never the best). */
+static double measured(const trial *tr) {
+  if (tr->status != 0 || !tr->rep || !tr->rep->version || !tr->runs || tr->sum.n == 0) return NAN;
+  return tr->sum.samples_per_s.median;
+}
+
+double pb_tune_ceiling_tolerance(double noise_pct) {
+  double noise = isfinite(noise_pct) && noise_pct > 0 ? noise_pct / 100 : 0;
+  return fmax(CEILING_MATCH, fmin(noise, CEILING_NOISE_MAX));
+}
+
+bool pb_tune_reached_ceiling(bool up_to, double predicted, double measured_per_s, double noise_pct) {
+  return up_to && isfinite(predicted) && !isnan(measured_per_s) &&
+         measured_per_s >= predicted * (1 - pb_tune_ceiling_tolerance(noise_pct));
+}
+
+/* The run's noise, in %, as its report says (NAN: unknown). */
+static double noise_pct(const trial *tr) { return tr->rep ? tr->rep->noise_pct : NAN; }
+
+/* An "up to" prediction that the run reached: the device's rate was the limit, and the distance to it says
+ * nothing about the model. */
 static bool reached_ceiling(const trial *tr) {
-  double m = measured(tr), noise = tr->rep && isfinite(tr->rep->noise_pct) ? tr->rep->noise_pct / 100 : 0;
-  return tr->up_to && !isnan(m) && m >= tr->predicted * (1 - fmax(CEILING_MATCH, noise));
+  return pb_tune_reached_ceiling(tr->up_to, tr->predicted, measured(tr), noise_pct(tr));
 }
 
 /* (predicted - measured) / measured x 100, NAN when either is missing or the prediction could not have
@@ -483,7 +510,7 @@ static void show_trial(const tuner *t, const trial *tr) {
   char pred[32] = "-", err[32] = "", pt[1024], over[48] = "";
   if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%s%.1f", tr->up_to ? "up to " : "", tr->predicted);
   if (!isnan(error_pct(tr))) snprintf(err, sizeof err, " (prediction error %+.1f %%)", error_pct(tr));
-  if (tr->runs) snprintf(over, sizeof over, " (median of %d)", tr->sum.n);
+  if (t->repeats > 1) snprintf(over, sizeof over, " (median of %d)", tr->sum.n);
   point_text(t, &tr->p, pt, sizeof pt);
   fprintf(stderr, "pipebench: tune: trial %d, %s: %s\n", t->ntrials, tr->change, pt);
   if (tr->status)
@@ -509,9 +536,10 @@ static void keep_median(tuner *t, trial *tr, const pb_report *reps, const char *
  * trial is chosen from this one, so trials cannot interleave.  The first that fails ends them. */
 static int run_repeats(tuner *t, trial *tr, const char *name) {
   pb_report *reps = t->repeats > 1 ? calloc((size_t)t->repeats, sizeof *reps) : NULL;
-  if (t->repeats > 1 && (!reps || !(tr->runs = calloc((size_t)t->repeats, sizeof *tr->runs)))) {
+  tr->runs = calloc((size_t)t->repeats, sizeof *tr->runs);
+  if (!tr->runs || (t->repeats > 1 && !reps)) {
     free(reps);
-    return PB_EXIT_RUNTIME;
+    return tr->status = PB_EXIT_RUNTIME;
   }
   for (int r = 0; r < t->repeats && !tr->status && !pb_signalled(); r++) {
     char sub[64];
@@ -522,11 +550,12 @@ static int run_repeats(tuner *t, trial *tr, const char *name) {
     double wall_s = (double)(pb_now_ns() - t0) / 1e9;
     tr->wall_s += wall_s;
     tr->longest_run_s = fmax(tr->longest_run_s, wall_s);
-    if (tr->runs) pb_run_figures_of(rep, rc, wall_s, &tr->runs[r]);
+    pb_run_figures_of(rep, rc, wall_s, &tr->runs[r]);
     tr->nruns = r + 1;
     tr->status = rc;
   }
   if (reps && tr->nruns) keep_median(t, tr, reps, name);
+  else pb_repeat_summarize(tr->runs, tr->nruns, &tr->sum);
   free(reps);
   if (tr->nruns == 0) tr->status = PB_EXIT_INTERRUPTED; /* signalled before its first run */
   return tr->status;
@@ -562,14 +591,23 @@ static double longest_trial_s(const tuner *t) {
   return s;
 }
 
-/* Pairs of the re-measure: --repeat N when N >= 3, else 3. */
+/* Pairs of the re-measure: --repeat N when N >= 5, else 5. */
 static int remeasure_pairs(const tuner *t) { return PB_MAX(t->repeats, REMEASURE_MIN_PAIRS); }
 
-/* The time the re-measure after the search will take, judged by the longest run so far. */
+double pb_tune_remeasure_reserve_s(int repeats, bool best_is_base, int pairs, double base_run_s, double best_run_s) {
+  if (repeats <= 1 || best_is_base) return 0;
+  return pairs * (base_run_s + best_run_s);
+}
+
+/* The re-measure's expected length now: pairs x (the base's longest run + the best's). */
+static double remeasure_estimate_s(const tuner *t) {
+  return remeasure_pairs(t) * (t->trials[0].longest_run_s + t->trials[t->best].longest_run_s);
+}
+
+/* The time the search keeps for the re-measure (pb_tune_remeasure_reserve_s). */
 static double remeasure_reserve_s(const tuner *t) {
-  double run_s = 0;
-  for (int i = 0; i < t->ntrials; i++) run_s = fmax(run_s, t->trials[i].longest_run_s);
-  return 2 * remeasure_pairs(t) * run_s;
+  return pb_tune_remeasure_reserve_s(t->repeats, t->best == 0, remeasure_pairs(t), t->trials[0].longest_run_s,
+                                     t->trials[t->best].longest_run_s);
 }
 
 /* Why the search stops now (in t->stop_reason), or false to go on. */
@@ -578,8 +616,8 @@ static bool should_stop(tuner *t, int without_gain) {
   if (t->ntrials >= t->max_trials)
     snprintf(t->stop_reason, sizeof t->stop_reason, "trial limit (%d)", t->max_trials);
   else if (elapsed_s(t) + longest_trial_s(t) + remeasure_reserve_s(t) > t->budget_s)
-    snprintf(t->stop_reason, sizeof t->stop_reason,
-             "time budget (--budget-s %g): another trial and the re-measure would end after it", t->budget_s);
+    snprintf(t->stop_reason, sizeof t->stop_reason, "time budget (--budget-s %g): another trial%s would end after it",
+             t->budget_s, remeasure_reserve_s(t) > 0 ? " and the re-measure" : "");
   else if (strcmp(best->rep->bottleneck_stage, "device") == 0 && best->rep->device_idle_pct < 3)
     snprintf(t->stop_reason, sizeof t->stop_reason, "the device is the limit (idle %.1f %%)", best->rep->device_idle_pct);
   else if (without_gain >= 2)
@@ -719,14 +757,25 @@ static int remeasure_one(tuner *t, pb_report *scratch, int side, int i) {
   return rc;
 }
 
-/* The best's interval lies above the base's: the only case in which tune claims a gain. */
-static bool gain_measurable(const remeasure *re) {
-  return pb_interval_above(&re->sum[RE_BEST].samples_per_s, &re->sum[RE_BASE].samples_per_s);
+pb_tune_outcome pb_tune_remeasure_outcome(bool needed, bool skipped, bool interrupted, const pb_interval *base,
+                                          const pb_interval *best) {
+  if (!needed) return PB_TUNE_NOT_NEEDED;
+  if (interrupted) return PB_TUNE_INTERRUPTED;
+  if (skipped) return PB_TUNE_NOT_REMEASURED;
+  switch (pb_interval_compare(best, base)) {
+  case PB_DIFF_ABOVE: return PB_TUNE_GAIN;
+  case PB_DIFF_BELOW: return PB_TUNE_BASE_FASTER;
+  case PB_DIFF_OVERLAP: return PB_TUNE_NO_DIFFERENCE;
+  default: return PB_TUNE_TOO_FEW;
+  }
 }
 
-/* The base's interval lies above the best's: the search's best was luck. */
-static bool best_slower(const remeasure *re) {
-  return pb_interval_above(&re->sum[RE_BASE].samples_per_s, &re->sum[RE_BEST].samples_per_s);
+const char *pb_tune_outcome_name(pb_tune_outcome o) {
+  static const char *const names[] = {[PB_TUNE_NOT_NEEDED] = NULL, [PB_TUNE_NOT_REMEASURED] = "not_remeasured",
+                                      [PB_TUNE_INTERRUPTED] = "interrupted", [PB_TUNE_TOO_FEW] = "too_few_repeats",
+                                      [PB_TUNE_GAIN] = "gain", [PB_TUNE_NO_DIFFERENCE] = "no_measurable_difference",
+                                      [PB_TUNE_BASE_FASTER] = "base_faster"};
+  return (unsigned)o < PB_ARRAY_LEN(names) ? names[o] : NULL;
 }
 
 static double remeasured_gain_pct(const remeasure *re) {
@@ -734,29 +783,73 @@ static double remeasured_gain_pct(const remeasure *re) {
   return base > 0 ? (best - base) / base * 100 : NAN;
 }
 
+/* The trial whose config tune writes: the best, unless the re-measure found the base measurably faster. */
+static int written_trial(const tuner *t) { return t->re.outcome == PB_TUNE_BASE_FASTER ? 0 : t->best; }
+
+static void settle(tuner *t) {
+  remeasure *re = &t->re;
+  for (int side = RE_BASE; side <= RE_BEST; side++) pb_repeat_summarize(re->runs[side], re->done[side], &re->sum[side]);
+  re->outcome = pb_tune_remeasure_outcome(re->needed, re->skipped, re->interrupted, &re->sum[RE_BASE].samples_per_s,
+                                          &re->sum[RE_BEST].samples_per_s);
+}
+
 static void show_remeasure(const tuner *t) {
-  if (t->m->run.quiet) return;
+  if (t->m->run.quiet || !t->re.started) return;
   const remeasure *re = &t->re;
   char a[160], b[160];
+  static const char *const what[] = {[PB_TUNE_INTERRUPTED] = "interrupted, no claim",
+                                     [PB_TUNE_TOO_FEW] = "too few runs completed to tell",
+                                     [PB_TUNE_GAIN] = "a measurable gain",
+                                     [PB_TUNE_NO_DIFFERENCE] = "no measurable difference",
+                                     [PB_TUNE_BASE_FASTER] = "the base config is measurably faster"};
   fprintf(stderr, "pipebench: tune: re-measured: base %s, best %s samples/s: %s\n",
           pb_interval_text(&re->sum[RE_BASE].samples_per_s, 1, a, sizeof a),
           pb_interval_text(&re->sum[RE_BEST].samples_per_s, 1, b, sizeof b),
-          gain_measurable(re) ? "a measurable gain" : best_slower(re) ? "the best is slower" : "no measurable difference");
+          (unsigned)re->outcome < PB_ARRAY_LEN(what) && what[re->outcome] ? what[re->outcome] : "-");
+}
+
+/* The search's stop reason, after an interrupt in the re-measure: the command was interrupted, the search
+ * had stopped for its own reason. */
+static void note_interrupted_remeasure(tuner *t) {
+  char was[256];
+  snprintf(was, sizeof was, "%.250s", t->stop_reason);
+  snprintf(t->stop_reason, sizeof t->stop_reason, "interrupted during the re-measure (the search had stopped: %s)",
+           was);
 }
 
 /* After the search: the base config and the best point again, interleaved (base, best, base, best, ...),
  * so a drifting machine moves both alike; a run that fails just does not count.  Nothing to do when the
- * base is the best.  Returns 0, or the exit status of an interrupt. */
-static int run_remeasure(tuner *t) {
+ * base is the best; not done when it would end after --budget-s (the search's gain is then reported as not
+ * re-measured).  `rc` is the search's exit status: an interrupted search leaves the re-measure undone.
+ * Returns the exit status. */
+static int run_remeasure(tuner *t, int rc) {
   remeasure *re = &t->re;
-  if (t->best <= 0) return 0;
+  re->needed = t->best > 0;
+  if (!re->needed) return rc;
+  re->pairs = remeasure_pairs(t);
+  re->estimate_s = remeasure_estimate_s(t);
+  re->interrupted = rc == PB_EXIT_INTERRUPTED || pb_signalled();
+  if (re->interrupted && rc != PB_EXIT_INTERRUPTED) note_interrupted_remeasure(t); /* the search had ended */
+  if (!re->interrupted && rc)
+    snprintf(re->why_not, sizeof re->why_not, "the search ended with exit %d", rc);
+  else if (!re->interrupted && elapsed_s(t) + re->estimate_s > t->budget_s)
+    snprintf(re->why_not, sizeof re->why_not, "%d pairs (~%.1f s) would end after --budget-s %g", re->pairs,
+             re->estimate_s, t->budget_s);
+  re->skipped = re->why_not[0] != '\0';
+  if (re->interrupted || re->skipped) {
+    settle(t);
+    if (re->skipped && !t->m->run.quiet)
+      fprintf(stderr, "pipebench: tune: not re-measuring trial %d against the base config: %s\n", t->best + 1,
+              re->why_not);
+    return rc ? rc : re->interrupted ? PB_EXIT_INTERRUPTED : 0;
+  }
   pb_report *scratch = calloc(1, sizeof *scratch);
   if (!scratch) return PB_EXIT_RUNTIME;
-  re->pairs = remeasure_pairs(t);
   if (!t->m->run.quiet)
-    fprintf(stderr, "pipebench: tune: re-measuring the base config and trial %d, %d pairs interleaved\n",
-            t->best + 1, re->pairs);
-  int rc = 0;
+    fprintf(stderr, "pipebench: tune: re-measuring the base config and trial %d, %d pairs interleaved (~%.1f s)\n",
+            t->best + 1, re->pairs, re->estimate_s);
+  uint64_t t0 = pb_now_ns();
+  re->started = true;
   for (int i = 0; i < re->pairs && !rc; i++)
     for (int side = RE_BASE; side <= RE_BEST && !rc; side++) {
       int status = pb_signalled() ? PB_EXIT_INTERRUPTED : remeasure_one(t, scratch, side, i);
@@ -764,8 +857,10 @@ static int run_remeasure(tuner *t) {
       else if (status == PB_EXIT_USAGE) rc = status;
     }
   free(scratch);
+  re->wall_s = (double)(pb_now_ns() - t0) / 1e9;
   re->interrupted = rc == PB_EXIT_INTERRUPTED;
-  for (int side = RE_BASE; side <= RE_BEST; side++) pb_repeat_summarize(re->runs[side], re->done[side], &re->sum[side]);
+  if (re->interrupted) note_interrupted_remeasure(t);
+  settle(t);
   show_remeasure(t);
   return rc;
 }
@@ -851,14 +946,26 @@ static void base_point(const tuner *t, point *p) {
 
 /* The trial's figures: its run's, or with repeats the medians and the median repeat's bottleneck. */
 static cJSON *trial_figures_json(const trial *tr, const char *dir) {
-  if (!tr->runs) return pb_multi_run_json(tr->rep, tr->status, dir);
+  if (!tr->runs) return pb_multi_run_json(NULL, tr->status, dir);
   pb_run_figures f;
   pb_repeat_figures(tr->runs, tr->nruns, &tr->sum, &f);
   f.status = tr->status;
   return pb_multi_figures_json(&f, dir);
 }
 
-#define CEILING_NOTE "predicted up to the device's rate, and the run reached it: not a check of the model"
+#define CEILING_NOTE                                                                                 \
+  "predicted up to the device's rate, and measured within the run's noise of it (at least 1 %, at most\n" \
+  "  5 %): not a check of the model"
+
+/* The trial's note: how close to the ceiling it measured, and the tolerance that makes it "reached". */
+static void ceiling_note(const trial *tr, char *out, size_t len) {
+  double m = measured(tr);
+  snprintf(out, len,
+           "predicted up to the device's rate (%.1f samples/s) and measured %.1f, %.1f %% below it, within the "
+           "tolerance of %.1f %% (the run's noise, at least 1 %%, at most 5 %%): not a check of the model",
+           tr->predicted, m, 100 * (tr->predicted - m) / tr->predicted,
+           100 * pb_tune_ceiling_tolerance(noise_pct(tr)));
+}
 
 static cJSON *trial_json(const tuner *t, int i) {
   const trial *tr = &t->trials[i];
@@ -872,39 +979,55 @@ static cJSON *trial_json(const tuner *t, int i) {
   pb_multi_add_number(o, "predicted_samples_per_s", tr->predicted, 1);
   cJSON_AddBoolToObject(o, "predicted_up_to", tr->up_to);
   pb_multi_add_number(o, "prediction_error_pct", error_pct(tr), 2);
-  if (reached_ceiling(tr)) cJSON_AddStringToObject(o, "prediction_note", CEILING_NOTE);
+  char note[320];
+  if (reached_ceiling(tr)) ceiling_note(tr, note, sizeof note);
+  if (reached_ceiling(tr)) cJSON_AddStringToObject(o, "prediction_note", note);
   else cJSON_AddNullToObject(o, "prediction_note");
   cJSON_AddBoolToObject(o, "best", i == t->best);
-  if (tr->runs) cJSON_AddItemToObject(o, "repeats", pb_repeat_json(tr->runs, tr->nruns, &tr->sum));
+  if (t->repeats > 1 && tr->runs) cJSON_AddItemToObject(o, "repeats", pb_repeat_json(tr->runs, tr->nruns, &tr->sum));
   else cJSON_AddNullToObject(o, "repeats");
   return o;
 }
 
-/* tune.json's "remeasure": each side's repeats object (with its trial), the boolean and the gain. */
+/* A boolean the re-measure decides: null where it decided nothing (not run, interrupted, too few). */
+static void add_decided(cJSON *o, const char *key, const remeasure *re, bool v) {
+  bool decided = re->outcome == PB_TUNE_GAIN || re->outcome == PB_TUNE_NO_DIFFERENCE || re->outcome == PB_TUNE_BASE_FASTER;
+  if (decided) cJSON_AddBoolToObject(o, key, v);
+  else cJSON_AddNullToObject(o, key);
+}
+
+/* tune.json's "remeasure": null when the base config is the best; else what it found (outcome), each side's
+ * repeats object (with its trial; null when it did not run), the booleans and the gain of the medians. */
 static cJSON *remeasure_json(const tuner *t) {
   const remeasure *re = &t->re;
-  if (!re->pairs) return cJSON_CreateNull();
+  if (!re->needed) return cJSON_CreateNull();
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddNumberToObject(o, "pairs", re->pairs);
+  cJSON_AddStringToObject(o, "outcome", pb_tune_outcome_name(re->outcome));
+  if (re->skipped) cJSON_AddStringToObject(o, "not_remeasured_reason", re->why_not);
+  else cJSON_AddNullToObject(o, "not_remeasured_reason");
+  pb_multi_add_number(o, "estimate_s", re->estimate_s, 3);
+  pb_multi_add_number(o, "wall_s", re->started ? re->wall_s : NAN, 3);
   static const char *const keys[] = {"base", "tuned"};
   for (int side = RE_BASE; side <= RE_BEST; side++) {
-    cJSON *r = pb_repeat_json(re->runs[side], re->done[side], &re->sum[side]);
-    if (r) cJSON_AddNumberToObject(r, "trial", side == RE_BASE ? 1 : t->best + 1);
+    cJSON *r = re->started ? pb_repeat_json(re->runs[side], re->done[side], &re->sum[side]) : cJSON_CreateNull();
+    if (re->started && r) cJSON_AddNumberToObject(r, "trial", side == RE_BASE ? 1 : t->best + 1);
     cJSON_AddItemToObject(o, keys[side], r);
   }
-  cJSON_AddBoolToObject(o, "no_measurable_difference", !gain_measurable(re) && !best_slower(re));
-  cJSON_AddBoolToObject(o, "gain_measurable", gain_measurable(re));
-  pb_multi_add_number(o, "gain_pct", remeasured_gain_pct(re), 2);
+  add_decided(o, "no_measurable_difference", re, re->outcome == PB_TUNE_NO_DIFFERENCE);
+  add_decided(o, "gain_measurable", re, re->outcome == PB_TUNE_GAIN);
+  add_decided(o, "base_measurably_faster", re, re->outcome == PB_TUNE_BASE_FASTER);
+  pb_multi_add_number(o, "gain_pct", re->started ? remeasured_gain_pct(re) : NAN, 2);
   cJSON_AddBoolToObject(o, "interrupted", re->interrupted);
   return o;
 }
 
-/* The gain tune.json claims: the re-measure's when there was one and it is measurable (else null), the
- * search's when the base config is the best. */
-static double claimed_gain_pct(const tuner *t, double base, double tuned) {
-  if (t->re.pairs) return gain_measurable(&t->re) ? remeasured_gain_pct(&t->re) : NAN;
-  return base > 0 ? (tuned - base) / base * 100 : NAN;
+/* The gain tune.json claims: the re-measure's when it found one (else null: unconfirmed, none, or the base
+ * faster), 0 when the base config is the best (nothing to re-measure). */
+static double claimed_gain_pct(const tuner *t) {
+  if (t->re.outcome == PB_TUNE_NOT_NEEDED) return t->best == 0 ? 0 : NAN;
+  return t->re.outcome == PB_TUNE_GAIN ? remeasured_gain_pct(&t->re) : NAN;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -949,6 +1072,7 @@ static cJSON *tune_json(const tuner *t, const char *tuned_path, bool interrupted
   cJSON_AddNumberToObject(o, "max_trials", t->max_trials);
   cJSON_AddNumberToObject(o, "budget_s", t->budget_s);
   pb_multi_add_number(o, "elapsed_s", elapsed_s(t), 3);
+  pb_multi_add_number(o, "search_elapsed_s", search_s(t), 3);
   cJSON *trials = cJSON_AddArrayToObject(o, "trials");
   for (int i = 0; i < t->ntrials; i++) cJSON_AddItemToArray(trials, trial_json(t, i));
   bool have = t->ntrials && t->best >= 0;
@@ -957,11 +1081,11 @@ static cJSON *tune_json(const tuner *t, const char *tuned_path, bool interrupted
   double base = t->ntrials ? measured(&t->trials[0]) : NAN, tuned = have ? measured(&t->trials[t->best]) : NAN;
   add_num(o, "base_samples_per_s", base, 1);
   add_num(o, "tuned_samples_per_s", tuned, 1);
-  add_num(o, "gain_pct", claimed_gain_pct(t, base, tuned), 2);
+  add_num(o, "search_gain_pct", base > 0 ? (tuned - base) / base * 100 : NAN, 2);
+  add_num(o, "gain_pct", claimed_gain_pct(t), 2);
   cJSON_AddNumberToObject(o, "repeat", t->repeats);
   cJSON_AddItemToObject(o, "remeasure", remeasure_json(t));
-  if (t->re.pairs) cJSON_AddBoolToObject(o, "no_measurable_difference", !gain_measurable(&t->re));
-  else cJSON_AddNullToObject(o, "no_measurable_difference");
+  add_decided(o, "no_measurable_difference", &t->re, t->re.outcome == PB_TUNE_NO_DIFFERENCE);
   double med, max;
   int n = error_summary(t, &med, &max);
   cJSON *pe = cJSON_AddObjectToObject(o, "prediction_error_pct");
@@ -971,14 +1095,19 @@ static cJSON *tune_json(const tuner *t, const char *tuned_path, bool interrupted
   cJSON_AddStringToObject(o, "stop_reason", t->stop_reason);
   if (tuned_path) cJSON_AddStringToObject(o, "tuned_config", tuned_path);
   else cJSON_AddNullToObject(o, "tuned_config");
+  if (tuned_path) cJSON_AddNumberToObject(o, "tuned_trial", written_trial(t) + 1);
+  else cJSON_AddNullToObject(o, "tuned_trial");
   cJSON_AddBoolToObject(o, "interrupted", interrupted);
   return o;
 }
 
-/* The best row's mark: "<- best", unless the re-measure did not confirm it ("<- highest"). */
+/* The best row's mark: "<- best", unless the re-measure did not confirm it ("<- highest"); the base row's
+ * when the re-measure found it measurably faster (its config is the one written). */
 static const char *best_mark(const tuner *t, int i) {
+  pb_tune_outcome o = t->re.outcome;
+  if (i == 0 && i != t->best && o == PB_TUNE_BASE_FASTER) return "  <- written (faster when re-measured)";
   if (i != t->best) return "";
-  return t->re.pairs && !gain_measurable(&t->re) ? "  <- highest" : "  <- best";
+  return o == PB_TUNE_NOT_NEEDED || o == PB_TUNE_GAIN ? "  <- best" : "  <- highest";
 }
 
 static void print_row(const tuner *t, int i, FILE *out) {
@@ -1014,21 +1143,42 @@ static int ceilings_reached(const tuner *t) {
   return n;
 }
 
-/* The re-measure's line: the gain only when the best's interval lies above the base's. */
+/* The re-measure's lines: the gain only when the best's interval lies above the base's (both covering at
+ * least 90 %); no claim when it was not run, was interrupted or has too few runs. */
 static void print_remeasure(const tuner *t, FILE *out) {
   const remeasure *re = &t->re;
-  char a[160], b[160];
-  fprintf(out, "re-measured, %d pairs interleaved: base %s, tuned %s samples/s\n", re->done[RE_BEST],
+  char a[160], b[160], why[96];
+  int pairs = PB_MIN(re->done[RE_BASE], re->done[RE_BEST]), begun = PB_MAX(re->done[RE_BASE], re->done[RE_BEST]);
+  if (re->outcome == PB_TUNE_NOT_REMEASURED) {
+    fprintf(out, "not re-measured: %s; the search's %+.1f %% is not confirmed\n", re->why_not,
+            (measured(&t->trials[t->best]) / measured(&t->trials[0]) - 1) * 100);
+    return;
+  }
+  if (re->outcome == PB_TUNE_INTERRUPTED) {
+    if (re->started)
+      fprintf(out, "re-measure interrupted in pair %d of %d: no claim (trial %d, the search's highest, is written "
+                   "unconfirmed)\n", begun, re->pairs, t->best + 1);
+    else
+      fprintf(out, "not re-measured (interrupted): no claim (trial %d, the search's highest, is written unconfirmed)\n",
+              t->best + 1);
+    return;
+  }
+  fprintf(out, "re-measured, %d pairs interleaved in %.1f s (samples/s):\n  base %s, tuned %s\n", pairs, re->wall_s,
           pb_interval_text(&re->sum[RE_BASE].samples_per_s, 1, a, sizeof a),
           pb_interval_text(&re->sum[RE_BEST].samples_per_s, 1, b, sizeof b));
-  if (gain_measurable(re))
-    fprintf(out, "  gain %+.1f %%: the tuned config's interval lies above the base config's\n",
-            remeasured_gain_pct(re));
-  else if (best_slower(re))
-    fprintf(out, "  no gain: the base config's interval lies above the tuned config's (the search's lead was noise)\n");
-  else
+  if (re->outcome == PB_TUNE_GAIN)
+    fprintf(out, "  gain %+.1f %%: the tuned config's interval lies above the base config's\n", remeasured_gain_pct(re));
+  else if (re->outcome == PB_TUNE_BASE_FASTER)
+    fprintf(out, "  no gain: the base config is measurably faster (its interval lies above trial %d's; the search's "
+                 "lead was noise), so the base config is the one written\n", t->best + 1);
+  else if (re->outcome == PB_TUNE_NO_DIFFERENCE)
     fprintf(out, "  no measurable difference: the intervals overlap, so the tuned config is not shown to be faster "
                  "(it is written all the same)\n");
+  else
+    fprintf(out, "  no claim: %s; runs that failed do not count, and trial %d is written unconfirmed\n",
+            pb_interval_undecided_text(pb_interval_decisive(&re->sum[RE_BASE].samples_per_s)
+                                           ? &re->sum[RE_BEST].samples_per_s : &re->sum[RE_BASE].samples_per_s,
+                                       why, sizeof why), t->best + 1);
 }
 
 static void print_summary(const tuner *t, const char *tuned_path, FILE *out) {
@@ -1036,25 +1186,27 @@ static void print_summary(const tuner *t, const char *tuned_path, FILE *out) {
   double base = measured(&t->trials[0]), tuned = measured(&t->trials[t->best]);
   char pt[1024];
   point_text(t, &t->trials[t->best].p, pt, sizeof pt);
-  if (t->re.pairs)
-    fprintf(out, "\ntuned: %s\n  searched: %.1f samples/s against the base config's %.1f; %d trials in %.1f s; "
-                 "stopped: %s\n", pt, tuned, base, t->ntrials, elapsed_s(t), t->stop_reason);
+  if (t->re.needed)
+    fprintf(out, "\ntuned: %s\n  searched: %.1f samples/s against the base config's %.1f (%+.1f %%); %d trials in "
+                 "%.1f s\n  stopped: %s\n", pt, tuned, base, (tuned - base) / base * 100, t->ntrials, search_s(t),
+            t->stop_reason);
   else
     fprintf(out, "\ntuned: %s\n  %.1f samples/s, %+.1f %% over the base config's %.1f; %d trials in %.1f s; stopped: %s\n",
-            pt, tuned, (tuned - base) / base * 100, base, t->ntrials, elapsed_s(t), t->stop_reason);
-  if (t->re.pairs) print_remeasure(t, out);
+            pt, tuned, (tuned - base) / base * 100, base, t->ntrials, search_s(t), t->stop_reason);
+  if (t->re.needed) print_remeasure(t, out);
   double med, max;
   int n = error_summary(t, &med, &max);
   if (n) fprintf(out, "prediction error: median |error| %.1f %%, max %.1f %% over %d trials (target 15 %%)\n", med, max, n);
   else if (ceilings_reached(t))
     fprintf(out, "prediction error: none to check (every prediction measured was the device's rate, and reached)\n");
-  if (tuned_path) fprintf(out, "tuned config: %s\n", tuned_path);
+  if (tuned_path)
+    fprintf(out, "tuned config: %s%s\n", tuned_path, written_trial(t) == 0 && t->best != 0 ? " (the base config)" : "");
 }
 
 /* The best trial's config, resolved (valid and runnable), to `path`. */
 static int write_config(tuner *t, const char *path) {
   pb_err err;
-  if (load_point(t, &t->trials[t->best].p, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_RUNTIME;
+  if (load_point(t, &t->trials[written_trial(t)].p, &err)) return fprintf(stderr, "pipebench: %s\n", err.msg), PB_EXIT_RUNTIME;
   cJSON *json = pb_config_to_json(t->cfg);
   char *text = json ? pb_json_print(json, true) : NULL;
   errno = 0;
@@ -1174,7 +1326,8 @@ int pb_tune(pb_multi *m, const pb_tune_opts *o) {
       fprintf(stderr, "pipebench: tune: %d knobs, at most %d trials%s, budget %g s, into %s\n", t->nknobs,
               t->max_trials, t->repeats > 1 ? " (each repeated)" : "", t->budget_s, m->out_dir);
     rc = search(t, &base);
-    if (!rc) rc = run_remeasure(t);
+    t->search_end_ns = pb_now_ns();
+    if (t->best >= 0) rc = run_remeasure(t, rc);
     if (t->ntrials) rc = finish(t, o, rc);
   }
   for (int i = 0; i < t->ntrials; i++) {

@@ -1,4 +1,6 @@
-/* End-to-end: `--repeat N` (docs/REPORTS.md "Repeats") on run, sweep and tune, and its usage errors.
+/* End-to-end: `--repeat N` (docs/REPORTS.md "Repeats") on run, sweep and tune, and its usage errors; run
+ * --repeat's config errors before anything is made, its interrupt (SIGINT, as test_e2e_signals.c sends it),
+ * analyze on its directory, and sweep's trials that fail or are interrupted.
  *
  * The configs need no files: an in-memory dataset, a map stage sleeping per sample, an emulated device;
  * each run takes a few tenths of a second, so a test of a dozen runs stays well under 20 s.  ab's repeats
@@ -183,11 +185,20 @@ static void test_sweep_repeat_same_config(void **state) {
   char csv[4096];
   read_text(file_in(out_dir("sweep6"), "sweep.csv"), csv, sizeof csv);
   assert_non_null(strstr(csv, ",best,samples_per_s_lo,samples_per_s_hi,coverage_pct,overlaps_best\n"));
-  /* 2 repeats: 50 % intervals, which identical configs miss one time in three; the boolean must agree
-   * with the intervals either way */
+  assert_string_equal(str(sw, "decision"), "no_measurable_difference");
+  /* 2 repeats: 50 % intervals, which identical configs miss one time in three: too few to tell, whatever
+   * the intervals show; no claim either way, and the booleans null */
   sw = sweep_same("sweep2", "2", &r);
-  assert_int_equal(cJSON_IsTrue(at(sw, "no_measurable_difference")), trials_overlap(sw));
-  assert_true(strstr(r->out, "no measurable difference") ? trials_overlap(sw) : !trials_overlap(sw));
+  (void)trials_overlap(sw);
+  assert_string_equal(str(sw, "decision"), "undecided");
+  assert_non_null(strstr(str(sw, "undecided_reason"), "too few repeats to tell (coverage 50.0 %)"));
+  assert_true(cJSON_IsNull(at(sw, "no_measurable_difference")));
+  assert_true(cJSON_IsNull(at(sw, "indistinguishable_from_best")));
+  assert_true(cJSON_IsNull(at(cJSON_GetArrayItem(at(sw, "trials"), 1), "overlaps_best")));
+  assert_non_null(strstr(r->out, "undecided: the highest median is trial"));
+  assert_null(strstr(r->out, "<- best"));
+  assert_null(strstr(r->out, "no measurable difference"));
+  assert_null(strstr(r->out, "nan"));
 }
 
 /* Without --repeat the new keys are null and the table is the old one. */
@@ -226,21 +237,26 @@ static void test_tune_repeat(void **state) {
     assert_true(num(t, "samples_per_s") == num(t, "repeats.samples_per_s.median"));
     assert_true(exists(file_in(str(t, "out_dir"), "repeat-3/report.json")));
   }
-  /* 1 thread sleeping 1 ms (1,000 samples/s) against 4 (4,000): the search moves, so the re-measure runs */
+  /* 1 thread sleeping 1 ms (1,000 samples/s) against 4 (4,000): the search moves, so the re-measure runs,
+   * 5 pairs (the fewest whose intervals cover 90 %) although --repeat is 3 */
   assert_true(cJSON_GetArraySize(at(tj, "trials")) == 2);
-  assert_int_equal((int)num(tj, "remeasure.pairs"), 3);
-  expect_interval(at(tj, "remeasure.base.samples_per_s"), 3);
-  expect_interval(at(tj, "remeasure.tuned.samples_per_s"), 3);
+  assert_int_equal((int)num(tj, "remeasure.pairs"), 5);
+  expect_interval(at(tj, "remeasure.base.samples_per_s"), 5);
+  expect_interval(at(tj, "remeasure.tuned.samples_per_s"), 5);
   bool gain = cJSON_IsTrue(at(tj, "remeasure.gain_measurable"));
   assert_int_equal(gain, num(tj, "remeasure.tuned.samples_per_s.lo") > num(tj, "remeasure.base.samples_per_s.hi"));
-  assert_int_equal(cJSON_IsTrue(at(tj, "no_measurable_difference")), !gain);
+  bool overlap = num(tj, "remeasure.tuned.samples_per_s.lo") <= num(tj, "remeasure.base.samples_per_s.hi") &&
+                 num(tj, "remeasure.base.samples_per_s.lo") <= num(tj, "remeasure.tuned.samples_per_s.hi");
+  assert_int_equal(cJSON_IsTrue(at(tj, "no_measurable_difference")), overlap);
   assert_int_equal(cJSON_IsNumber(at(tj, "gain_pct")), gain);
-  assert_true(exists(file_in(dir, "remeasure/base-3/report.json")));
-  assert_true(exists(file_in(dir, "remeasure/best-3/report.json")));
-  assert_non_null(strstr(r->out, "re-measured, 3 pairs interleaved"));
+  assert_true(cJSON_IsNumber(at(tj, "search_gain_pct")));
+  assert_string_equal(str(tj, "remeasure.outcome"), gain ? "gain" : overlap ? "no_measurable_difference" : "base_faster");
+  assert_true(exists(file_in(dir, "remeasure/base-5/report.json")));
+  assert_true(exists(file_in(dir, "remeasure/best-5/report.json")));
+  assert_non_null(strstr(r->out, "re-measured, 5 pairs interleaved"));
   /* interleaved: base, best, base, best, ...: each report.json written after the one before */
   double last = 0;
-  for (int i = 1; i <= 3; i++)
+  for (int i = 1; i <= 5; i++)
     for (int side = 0; side < 2; side++) {
       char name[64];
       snprintf(name, sizeof name, "remeasure/%s-%d/report.json", side ? "best" : "base", i);
@@ -248,6 +264,158 @@ static void test_tune_repeat(void **state) {
       if (!(t_s >= last)) fail_msg("%s written before the run it follows", name);
       last = t_s;
     }
+}
+
+/* ---------- config errors, interrupts, analyze ---------- */
+
+/* run --repeat refuses what a plain run refuses, once and before it makes anything: a pipeline over
+ * limits.max_memory_mb (exit 2, one line, no directory), a GPU that cannot be opened (exit 1, one line). */
+static void test_run_repeat_config_errors(void **state) {
+  const char *cfg = steady_config("errs");
+  const char *dir = out_dir("mem");
+  result *r = run_pb(ARGS("run", "--config", cfg, "--out", dir, "--repeat", "3", "--set", "limits.max_memory_mb=1",
+                          "--set", "stages.batch.size=4096", "--set", "stages.prefetch.depth=1000"));
+  assert_one_error_line(r, 2, "limits.max_memory_mb");
+  assert_false(exists(dir));
+  dir = out_dir("gpu");
+  r = run_pb(ARGS("run", "--config", cfg, "--out", dir, "--repeat", "3", "--device", "gpu", "--quiet"));
+  if (r->status == 0) return; /* this machine has a GPU */
+  assert_one_error_line(r, 1, "gpu");
+  assert_false(exists(dir));
+}
+
+/* SIGINT during the second of three repeats: exit 130, the status line on stdout as a plain run prints it,
+ * and report.json and report.html agree: the median of the repeat that completed, interrupted true. */
+static void test_run_repeat_interrupted(void **state) {
+  const char *dir = out_dir("sigint");
+  const char *args[] = {"run", "--config", steady_config("sigint"), "--out", dir, "--repeat", "3", "--set",
+                        "run.steps=400", "--no-progress", NULL};
+  char out[300], err[300], second[400];
+  snprintf(out, sizeof out, "%s/sig.out", g_tmp);
+  snprintf(err, sizeof err, "%s/sig.err", g_tmp);
+  snprintf(second, sizeof second, "%s/repeat-2", dir);
+  pid_t pid = spawn_pb(args, out, err);
+  double t0 = now_s();
+  while (!exists(second) && now_s() - t0 < 30) usleep(2000);
+  usleep(200 * 1000); /* into its run (a repeat lasts ~1.7 s) */
+  assert_int_equal(kill(pid, SIGINT), 0);
+  static result r;
+  collect(&r, pid, out, err);
+  if (r.status != 130) fail_msg("exit %d, expected 130: %s", r.status, r.err);
+  if (!strstr(r.out, "INTERRUPTED: the repeats were stopped, 2 of 3 run")) fail_msg("stdout lacks the status: %s", r.out);
+  cJSON *top = load_report(dir);
+  assert_true(cJSON_IsTrue(at(top, "interrupted")));
+  assert_int_equal((int)num(top, "repeats.runs"), 2);
+  assert_int_equal((int)num(top, "repeats.n"), 1); /* the interrupted repeat does not count */
+  assert_true(cJSON_IsNull(cJSON_GetArrayItem(at(top, "repeats.samples_per_s.values"), 1)));
+  assert_true(num(top, "repeats.samples_per_s.median") == num(top, "throughput.samples_per_s"));
+  assert_int_equal((int)num(top, "repeats.median_repeat"), 1);
+  static char html[1 << 21];
+  read_text(file_in(dir, "report.html"), html, sizeof html);
+  const char *data = strstr(html, "id=\"pb-data\"");
+  if (!data || !strstr(data, "\"interrupted\":true") || !strstr(data, "\"repeats\":{"))
+    fail_msg("report.html does not say what report.json says (interrupted, repeats)");
+}
+
+/* --format csv: the intervals as repeats.csv; an even n says which repeat the summary is. */
+static void test_run_repeat_csv_and_even(void **state) {
+  const char *dir = out_dir("csv");
+  result *r = run_pb(ARGS("run", "--config", steady_config("csv"), "--out", dir, "--repeat", "2", "--format",
+                          "text,json,csv", "--no-progress"));
+  if (r->status != 0) fail_msg("run --repeat 2: exit %d: %s", r->status, r->err);
+  char csv[2048];
+  read_text(file_in(dir, "repeats.csv"), csv, sizeof csv);
+  assert_true(strncmp(csv, "figure,median,lo,hi,coverage_pct,n,runs\nsamples_per_s,", 54) == 0);
+  assert_non_null(strstr(csv, "\ninput_bound_pct,"));
+  assert_non_null(strstr(csv, ",50.00,2,2\n"));
+  assert_non_null(strstr(r->out, "the lower of the two middle"));
+}
+
+/* analyze on a run --repeat directory takes its median repeat's trace, and says so; without traces it
+ * names the repeats' directories (exit 2, one line). */
+static void test_analyze_repeat_dir(void **state) {
+  const char *dir = out_dir("an");
+  result *r = run_pb(ARGS("run", "--config", steady_config("an"), "--out", dir, "--repeat", "3", "--quiet"));
+  if (r->status != 0) fail_msg("run --repeat 3: exit %d: %s", r->status, r->err);
+  int k = (int)num(load_report(dir), "repeats.median_repeat");
+  r = run_pb(ARGS("analyze", dir, "--json"));
+  if (r->status != 0) fail_msg("analyze: exit %d: %s", r->status, r->err);
+  char want[400];
+  snprintf(want, sizeof want, "analyzing the median one, %s/repeat-%d", dir, k);
+  if (!strstr(r->err, want)) fail_msg("stderr lacks \"%s\": %s", want, r->err);
+  assert_non_null(keep_json(cJSON_Parse(r->out)));
+  dir = out_dir("an-notrace");
+  r = run_pb(ARGS("run", "--config", steady_config("an2"), "--out", dir, "--repeat", "2", "--quiet", "--no-trace"));
+  if (r->status != 0) fail_msg("run --repeat 2 --no-trace: exit %d: %s", r->status, r->err);
+  assert_one_error_line(run_pb(ARGS("analyze", dir)), 2, "repeat-1 .. repeat-2");
+}
+
+/* A trial whose config no longer loads when its turn comes (the file changed after the sweep checked it)
+ * stays in the table as "failed (exit 2)". */
+static void test_sweep_config_fails_at_run_time(void **state) {
+  const char *cfg = write_config("changing",
+                                 "{'name':'changing','dataset':{'format':'synthetic','shape':[64],'dtype':'uint8'},"
+                                 "'stages':[{'name':'batch','type':'batch','size':16},{'name':'prefetch','type':'prefetch',"
+                                 "'depth':2},{'name':'h2d','type':'h2d'}],"
+                                 "'device':{'kind':'emulated','step_ms':4},'run':{'steps':300,'warmup_steps':2}}");
+  const char *dir = out_dir("changing");
+  const char *args[] = {"sweep", "--config", cfg, "--set", "stages.prefetch.depth=1,2", "--out", dir, "--no-progress", NULL};
+  char out[300], err[300], first[400];
+  snprintf(out, sizeof out, "%s/ch.out", g_tmp);
+  snprintf(err, sizeof err, "%s/ch.err", g_tmp);
+  snprintf(first, sizeof first, "%s/trial-001", dir);
+  pid_t pid = spawn_pb(args, out, err);
+  double t0 = now_s();
+  while (!exists(first) && now_s() - t0 < 30) usleep(1000);
+  FILE *f = fopen(cfg, "w"); /* trial 1 runs for ~1.2 s: trial 2 loads this */
+  fputs("{\"name\":", f);
+  fclose(f);
+  static result r;
+  collect(&r, pid, out, err);
+  if (r.status != 2) fail_msg("exit %d, expected 2: %s", r.status, r.err);
+  cJSON *sw = load_json(file_in(dir, "sweep.json"));
+  assert_int_equal(cJSON_GetArraySize(at(sw, "trials")), 2);
+  cJSON *t2 = cJSON_GetArrayItem(at(sw, "trials"), 1);
+  assert_int_equal((int)num(t2, "status"), 2);
+  assert_true(cJSON_IsNull(at(t2, "samples_per_s")));
+  if (!strstr(r.out, "failed (exit 2)")) fail_msg("the table lacks the failed trial: %s", r.out);
+}
+
+/* SIGINT in the second round of a sweep --repeat: every trial whose status is 130 says interrupted, its
+ * samples/s is the median of its repeats that completed, and no best is claimed from the cut rounds. */
+static void test_sweep_repeat_interrupted(void **state) {
+  const char *dir = out_dir("sweep-sigint");
+  const char *args[] = {"sweep", "--config", steady_config("sweep-sigint"), "--set", "stages.prefetch.depth=1,2",
+                        "--set", "run.steps=300", "--repeat", "3", "--out", dir, "--no-progress", NULL};
+  char out[300], err[300], wait_for[400];
+  snprintf(out, sizeof out, "%s/ss.out", g_tmp);
+  snprintf(err, sizeof err, "%s/ss.err", g_tmp);
+  snprintf(wait_for, sizeof wait_for, "%s/trial-002/repeat-2", dir);
+  pid_t pid = spawn_pb(args, out, err);
+  double t0 = now_s();
+  while (!exists(wait_for) && now_s() - t0 < 60) usleep(2000);
+  usleep(200 * 1000);
+  assert_int_equal(kill(pid, SIGINT), 0);
+  static result r;
+  collect(&r, pid, out, err);
+  if (r.status != 130) fail_msg("exit %d, expected 130: %s", r.status, r.err);
+  cJSON *sw = load_json(file_in(dir, "sweep.json"));
+  assert_true(cJSON_IsTrue(at(sw, "interrupted")));
+  cJSON *t;
+  int n130 = 0;
+  cJSON_ArrayForEach(t, at(sw, "trials")) {
+    if ((int)num(t, "status") == 130) {
+      n130++;
+      assert_true(cJSON_IsTrue(at(t, "interrupted")));
+    }
+    cJSON *median = at(t, "repeats.samples_per_s.median");
+    if (cJSON_IsNumber(median)) assert_true(num(t, "samples_per_s") == median->valuedouble);
+    else assert_true(cJSON_IsNull(at(t, "samples_per_s")));
+  }
+  assert_int_equal(n130, 1);
+  assert_false(cJSON_IsFalse(at(sw, "no_measurable_difference"))); /* never "measurably the best" here */
+  assert_null(strstr(r.out, "nan"));
+  assert_null(strstr(r.out, "<- best"));
 }
 
 static int make_tmp(void **state) { return e2e_make_tmp("pipebench-e2e-repeat"); }
@@ -260,6 +428,12 @@ int main(void) {
       cmocka_unit_test_teardown(test_sweep_repeat_same_config, free_reports),
       cmocka_unit_test_teardown(test_sweep_no_repeat, free_reports),
       cmocka_unit_test_teardown(test_tune_repeat, free_reports),
+      cmocka_unit_test_teardown(test_run_repeat_config_errors, free_reports),
+      cmocka_unit_test_teardown(test_run_repeat_interrupted, free_reports),
+      cmocka_unit_test_teardown(test_run_repeat_csv_and_even, free_reports),
+      cmocka_unit_test_teardown(test_analyze_repeat_dir, free_reports),
+      cmocka_unit_test_teardown(test_sweep_config_fails_at_run_time, free_reports),
+      cmocka_unit_test_teardown(test_sweep_repeat_interrupted, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }

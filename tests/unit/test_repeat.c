@@ -1,6 +1,8 @@
-/* Unit tests for src/repeat.c (the median's distribution-free interval, --repeat, the repeats object) and for
- * the verdict ab builds on it (src/ab.c: "no measurable difference", and storage not blamed while the cold
- * run's read stage sat idle).
+/* Unit tests for src/repeat.c (the median's distribution-free interval, --repeat, the repeats object, which
+ * repeats count) and for the decisions built on it: ab's verdict (src/ab.c: "no measurable difference", "too
+ * few repeats to tell", storage not blamed while the cold run's read stage sat idle, the stalls' split),
+ * sweep's best (src/sweep.c: measurable, no difference, undecided) and tune's re-measure, budget reserve and
+ * "up to" ceilings (src/tune.c).
  *
  * The coverages are exact binomial sums: 1 - 2 P(Bin(n, 1/2) <= k - 1), e.g. n = 10, k = 2:
  * 1 - 2 (1 + 10) / 1024 = 0.978515625. */
@@ -17,6 +19,8 @@
 #include "ab.h"
 #include "repeat.h"
 #include "report.h"
+#include "sweep.h"
+#include "tune.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -101,6 +105,29 @@ static void test_overlap(void **state) {
   /* without an interval nothing is measurable, however far apart the values */
   assert_false(pb_intervals_differ(&a, &one));
   assert_false(pb_interval_above(&one, &a));
+}
+
+/* A difference is decided only where both intervals cover at least 90 %: n >= 5 (93.75 %), never n <= 4. */
+static void test_compare_needs_coverage(void **state) {
+  char why[128];
+  pb_interval lo3 = interval((const double[]){10, 11, 12}, 3), hi3 = interval((const double[]){20, 21, 22}, 3);
+  assert_true(pb_intervals_differ(&lo3, &hi3)); /* apart, but at 75 % that is no claim */
+  assert_false(pb_interval_decisive(&lo3));
+  assert_int_equal(pb_interval_compare(&hi3, &lo3), PB_DIFF_UNDECIDED);
+  assert_string_equal(pb_interval_undecided_text(&lo3, why, sizeof why), "too few repeats to tell (coverage 75.0 %)");
+  pb_interval lo4 = interval((const double[]){10, 11, 12, 13}, 4);
+  assert_false(pb_interval_decisive(&lo4)); /* 87.5 % */
+  assert_string_equal(pb_interval_undecided_text(&lo4, why, sizeof why), "too few repeats to tell (coverage 87.5 %)");
+  pb_interval one = interval((const double[]){5}, 1);
+  assert_string_equal(pb_interval_undecided_text(&one, why, sizeof why), "too few repeats to tell (1 counted, no interval)");
+  pb_interval lo5 = interval((const double[]){10, 11, 12, 13, 14}, 5), hi5 = interval((const double[]){20, 21, 22, 23, 24}, 5);
+  pb_interval mid5 = interval((const double[]){14, 15, 16, 17, 18}, 5);
+  assert_true(pb_interval_decisive(&lo5));
+  assert_string_equal(pb_interval_undecided_text(&lo5, why, sizeof why), "");
+  assert_int_equal(pb_interval_compare(&hi5, &lo5), PB_DIFF_ABOVE);
+  assert_int_equal(pb_interval_compare(&lo5, &hi5), PB_DIFF_BELOW);
+  assert_int_equal(pb_interval_compare(&lo5, &mid5), PB_DIFF_OVERLAP); /* touching at 14 */
+  assert_int_equal(pb_interval_compare(&hi5, &lo3), PB_DIFF_UNDECIDED); /* one side too few */
 }
 
 static void test_interval_text(void **state) {
@@ -189,6 +216,44 @@ static void test_summary(void **state) {
   cJSON_Delete(j);
 }
 
+/* One rule: only repeats that completed (exit 0) with a rate count; an interrupted one is left out of every
+ * figure, the configuration's status is 130 and interrupted is true. */
+static void test_interrupted_repeats(void **state) {
+  pb_run_figures runs[] = {fig(0, 100, 10, "read"), fig(0, 300, 30, "read"), fig(130, 900, 90, "aug")};
+  runs[2].interrupted = false; /* a run whose signal came while it wrote its files: exit 130, report unmarked */
+  pb_repeat_summary s;
+  pb_repeat_summarize(runs, 3, &s);
+  assert_int_equal(s.n, 2);
+  assert_close(s.samples_per_s.median, 200, 0); /* not 300: the interrupted 900 does not count */
+  pb_run_figures row;
+  pb_repeat_figures(runs, 3, &s, &row);
+  assert_close(row.samples_per_s, s.samples_per_s.median, 0);
+  assert_int_equal(row.status, 130);
+  assert_true(row.interrupted);
+  assert_true(pb_repeat_any_interrupted(runs, 3));
+  /* an interrupted repeat that wrote nothing: still interrupted */
+  pb_run_figures f;
+  pb_run_figures_of(NULL, 130, 0.5, &f);
+  assert_true(f.interrupted);
+  assert_false(f.have);
+  /* none counts: no figures at all, not the interrupted run's partial ones */
+  pb_run_figures only[] = {fig(130, 900, 90, "aug")};
+  pb_repeat_summarize(only, 1, &s);
+  pb_repeat_figures(only, 1, &s, &row);
+  assert_true(isnan(row.samples_per_s) && isnan(row.device_idle_pct));
+  assert_null(row.classification);
+  assert_string_equal(row.bottleneck, "");
+  assert_int_equal(row.status, 130);
+  assert_true(row.interrupted);
+  /* a failure and an interrupt: 130 wins, interrupted whenever the status says so */
+  pb_run_figures both[] = {fig(1, NAN, NAN, ""), fig(0, 50, 5, "x"), fig(130, NAN, NAN, "")};
+  pb_repeat_summarize(both, 3, &s);
+  pb_repeat_figures(both, 3, &s, &row);
+  assert_int_equal(row.status, 130);
+  assert_close(row.samples_per_s, 50, 0);
+  assert_close(row.wall_s, 0, 0);
+}
+
 static void test_summary_odd_and_none(void **state) {
   pb_run_figures runs[] = {fig(0, 5, 1, "a"), fig(0, 9, 1, "a"), fig(0, 7, 1, "b")};
   pb_repeat_summary s;
@@ -246,32 +311,195 @@ static void test_ab_idle_read_is_not_storage(void **state) {
   expect(v, "mostly fetch (storage)", NULL);
 }
 
+/* Five repeats each: 93.75 % intervals, which decide. */
 static void test_ab_repeats(void **state) {
   char v[1024];
   /* real (cold) and synthetic overlap: nothing measurable to name, however the medians lie */
-  pb_ab_numbers x = {.side = {side((const double[]){1000, 1100, 800}, 3, "device", NAN),
-                              side((const double[]){700, 820, 900}, 3, "read", 0.9),
-                              side((const double[]){950, 1000, 1050}, 3, "device", 0.1)}};
+  pb_ab_numbers x = {.repeats = 5,
+                     .side = {side((const double[]){1000, 1100, 800, 1050, 950}, 5, "device", NAN),
+                              side((const double[]){700, 820, 900, 760, 780}, 5, "read", 0.9),
+                              side((const double[]){950, 1000, 1050, 990, 1010}, 5, "device", 0.1)}};
   verdict(&x, v, sizeof v);
   expect(v, "no measurable difference", "input-bound,");
-  assert_true(x.s.repeated);
+  assert_true(x.s.repeated && x.s.decisive);
   assert_false(x.s.real_differs);
   /* cold measurably below synthetic, the warm run overlapping both: no split to claim */
-  x.side[PB_AB_SYNTHETIC] = side((const double[]){1000, 1010, 1020}, 3, "device", NAN);
-  x.side[PB_AB_COLD] = side((const double[]){500, 510, 520}, 3, "read", 0.9);
-  x.side[PB_AB_WARM] = side((const double[]){515, 800, 1005}, 3, "decode", 0.1);
+  x.side[PB_AB_SYNTHETIC] = side((const double[]){1000, 1010, 1020, 1005, 1015}, 5, "device", NAN);
+  x.side[PB_AB_COLD] = side((const double[]){500, 510, 520, 505, 515}, 5, "read", 0.9);
+  x.side[PB_AB_WARM] = side((const double[]){515, 800, 1005, 700, 900}, 5, "decode", 0.1);
   verdict(&x, v, sizeof v);
   expect(v, "no measurable difference splits it", "mostly");
+  expect(v, NULL, "too few");
   /* warm measurably between them, nearer synthetic: fetch, and storage (read 90 % busy) */
-  x.side[PB_AB_WARM] = side((const double[]){900, 910, 920}, 3, "decode", 0.1);
+  x.side[PB_AB_WARM] = side((const double[]){900, 910, 920, 905, 915}, 5, "decode", 0.1);
   verdict(&x, v, sizeof v);
   expect(v, "mostly fetch (storage)", NULL);
   assert_true(x.s.fetch_measurable && x.s.prep_measurable);
   /* warm overlapping cold: only the prep stall is measurable, so preprocessing it is */
-  x.side[PB_AB_WARM] = side((const double[]){505, 530, 560}, 3, "decode", 0.1);
+  x.side[PB_AB_WARM] = side((const double[]){505, 530, 560, 540, 550}, 5, "decode", 0.1);
   verdict(&x, v, sizeof v);
   expect(v, "mostly preprocessing", NULL);
   expect(v, "the warm run's bottleneck is decode", NULL);
+}
+
+/* Three repeats each (75 %): no difference is claimed measurable or not; the verdict is the medians', as
+ * with one run each, and says the repeats were too few. */
+static void test_ab_too_few_repeats(void **state) {
+  char v[1024];
+  pb_ab_numbers x = {.repeats = 3,
+                     .side = {side((const double[]){1000, 1010, 1020}, 3, "device", NAN),
+                              side((const double[]){500, 510, 520}, 3, "read", 0.9),
+                              side((const double[]){900, 910, 920}, 3, "decode", 0.1)}};
+  verdict(&x, v, sizeof v);
+  assert_true(x.s.repeated);
+  assert_false(x.s.decisive || x.s.real_differs || x.s.fetch_measurable || x.s.prep_measurable);
+  expect(v, "mostly fetch (storage)", "no measurable difference");
+  expect(v, "too few repeats to tell (coverage 75.0 %", NULL);
+  /* apart by far, yet the intervals cannot say so: no "no measurable difference" either way */
+  x.side[PB_AB_COLD] = side((const double[]){990, 1000, 1030}, 3, "device", 0.9);
+  verdict(&x, v, sizeof v);
+  expect(v, "not input-bound", "no measurable difference");
+  expect(v, "too few repeats to tell", NULL);
+  /* one run each: no note */
+  x = (pb_ab_numbers){.repeats = 1,
+                      .side = {side((const double[]){1000}, 1, "device", NAN), side((const double[]){500}, 1, "read", 0.9),
+                               side((const double[]){900}, 1, "decode", 0.1)}};
+  verdict(&x, v, sizeof v);
+  expect(v, "mostly fetch (storage)", "too few");
+}
+
+/* The stalls split the time real data loses: a warm run slower than the cold one is noise, and prep_pct
+ * never passes 100 (it did: T_W - T_S over T_C with T_W > 2 T_C). */
+static void test_ab_stalls_clamped(void **state) {
+  char v[1024];
+  pb_ab_numbers x = {.side = {side((const double[]){1000}, 1, "device", NAN), side((const double[]){500}, 1, "read", 0.9),
+                              side((const double[]){200}, 1, "decode", 0.1)}};
+  verdict(&x, v, sizeof v);
+  assert_close(x.s.fetch_pct, 0, 1e-9);
+  assert_close(x.s.prep_pct, 50, 1e-9); /* (T_C - T_S) / T_C: all of the loss, no more */
+  assert_close(x.s.fetch_pct + x.s.prep_pct, 100 * (1 - 500.0 / 1000), 1e-9);
+  assert_false(x.s.fetch_within_noise); /* taken before the clamping */
+  /* warm faster than synthetic: all of the loss is fetch */
+  x.side[PB_AB_WARM] = side((const double[]){1500}, 1, "decode", 0.1);
+  verdict(&x, v, sizeof v);
+  assert_close(x.s.fetch_pct, 50, 1e-9);
+  assert_close(x.s.prep_pct, 0, 1e-9);
+  /* nothing lost (cold faster than synthetic): no stall */
+  x.side[PB_AB_COLD] = side((const double[]){1200}, 1, "read", 0.9);
+  x.side[PB_AB_WARM] = side((const double[]){100}, 1, "decode", 0.1);
+  verdict(&x, v, sizeof v);
+  assert_close(x.s.fetch_pct, 0, 0);
+  assert_close(x.s.prep_pct, 0, 0);
+  for (int k = 0; k < 50; k++) { /* any rates: each stall within 0..100 and their sum the loss */
+    double syn = 100 + 37 * k % 1000, cold = 50 + 91 * k % 1300, warm = 20 + 53 * k % 1700;
+    x.side[PB_AB_SYNTHETIC] = side(&syn, 1, "device", NAN);
+    x.side[PB_AB_COLD] = side(&cold, 1, "read", 0.9);
+    x.side[PB_AB_WARM] = side(&warm, 1, "decode", 0.1);
+    verdict(&x, v, sizeof v);
+    assert_true(x.s.fetch_pct >= 0 && x.s.fetch_pct <= 100 && x.s.prep_pct >= 0 && x.s.prep_pct <= 100);
+    assert_close(x.s.fetch_pct + x.s.prep_pct, cold < syn ? 100 * (1 - cold / syn) : 0, 1e-9);
+  }
+}
+
+/* An interrupted side: no rate counts, and the verdict says it was interrupted. */
+static void test_ab_interrupted_side(void **state) {
+  char v[1024];
+  pb_ab_numbers x = {.side = {side((const double[]){1000}, 1, "device", NAN), side(NULL, 0, "", NAN)}};
+  x.side[PB_AB_COLD].status = 130;
+  verdict(&x, v, sizeof v);
+  expect(v, "no verdict: the real (cold cache) run was interrupted", NULL);
+}
+
+/* ---------- sweep's best ---------- */
+
+static void test_sweep_decide(void **state) {
+  char why[256];
+  pb_interval iv[3];
+  bool ran[3] = {true, true, true};
+  /* five repeats each, the best (trial 2) above both: measurably the best */
+  iv[0] = interval((const double[]){10, 11, 12, 13, 14}, 5);
+  iv[1] = interval((const double[]){30, 31, 32, 33, 34}, 5);
+  iv[2] = interval((const double[]){20, 21, 22, 23, 24}, 5);
+  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_BEST);
+  assert_string_equal(why, "");
+  /* trial 3 overlapping it: no measurable difference */
+  iv[2] = interval((const double[]){20, 21, 22, 23, 30}, 5);
+  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_NO_DIFFERENCE);
+  /* trial 3 ran and none of its repeats counted (failed, interrupted): nothing to compare it with, so no
+   * claim, and no "nan" anywhere */
+  iv[2] = interval(NULL, 0);
+  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_UNDECIDED);
+  assert_string_equal(why, "trial 3: too few repeats to tell (0 counted, no interval)");
+  /* ... but one that did not run at all is not compared */
+  ran[2] = false;
+  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_BEST);
+  /* the best alone: "above every other trial's" would be empty */
+  ran[0] = false;
+  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_UNDECIDED);
+  assert_string_equal(why, "no other trial ran to compare it with");
+  /* three repeats each (75 %): too few, however far apart */
+  ran[0] = ran[2] = true;
+  iv[0] = interval((const double[]){10, 11, 12}, 3);
+  iv[1] = interval((const double[]){30, 31, 32}, 3);
+  iv[2] = interval((const double[]){20, 21, 22}, 3);
+  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_UNDECIDED);
+  assert_string_equal(why, "too few repeats to tell (coverage 75.0 %)");
+  assert_null(strstr(why, "nan"));
+  /* a decisive overlap settles it even when another trial cannot decide */
+  iv[1] = interval((const double[]){30, 31, 32, 33, 34}, 5);
+  iv[0] = interval((const double[]){29, 30, 31, 32, 33}, 5);
+  iv[2] = interval((const double[]){20}, 1);
+  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_NO_DIFFERENCE);
+  assert_int_equal(pb_sweep_decide(iv, ran, 3, -1, why, sizeof why), PB_SWEEP_NO_BEST);
+}
+
+/* ---------- tune ---------- */
+
+/* "Up to" the device's rate counts as reached within max(1 %, min(noise, 5 %)): never 25 % below it. */
+static void test_tune_reached_ceiling(void **state) {
+  assert_false(pb_tune_reached_ceiling(true, 8000, 5992, 30)); /* the reviewer's case: 25 % below, noise 30 % */
+  assert_true(pb_tune_reached_ceiling(true, 8000, 7950, 0.2));  /* within 1 % */
+  assert_false(pb_tune_reached_ceiling(true, 8000, 7900, 0.2)); /* 1.25 % below, noise 0.2 %: missed */
+  assert_true(pb_tune_reached_ceiling(true, 8000, 7700, 4));    /* 3.75 % below, within the run's 4 % */
+  assert_false(pb_tune_reached_ceiling(true, 8000, 7500, 10));  /* 6.25 % below: past the 5 % cap */
+  assert_true(pb_tune_reached_ceiling(true, 8000, 7650, 10));   /* 4.4 % */
+  assert_true(pb_tune_reached_ceiling(true, 8000, 8100, NAN));  /* above it */
+  assert_false(pb_tune_reached_ceiling(false, 8000, 8000, 0));  /* not an "up to" prediction */
+  assert_false(pb_tune_reached_ceiling(true, 8000, NAN, 0));
+  assert_close(pb_tune_ceiling_tolerance(NAN), 0.01, 1e-12);
+  assert_close(pb_tune_ceiling_tolerance(3), 0.03, 1e-12);
+  assert_close(pb_tune_ceiling_tolerance(30), 0.05, 1e-12);
+}
+
+/* The re-measure's reserve never starves the search at --repeat 1, nor while the base is the best. */
+static void test_tune_reserve(void **state) {
+  /* tune --budget-s 18, a base run of 2.5 s: at --repeat 1 nothing is kept back (the search runs as it did) */
+  assert_close(pb_tune_remeasure_reserve_s(1, false, 5, 2.5, 2.5), 0, 0);
+  assert_close(pb_tune_remeasure_reserve_s(3, true, 5, 2.5, 2.5), 0, 0); /* the base is the best */
+  /* with repeats, the pairs times the base's and the best's own runs (not twice the longest run so far) */
+  assert_close(pb_tune_remeasure_reserve_s(3, false, 5, 2.5, 0.5), 15, 1e-12);
+  assert_close(pb_tune_remeasure_reserve_s(7, false, 7, 1, 2), 21, 1e-12);
+}
+
+static void test_tune_outcome(void **state) {
+  pb_interval base5 = interval((const double[]){100, 101, 102, 103, 104}, 5);
+  pb_interval fast5 = interval((const double[]){200, 201, 202, 203, 204}, 5);
+  pb_interval same5 = interval((const double[]){102, 103, 104, 105, 106}, 5);
+  pb_interval slow5 = interval((const double[]){50, 51, 52, 53, 54}, 5);
+  pb_interval fast3 = interval((const double[]){200, 201, 202}, 3);
+  pb_interval none = interval(NULL, 0);
+  assert_int_equal(pb_tune_remeasure_outcome(false, false, false, &base5, &fast5), PB_TUNE_NOT_NEEDED);
+  assert_int_equal(pb_tune_remeasure_outcome(true, true, false, &none, &none), PB_TUNE_NOT_REMEASURED);
+  /* interrupted: no claim, even when the runs so far would have shown a gain */
+  assert_int_equal(pb_tune_remeasure_outcome(true, false, true, &base5, &fast5), PB_TUNE_INTERRUPTED);
+  assert_int_equal(pb_tune_remeasure_outcome(true, false, true, &none, &none), PB_TUNE_INTERRUPTED);
+  assert_int_equal(pb_tune_remeasure_outcome(true, false, false, &base5, &fast5), PB_TUNE_GAIN);
+  assert_int_equal(pb_tune_remeasure_outcome(true, false, false, &base5, &same5), PB_TUNE_NO_DIFFERENCE);
+  assert_int_equal(pb_tune_remeasure_outcome(true, false, false, &base5, &slow5), PB_TUNE_BASE_FASTER);
+  assert_int_equal(pb_tune_remeasure_outcome(true, false, false, &base5, &fast3), PB_TUNE_TOO_FEW);
+  assert_string_equal(pb_tune_outcome_name(PB_TUNE_BASE_FASTER), "base_faster");
+  assert_string_equal(pb_tune_outcome_name(PB_TUNE_TOO_FEW), "too_few_repeats");
+  assert_null(pb_tune_outcome_name(PB_TUNE_NOT_NEEDED));
 }
 
 int main(void) {
@@ -279,12 +507,21 @@ int main(void) {
       cmocka_unit_test(test_rank_and_coverage),
       cmocka_unit_test(test_interval_of),
       cmocka_unit_test(test_overlap),
+      cmocka_unit_test(test_compare_needs_coverage),
       cmocka_unit_test(test_interval_text),
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_summary),
+      cmocka_unit_test(test_interrupted_repeats),
       cmocka_unit_test(test_summary_odd_and_none),
       cmocka_unit_test(test_ab_idle_read_is_not_storage),
       cmocka_unit_test(test_ab_repeats),
+      cmocka_unit_test(test_ab_too_few_repeats),
+      cmocka_unit_test(test_ab_stalls_clamped),
+      cmocka_unit_test(test_ab_interrupted_side),
+      cmocka_unit_test(test_sweep_decide),
+      cmocka_unit_test(test_tune_reached_ceiling),
+      cmocka_unit_test(test_tune_reserve),
+      cmocka_unit_test(test_tune_outcome),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
