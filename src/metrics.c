@@ -259,32 +259,36 @@ static void fill_accounting(pb_report *r, const pb_record *rec) {
 }
 
 /* The run's own noise: the measured steps, in the order they ended, cut into 8 runs of consecutive steps;
- * samples/s over each (its samples / the time from the end of the step before it, or the window's start,
- * to the end of its last step); the half-width of the 95 % interval of their mean, as % of it (NAN with
- * fewer than 16 measured steps).  Cutting by steps, not by equal time slices, keeps a slice from gaining
- * or losing a whole step at its edges (with 5 steps a slice that alone read as 20 % noise).  Two
- * capacities closer than this are one limit as far as this run can tell. */
+ * over each, the share of its span (from the end of the step before it, or the window's start, to the end
+ * of its last step) in which the devices computed; the half-width of the 95 % interval of their mean, as
+ * % of it (NAN with fewer than 16 measured steps).  The devices' share, not samples/s: a device whose
+ * step times vary (bursty steps) moves samples/s from one run of steps to the next by itself, which says
+ * nothing about how well this run measured the pipeline; what the pipeline controls is how much of the
+ * time the device gets to work.  Cutting by steps, not equal time slices, keeps a slice from gaining or
+ * losing a whole step at its edges.  Two capacities, or a prediction and this run, closer than this are
+ * one as far as this run can tell. */
 #define NOISE_GROUPS 8
 static double noise_pct(const pb_record *rec, uint64_t measured) {
   if (measured < 2 * NOISE_GROUPS || rec->window_end_ns <= rec->window_start_ns) return NAN;
-  double rate[NOISE_GROUPS] = {0}, samples = 0;
+  double busy_share[NOISE_GROUPS] = {0}, busy_ns = 0;
+  int devices = rec->device_count > 0 ? rec->device_count : 1;
   uint64_t seen = 0, from = rec->window_start_ns;
   int g = 0;
   for (size_t i = 0; i < rec->nsteps && g < NOISE_GROUPS; i++) {
     const pb_step *st = &rec->steps[i];
     if (!st->measured) continue;
-    samples += st->samples;
+    busy_ns += (double)(st->compute_end_ns - st->compute_start_ns);
     seen++;
     if (seen * NOISE_GROUPS < measured * (uint64_t)(g + 1)) continue; /* group g ends at step measured (g+1)/8 */
     uint64_t end = pb_step_end_ns(st);
-    rate[g++] = end > from ? samples / ((double)(end - from) / 1e9) : NAN;
+    busy_share[g++] = end > from ? busy_ns / ((double)(end - from) * devices) : NAN;
     from = end;
-    samples = 0;
+    busy_ns = 0;
   }
   if (g < NOISE_GROUPS) return NAN;
   double mean = 0, var = 0;
-  for (int k = 0; k < NOISE_GROUPS; k++) mean += rate[k] / NOISE_GROUPS;
-  for (int k = 0; k < NOISE_GROUPS; k++) var += (rate[k] - mean) * (rate[k] - mean) / (NOISE_GROUPS - 1);
+  for (int k = 0; k < NOISE_GROUPS; k++) mean += busy_share[k] / NOISE_GROUPS;
+  for (int k = 0; k < NOISE_GROUPS; k++) var += (busy_share[k] - mean) * (busy_share[k] - mean) / (NOISE_GROUPS - 1);
   return mean > 0 ? 1.96 * sqrt(var / NOISE_GROUPS) / mean * 100 : NAN;
 }
 

@@ -121,7 +121,11 @@ static bool resolve_backpressure(walk *w, int row, const pb_event *blocked) {
   /* Never past the cursor: a hand-off is stamped after its push returns, so the consumer can have taken
    * the element (and the walk come from there) before the producer's block ends.  Looking up to the
    * block's end would find that consumer event again, or a later one, and the walk would go round. */
-  uint64_t t = blocked->t1_ns < w->t ? blocked->t1_ns : w->t, from = blocked->t0_ns, best_end = 0;
+  /* And strictly before the cursor when it is what limits the search: an event (or a zero-length device
+   * step) that ended exactly at the cursor can be the one the walk came from, through an edge that did not
+   * move the cursor (a hand-off stamped after the device took the batch); finding it again went round
+   * until the hop limit. */
+  uint64_t t = blocked->t1_ns < w->t ? blocked->t1_ns : w->t - 1, from = blocked->t0_ns, best_end = 0;
   bool found = false, device = false;
   pb_evref best = {0};
   bool pool = blocked->flags & PB_EVF_BLOCKED_POOL;

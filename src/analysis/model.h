@@ -58,6 +58,8 @@ typedef struct pb_model_stage {
   int queue_capacity;           /* its output queue, elements */
   int64_t buffer;               /* shuffle: samples held */
   double rate_cap_per_s;        /* elements/s the whole stage cannot exceed (a read's bandwidth cap); 0: none */
+  int elements_per_call;        /* a source's call makes this many at once (a read of multi-sample files:
+                                 * the samples a file held), handed on one by one; service_s is per element */
   double service_s[PB_MODEL_QUANTILES]; /* one element's service time on an idle machine, ascending */
   double mean_s;
   double cpu_share;             /* 0..1: the part of a service that needs a core */
@@ -90,6 +92,8 @@ typedef struct pb_model {
   double replay_idle_pct;
   double service_scale;         /* host service times x this (1: not calibrated) */
   double fit_error_pct;         /* (replay before calibration - measured) / measured x 100 */
+  double base_samples_per_s;    /* the calibrated replay: what predictions of changes are compared with */
+  double base_idle_pct;
   bool calibrated;
 } pb_model;
 

@@ -69,7 +69,7 @@ static double rate_cap(const pb_record *rec, const pb_stage_rec *s, const pb_sta
 }
 
 static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const pb_stage_report *sr,
-                      bool saturated_cores) {
+                      bool saturated_cores, uint64_t r_files_read, uint64_t r_samples_read) {
   const pb_stage_rec *s = &rec->stages[row];
   memset(ms, 0, sizeof *ms);
   snprintf(ms->name, sizeof ms->name, "%s", s->name);
@@ -83,6 +83,11 @@ static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const p
   ms->batched = s->batched && ms->role != PB_ROLE_BATCH;
   ms->bytes_per_element = sr->calls ? (double)sr->bytes_out / (double)sr->calls : 0;
   ms->rate_cap_per_s = rate_cap(rec, s, sr);
+  ms->elements_per_call = 1;
+  /* A read of multi-sample files reads a whole file, then hands its samples on: they arrive in bursts,
+   * and a full queue holds the rest back in the reading thread. */
+  if (s->is_source && strcmp(s->type, "read") == 0 && r_files_read > 0 && r_samples_read > r_files_read)
+    ms->elements_per_call = (int)llround((double)r_samples_read / (double)r_files_read);
   ms->saturated = !isnan(sr->utilization) && sr->utilization >= SATURATED_UTILIZATION;
   /* On cores the pipeline kept busy, a service's run-queue delay is the pipeline's own contention, which
    * the simulation adds back as it shares the cores: it comes off, and the CPU share is of what is left
@@ -164,8 +169,8 @@ static void calibrate(pb_model *m, bool input_bound) {
     snprintf(m->why, sizeof m->why, "the simulation delivered no measured step");
     return;
   }
-  m->replay_samples_per_s = base.samples_per_s;
-  m->replay_idle_pct = base.idle_pct;
+  m->replay_samples_per_s = m->base_samples_per_s = base.samples_per_s;
+  m->replay_idle_pct = m->base_idle_pct = base.idle_pct;
   double meas = m->measured_samples_per_s;
   m->fit_error_pct = meas > 0 ? (base.samples_per_s - meas) / meas * 100 : NAN;
   if (!input_bound || !(meas > 0) || fabs(base.samples_per_s - meas) <= FIT_TOLERANCE * meas) return;
@@ -183,6 +188,8 @@ static void calibrate(pb_model *m, bool input_bound) {
   if (fabs(got - meas) > 3 * FIT_TOLERANCE * meas || k < SCALE_MIN || k > SCALE_MAX) return;
   m->service_scale = k;
   m->calibrated = true;
+  pb_model_result cal;
+  if (pb_model_simulate(m, NULL, k, &cal)) m->base_samples_per_s = cal.samples_per_s, m->base_idle_pct = cal.idle_pct;
 }
 
 static void debug_print(const pb_model *m) {
@@ -193,10 +200,11 @@ static void debug_print(const pb_model *m) {
           m->measured_samples_per_s, m->service_scale, m->calibrated ? " (calibrated)" : "");
   for (int i = 0; i < m->nstages; i++) {
     const pb_model_stage *s = &m->stages[i];
-    fprintf(stderr, "  %-12s %-8s role %d threads %d queue %d mean %.3f ms p50 %.3f p99 %.3f cpu %.2f%s%s cap %.1f/s\n",
+    fprintf(stderr, "  %-12s %-8s role %d threads %d queue %d mean %.3f ms p50 %.3f p99 %.3f cpu %.2f%s%s cap %.1f/s "
+            "per call %d\n",
             s->name, s->type, s->role, s->threads, s->queue_capacity, s->mean_s * 1e3,
             s->service_s[PB_MODEL_QUANTILES / 2] * 1e3, s->service_s[PB_MODEL_QUANTILES * 99 / 100] * 1e3, s->cpu_share,
-            s->saturated ? " saturated" : "", s->batched ? " batched" : "", s->rate_cap_per_s);
+            s->saturated ? " saturated" : "", s->batched ? " batched" : "", s->rate_cap_per_s, s->elements_per_call);
   }
 }
 
@@ -222,7 +230,7 @@ void pb_model_fit(pb_model *m, const pb_record *rec, const pb_report *r) {
   for (int i = 0; i < rec->nstages && i < r->nstages; i++) {
     if (rec->stages[i].skipped) continue;
     if (strcmp(rec->stages[i].type, "h2d") == 0) h2d_stage = true;
-    fit_stage(&m->stages[m->nstages++], rec, i, &r->stages[i], saturated_cores);
+    fit_stage(&m->stages[m->nstages++], rec, i, &r->stages[i], saturated_cores, r->files_read, r->samples_read);
   }
   if (!m->nstages || m->stages[0].role != PB_ROLE_SOURCE || !fit_device(m, rec, !h2d_stage)) {
     snprintf(m->why, sizeof m->why, "no source stage or no measured step");

@@ -60,9 +60,11 @@ static double min_gain(const pb_report *r) {
   return g / 100;
 }
 
-/* Worth recommending: predicted above the measured rate by more than the noise. */
+/* Worth recommending: predicted above the model's own replay of the run by more than the noise (the same
+ * simulation with and without the change: the draws are common, so the difference is the change's). */
 static bool gains(const pb_report *r, const pb_model_result *res) {
-  return res->ok && res->samples_per_s > r->samples_per_s * (1 + min_gain(r));
+  double base = r->model.base_samples_per_s > 0 ? r->model.base_samples_per_s : r->samples_per_s;
+  return res->ok && res->samples_per_s > base * (1 + min_gain(r));
 }
 
 static void set_prediction(const pb_report *r, pb_recommendation *rc, const pb_model_result *res) {
@@ -239,6 +241,10 @@ static void recommend_prefetch(pb_report *r, const pb_record *rec) {
       break;
     }
   }
+  if (getenv("PB_DEBUG_MODEL"))
+    fprintf(stderr, "prefetch: depth %d -> %d: %.1f/s idle %.2f %% (deep %.1f/s %.2f %%; base %.1f/s, noise %.2f %%)\n", cur,
+            best, best ? best_res.samples_per_s : NAN, best ? best_res.idle_pct : NAN, deep.samples_per_s, deep.idle_pct,
+            r->model.base_samples_per_s, r->noise_pct);
   if (!best || !gains(r, &best_res) || !depth_fits(r, brow, best - cur)) return;
   pb_recommendation *rc = add(r, "prefetch");
   if (!rc) return;

@@ -13,6 +13,12 @@
  * the few distinct shares).  The rates are recomputed at every event; there are few threads, so a linear
  * scan is cheaper than a heap.
  *
+ * Draws are balanced and common: each row (and the devices) draws from a stream of its own, which deals
+ * out its quantiles in shuffled rounds (every round of 128 draws uses each quantile once).  So the mean
+ * of any 128 draws is the distribution's mean exactly (a bursty device whose i.i.d. draws over 200 steps
+ * were 15 % off its mean made a prediction beat the device's own rate), and a change to one stage leaves
+ * every other row's sequence of draws as it was: two predictions differ by the change, not by luck.
+ *
  * Long runs are not simulated to the end: past SIM_MAX_SAMPLES the rest of the window runs at the rate
  * of the simulated window's second half, and a cache's later epochs at the rate of a second simulation
  * that starts with the cache full (sim_run_long). */
@@ -39,6 +45,8 @@ typedef struct srow {
   const double *service_s;      /* NULL for a device row (uses the model's device_s) */
   double scale;                 /* service times x this */
   double cpu_share;
+  int elements_per_call;        /* a source's call makes this many (a multi-sample file's samples) */
+  int stream;                   /* which draw stream: its row in the model (an inserted cache: past them) */
   int first_thread;
   /* runtime */
   int64_t count;                /* elements in its output queue */
@@ -60,7 +68,15 @@ typedef struct sthread {
   double cpu;
   bool paced;                   /* waiting for the stage's rate cap, the service itself done */
   int fill;                     /* batch: samples in its batch */
+  int pending;                  /* elements made by its last call, not yet handed on */
 } sthread;
+
+/* A stream of draws from one distribution: its quantiles in a fresh shuffled order every round. */
+typedef struct draws {
+  uint64_t rng;
+  uint8_t order[PB_MODEL_QUANTILES];
+  int next;                     /* PB_MODEL_QUANTILES: a new round is due */
+} draws;
 
 typedef struct sim {
   const pb_model *m;
@@ -71,7 +87,7 @@ typedef struct sim {
   int *ring_mem;
   double cores;
   int batch_size;
-  uint64_t rng;
+  draws streams[PB_MAX_STAGES + 3]; /* per row; the devices' is streams[nrows] */
   double t;
   int64_t steps_done, warmup, target_steps; /* target 0: by duration */
   double duration_s;
@@ -89,7 +105,26 @@ static uint64_t next_rand(uint64_t *x) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
-static double draw(sim *s, const double *q) { return q[next_rand(&s->rng) % PB_MODEL_QUANTILES]; }
+static void draws_init(draws *d, uint64_t seed) {
+  d->rng = seed;
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) d->order[i] = (uint8_t)i;
+  d->next = PB_MODEL_QUANTILES;
+}
+
+/* The next quantile of row `row`'s stream (Fisher-Yates shuffle at the start of each round). */
+static double draw(sim *s, int row, const double *q) {
+  draws *d = &s->streams[row];
+  if (d->next == PB_MODEL_QUANTILES) {
+    for (int i = PB_MODEL_QUANTILES - 1; i > 0; i--) {
+      int k = (int)(next_rand(&d->rng) % (uint64_t)(i + 1));
+      uint8_t t = d->order[i];
+      d->order[i] = d->order[k];
+      d->order[k] = t;
+    }
+    d->next = 0;
+  }
+  return q[d->order[d->next++]];
+}
 
 static bool is_device(const sim *s, int row) { return row == s->nrows; }
 
@@ -106,32 +141,38 @@ static int ring_pop(int *v, int ring, int *head, int *n) {
 static void start_service(sim *s, int j);
 static void take_input(sim *s, int j);
 
-/* Thread j of row r hands one element on: straight to a waiting consumer, into the queue, or it blocks. */
+/* Thread j hands on the elements its call made (`pending`), one by one: each straight to a waiting
+ * consumer or into the queue; when the queue is full it blocks holding the rest (a read of a
+ * multi-sample file holds the file's remaining samples).  Then it takes its next input. */
 static void hand_on(sim *s, int j) {
-  int r = s->th[j].row;
-  srow *q = &s->rows[r];
-  if (q->nwait > 0) { /* a consumer waits: it takes the element at once */
-    int c = ring_pop(q->waiters, q->ring, &q->wait_head, &q->nwait);
-    start_service(s, c);
-    take_input(s, j);
-    return;
-  }
-  if (q->count < q->cap) {
+  sthread *t = &s->th[j];
+  srow *q = &s->rows[t->row];
+  while (t->pending > 0) {
+    if (q->nwait > 0) { /* a consumer waits: it takes the element at once */
+      int c = ring_pop(q->waiters, q->ring, &q->wait_head, &q->nwait);
+      t->pending--;
+      start_service(s, c);
+      continue;
+    }
+    if (q->count >= q->cap) {
+      t->state = T_BLOCKED;
+      ring_push(q->blocked, q->ring, q->blk_head, &q->nblk, j);
+      return;
+    }
     q->count++;
-    take_input(s, j);
-    return;
+    t->pending--;
   }
-  s->th[j].state = T_BLOCKED;
-  ring_push(q->blocked, q->ring, q->blk_head, &q->nblk, j);
+  take_input(s, j);
 }
 
-/* A consumer took an element from row r's queue: room for one blocked producer's element. */
+/* A consumer took an element from row r's queue: room for one blocked producer's next element. */
 static void room_made(sim *s, int r) {
   srow *q = &s->rows[r];
   if (q->nblk == 0) return;
   int p = ring_pop(q->blocked, q->ring, &q->blk_head, &q->nblk);
   q->count++;
-  take_input(s, p);
+  s->th[p].pending--;
+  hand_on(s, p);
 }
 
 /* ---------- threads ---------- */
@@ -144,12 +185,13 @@ static void start_service(sim *s, int j) {
   t->state = T_BUSY;
   t->paced = false;
   if (is_device(s, r)) {
-    t->left_s = draw(s, s->m->device_s);
+    t->left_s = draw(s, r, s->m->device_s);
     t->cpu = 0;
     return;
   }
   srow *row = &s->rows[r];
-  t->left_s = draw(s, row->service_s) * row->scale;
+  int per_call = row->role == PB_ROLE_SOURCE ? row->elements_per_call : 1; /* one service: a whole file */
+  t->left_s = draw(s, r, row->service_s) * row->scale * per_call;
   t->cpu = row->cpu_share;
 }
 
@@ -222,9 +264,10 @@ static void service_done(sim *s, int j) {
     return;
   }
   srow *row = &s->rows[r];
-  if (row->rate_cap_per_s > 0 && !t->paced) { /* the stage's cap: this element waits for its slot */
+  int per_call = row->role == PB_ROLE_SOURCE ? row->elements_per_call : 1;
+  if (row->rate_cap_per_s > 0 && !t->paced) { /* the stage's cap: this call's elements wait for their slot */
     double slot = row->pace_next > s->t ? row->pace_next : s->t;
-    row->pace_next = slot + 1.0 / row->rate_cap_per_s;
+    row->pace_next = slot + per_call / row->rate_cap_per_s;
     if (slot > s->t) {
       t->paced = true;
       t->left_s = slot - s->t;
@@ -232,9 +275,11 @@ static void service_done(sim *s, int j) {
       return;
     }
   }
+  t->pending = 1;
   switch (row->role) {
   case PB_ROLE_SOURCE:
-    row->made++;
+    row->made += per_call;
+    t->pending = per_call;
     hand_on(s, j);
     return;
   case PB_ROLE_BATCH:
@@ -345,6 +390,7 @@ static void build_rows(sim *s, const pb_model *m, const pb_model_change *c, doub
     srow *row = &s->rows[n++];
     *row = (srow){.role = ms->role, .threads = ms->threads, .cap = ms->queue_capacity, .buffer = ms->buffer,
                   .rate_cap_per_s = ms->rate_cap_per_s, .service_s = ms->service_s,
+                  .elements_per_call = ms->elements_per_call > 1 ? ms->elements_per_call : 1, .stream = i,
                   .scale = ms->saturated ? scale : 1,
                   .cpu_share = ms->cpu_share};
     if (c->threads[i] > 0) row->threads = c->threads[i];
@@ -355,7 +401,7 @@ static void build_rows(sim *s, const pb_model *m, const pb_model_change *c, doub
     if (c->cache_after == i) { /* a cache right after this row: the engine's sample queue after it */
       srow *cache = &s->rows[n++];
       *cache = (srow){.role = PB_ROLE_CACHE, .threads = 1, .cap = ms->queue_capacity > 0 ? ms->queue_capacity : 1,
-                      .service_s = NULL, .scale = 1, .cpu_share = 1};
+                      .service_s = NULL, .scale = 1, .cpu_share = 1, .stream = PB_MAX_STAGES + 1};
     }
   }
   s->nrows = n;
@@ -376,8 +422,12 @@ static int sim_init(sim *s, const pb_model *m, const pb_model_change *c, double 
   s->batch_size = m->batch_size > 0 ? m->batch_size : 1;
   s->cores = c->cores > 0 ? c->cores : m->cores;
   if (!(s->cores > 0)) s->cores = 1;
-  s->rng = m->seed ^ 0x5eed5eedULL;
   build_rows(s, m, c, scale);
+  /* Each row's stream seeded by its row in the model, whatever a change inserted before it; the devices'
+   * by its own. */
+  for (int i = 0; i < s->nrows; i++)
+    draws_init(&s->streams[i], m->seed ^ (0x5eed5eedULL * (uint64_t)(s->rows[i].stream + 1)));
+  draws_init(&s->streams[s->nrows], m->seed ^ 0xde71cedeULL);
   int total = m->devices;
   bool has_cache = false;
   for (int i = 0; i < s->nrows; i++) {

@@ -327,6 +327,75 @@ static void test_long_run(void **state) {
   }
 }
 
+/* 14. the machine as it is (issue 31): two threads spinning 1 ms of CPU each under `taskset -c 0` get one
+ *     core: 1000 samples/s for a device of 4000 (B 16, S 4 ms): idle = 1 - 4/16 = 75 %.  The report
+ *     must see one usable core and name the cores, never recommend threads, and predict what a second
+ *     core gives (2 threads x 1 ms = 2000/s). */
+static void test_taskset_cores(void **state) {
+  if (access("/usr/bin/taskset", X_OK) != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2) skip();
+  const char *cfg = synthetic_config("taskset", "[64]",
+                                     "{'name':'augment','type':'map','threads':2,'ops':[{'op':'spin','us':1000}]},",
+                                     16, 4, "");
+  char out[400];
+  snprintf(out, sizeof out, "%s/out-taskset", g_tmp);
+  result *r = run_pb_with(ARGS("/usr/bin/taskset", "-c", "0"),
+                          ARGS("run", "--config", cfg, "--out", out, "--quiet", "--no-progress"));
+  if (r->status != 0) fail_msg("taskset run: exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(out);
+  printf("taskset -c 0: usable %.2f (%s), others %.2f, bottleneck %s, idle %.2f %% (expected 75 %%): %s\n",
+         num(rep, "machine.cores_usable"), str(rep, "machine.limited_by"), num(rep, "machine.cores_taken_by_others"),
+         str(rep, "bottleneck.stage"), num(rep, "device_idle_pct"), str(rep, "bottleneck.reason"));
+  assert_true(num(rep, "machine.cores_usable") == 1);
+  assert_non_null(strstr(str(rep, "machine.limited_by"), "affinity"));
+  assert_string_equal(str(rep, "bottleneck.stage"), "cores");
+  double idle = num(rep, "device_idle_pct");
+  if (idle < 75 - IDLE_TOL_PCT || idle > 75 + IDLE_TOL_PCT) fail_msg("idle %.2f %%, expected 75 +- 3", idle);
+  cJSON *rc;
+  bool more_cores = false;
+  cJSON_ArrayForEach(rc, at(rep, "recommendations")) {
+    if (strstr(str(rc, "action"), "threads")) fail_msg("a threads recommendation at the cores' limit: %s", str(rc, "action"));
+    if (strcmp(str(rc, "kind"), "cores") == 0) {
+      more_cores = true;
+      double pred = num(rc, "predicted_samples_per_s");
+      if (pred < 1700 || pred > 2100) fail_msg("more cores predicted %.1f samples/s, expected about 2000", pred);
+    }
+  }
+  assert_true(more_cores);
+  assert_accounting_balances(rep);
+}
+
+/* 15. variance (issue 31): device steps N(5, 30) ms clamped at 0 (mean ~14.6 ms, 35,000 samples/s needed at
+ *     B 512), a map of 12 threads sleeping 0.25 ms (~1.2x that fast with the wake-up latency), prefetch
+ *     depth 1: the sample queue holds half a batch.  The device waits after runs of short steps (~8 % with
+ *     this seed's steps), not because the map is slow on average: the top advice is a deeper prefetch, and
+ *     applied it lowers the idle.  The model is optimistic here (it predicted ~0 % where 4.5-5 % was
+ *     measured: docs/ACCURACY.md), so this checks the direction and a loose bound. */
+static void test_bursty_device_prefetch(void **state) {
+  const char *cfg = write_config("bursty",
+                                 "{'name':'bursty','seed':1,"
+                                 "'dataset':{'format':'synthetic','shape':[64],'dtype':'uint8'},"
+                                 "'stages':[{'name':'augment','type':'map','threads':12,'ops':[{'op':'sleep','us':250}]},"
+                                 "  {'name':'batch','type':'batch','size':512},"
+                                 "  {'name':'prefetch','type':'prefetch','depth':1},{'name':'h2d','type':'h2d'}],"
+                                 "'device':{'kind':'emulated','step_ms':{'dist':'normal','mean':5,'stdev':30}},"
+                                 "'run':{'steps':600,'warmup_steps':3}}");
+  cJSON *rep = run_report(cfg, "bursty", NULL);
+  cJSON *top = cJSON_GetArrayItem(at(rep, "recommendations"), 0);
+  printf("bursty: idle %.2f %%, bottleneck %s, top %s\n", num(rep, "device_idle_pct"), str(rep, "bottleneck.stage"),
+         top ? str(top, "action") : "none");
+  if (!top) fail_msg("no recommendation for a bursty device at prefetch depth 1 (idle %.2f %%)", num(rep, "device_idle_pct"));
+  assert_string_equal(str(top, "kind"), "prefetch");
+  const char *action = str(top, "action");
+  cJSON *after = run_report(cfg, "bursty-applied", ARGS("--set", action + strlen("--set ")));
+  double want = num(top, "predicted_idle_pct"), got = num(after, "device_idle_pct");
+  printf("bursty: %s -> idle %.2f %% (predicted %.2f %%), %.1f samples/s (predicted %.1f)\n", action, got, want,
+         num(after, "throughput.samples_per_s"), num(top, "predicted_samples_per_s"));
+  double before = num(rep, "device_idle_pct");
+  if (!(got < before - 1) || got > want + 7)
+    fail_msg("with %s: idle %.2f %% (before %.2f %%, predicted %.2f %%)", action, got, before, want);
+  assert_accounting_balances(after);
+}
+
 /* ---------- 8. --no-trace: the capacity model alone ---------- */
 
 static void test_no_trace_capacity_model_only(void **state) {
@@ -473,6 +542,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_analyze_reproduces_report, free_reports),
       cmocka_unit_test_teardown(test_two_slow_stages_in_a_row, free_reports),
       cmocka_unit_test_teardown(test_long_run, free_reports),
+      cmocka_unit_test_teardown(test_taskset_cores, free_reports),
+      cmocka_unit_test_teardown(test_bursty_device_prefetch, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }

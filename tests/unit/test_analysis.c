@@ -264,6 +264,42 @@ static void test_path_handoff_stamped_after_consumer_start(void **state) {
   free_fixture(f);
 }
 
+/* Regression (issue 31, a bursty device with zero-length steps): the device took batch 1 and ran a
+ * zero-length step at 500 us, before batch's hand-off of it was stamped (at 503 us, after its push
+ * returned, the push having blocked since 490 us).  From the step the walk went to that hand-off (after the
+ * cursor), back to the block, and the block's "who made room" found the same zero-length step ending
+ * exactly at the cursor: round and round to the hop limit. */
+static void test_path_zero_length_step_does_not_loop(void **state) {
+  fixture *f = make_fixture();
+  for (uint64_t i = 0; i < 8; i++) {
+    ev(f, 0, PB_EV_PROCESS, PB_EVF_PRODUCE | PB_EVF_EMITTED, i * US, (i + 1) * US, PB_NO_KEY, i);
+    ev(f, 1, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_EMITTED, 10 * US + i * US, 11 * US + i * US, i, i);
+  }
+  /* batch 0 collated and handed on at 30 us; batch 1 collated, blocked 490-503 us, handed on at 503 us */
+  for (uint64_t i = 0; i < 4; i++)
+    ev(f, 2, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_JOINED | (i == 3 ? PB_EVF_EMITTED : 0), 20 * US + i * US,
+       21 * US + i * US, i, PB_BATCH_KEY(0));
+  ev(f, 2, PB_EV_HANDOFF, 0, 30 * US, 30 * US, PB_NO_KEY, PB_NO_KEY);
+  for (uint64_t i = 4; i < 8; i++)
+    ev(f, 2, PB_EV_PROCESS, PB_EVF_CALL_START | PB_EVF_JOINED | (i == 7 ? PB_EVF_EMITTED : 0), 480 * US + i * US,
+       481 * US + i * US, i, PB_BATCH_KEY(1));
+  ev(f, 2, PB_EV_BLOCKED, 0, 490 * US, 503 * US, PB_NO_KEY, PB_NO_KEY);
+  ev(f, 2, PB_EV_PROCESS, 0, 503 * US, 503 * US, 7, PB_NO_KEY);
+  ev(f, 2, PB_EV_HANDOFF, 0, 503 * US, 503 * US, PB_NO_KEY, PB_NO_KEY);
+  step(f, 0, 0, 30 * US, 30 * US, 470 * US);
+  step(f, 1, 470 * US, 500 * US, 500 * US, 500 * US); /* zero length, at 500 us */
+  f->rec.window_start_ns = 0;
+  f->rec.window_end_ns = 500 * US;
+  f->rec.measured_count = 2;
+  pb_analysis a;
+  assert_int_equal(pb_analysis_init(&a, &f->rec), 0);
+  pb_critical_path(&f->rep, &a);
+  assert_string_not_equal(f->rep.critical_path_stop, "hop limit (malformed trace)");
+  assert_true(f->rep.critical_path_hops < 100);
+  pb_analysis_free(&a);
+  free_fixture(f);
+}
+
 /* A ring that overwrote events: the analysed window starts where every ring still has events. */
 static void test_window_when_rings_dropped(void **state) {
   fixture *f = make_fixture();
@@ -367,6 +403,7 @@ int main(void) {
       cmocka_unit_test(test_graph_from_lineage), cmocka_unit_test(test_graph_long_trace_lineage), cmocka_unit_test(test_path_map_bound),
       cmocka_unit_test(test_path_device_bound),  cmocka_unit_test(test_path_backpressure),
       cmocka_unit_test(test_path_handoff_stamped_after_consumer_start),
+      cmocka_unit_test(test_path_zero_length_step_does_not_loop),
       cmocka_unit_test(test_window_when_rings_dropped), cmocka_unit_test(test_keymap),
       cmocka_unit_test(test_trace_ring),        cmocka_unit_test(test_cpu_bound_net_of_run_queue_delay),
       cmocka_unit_test(test_cache_scales_upstream_capacity),
