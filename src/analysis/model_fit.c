@@ -173,7 +173,9 @@ static void calibrate(pb_model *m, bool input_bound) {
   m->replay_idle_pct = m->base_idle_pct = base.idle_pct;
   double meas = m->measured_samples_per_s;
   m->fit_error_pct = meas > 0 ? (base.samples_per_s - meas) / meas * 100 : NAN;
-  if (!input_bound || !(meas > 0) || fabs(base.samples_per_s - meas) <= FIT_TOLERANCE * meas) return;
+  bool any_saturated = false; /* the scale applies to those alone: without one it changes nothing */
+  for (int i = 0; i < m->nstages; i++) any_saturated = any_saturated || m->stages[i].saturated;
+  if (!input_bound || !any_saturated || !(meas > 0) || fabs(base.samples_per_s - meas) <= FIT_TOLERANCE * meas) return;
   /* Throughput is about inversely proportional to the scale while the pipeline limits it: two secant
    * steps land within a fraction of a percent. */
   double k = base.samples_per_s / meas, got = base.samples_per_s;
