@@ -280,7 +280,7 @@ def timer_overshoot_us(binary, tmp):
     sleeping 1000 us, its stage's mean_us - 1000.  The analytic rates of the sleeping cases use us + this: it is
     the machine's wake-up latency, which pipebench measures and must not be blamed for."""
     cfg = synthetic("overshoot", [sleep_map("nap", 1000)], 8, 0, steps=60, warmup=3)
-    rep = run(binary, write_cfg(cfg, tmp, ""), os.path.join(tmp, "out-overshoot"))
+    rep = run(binary, write_cfg(cfg, tmp, ""), os.path.join(tmp, "out-overshoot"))  # noqa: the synthetic source
     nap = [s for s in rep["stages"] if s["name"] == "nap"][0]
     return max(0.0, nap["mean_us"] - 1000.0)
 
@@ -364,7 +364,9 @@ def table(rows, s, machine, when, overshoot_us):
                "in the script, run on the machine below; the top recommendation of each applied and measured "
                "(median of the applied runs).  Idle error = device_idle_pct - the idle % the planted rates imply "
                "(points); prediction error = (predicted - measured) / measured; noise = the run's own "
-               "throughput.noise_pct (the 95 % half-width over 8 slices of its window).\n")
+               "throughput.noise_pct (the 95 % half-width of the devices' busy share over 8 runs of its steps, "
+               "docs/METRICS.md).  Regenerate with `bench/diagnosis.py --write docs/ACCURACY.md` (about 12 minutes; "
+               "on a quiet machine: other tenants' load changes what binds).\n")
     out.append(f"Machine: {machine}.  Measured {when}.  A sleep (or an emulated read latency) lasted "
                f"{overshoot_us:.0f} us longer than asked here (a 1-thread map sleeping 1 ms, its mean_us): the "
                f"expected idle of the sleeping cases uses that; the nominal one (without it) is in the JSON.\n")
@@ -376,6 +378,25 @@ def table(rows, s, machine, when, overshoot_us):
                f"{s['predictions_at_ceiling']} predicted \"up to\" the device's rate reached it, which checks no model)")
     if s["kind_failures"]:
         out.append(f"- top recommendation of the wrong kind: {', '.join(s['kind_failures'])}")
+    out.append("")
+    out.append("Against issue 31's targets:\n")
+    out.append(f"- the right stage (or pair, cores, device) in every case: {'met' if s['right'] == s['cases'] else 'NOT met'} "
+               f"({s['right']}/{s['cases']}, run lengths 100, 1,000 and 10,000 steps included)")
+    out.append(f"- idle within 3 points of the analytic value: {'met' if (s['idle_error_worst'] or 0) <= 3 else 'NOT met'} "
+               f"(worst {fmt(s['idle_error_worst'], '{:.2f}')})")
+    ok15 = (s["prediction_error_worst"] or 0) <= 15 and (s["prediction_error_median"] or 0) <= 5
+    out.append(f"- every applied prediction within 15 %, median within 5 %: {'met' if ok15 else 'NOT met'} "
+               f"(worst {fmt(s['prediction_error_worst'])} %, median {fmt(s['prediction_error_median'])} %)")
+    for r in rows:
+        a = r.get("applied") or {}
+        if r["case"] != "bursty-device" or not a.get("action"):
+            continue
+        gap = None if a.get("predicted_idle") is None else a["measured_idle"] - a["predicted_idle"]
+        out.append(f"- the bursty case's top advice is the prefetch depth: {'met' if r['kind_ok'] else 'NOT met'}; "
+                   f"the idle after applying it within 2 points of the predicted: "
+                   f"{'met' if gap is not None and abs(gap) <= 2 else 'NOT met'} (predicted {fmt(a.get('predicted_idle'))} %, "
+                   f"measured {fmt(a.get('measured_idle'))} %: the model is optimistic about deep buffers under a "
+                   f"bursty device)")
     out.append("")
     out.append("| case | class | expected | named | idle % (expected) | noise % | top recommendation | predicted | "
                "measured | error % |")
