@@ -280,7 +280,7 @@ def timer_overshoot_us(binary, tmp):
     sleeping 1000 us, its stage's mean_us - 1000.  The analytic rates of the sleeping cases use us + this: it is
     the machine's wake-up latency, which pipebench measures and must not be blamed for."""
     cfg = synthetic("overshoot", [sleep_map("nap", 1000)], 8, 0, steps=60, warmup=3)
-    rep = run(binary, write_cfg(cfg, tmp, ""), os.path.join(tmp, "out-overshoot"))  # noqa: the synthetic source
+    rep = run(binary, write_cfg(cfg, tmp, ""), os.path.join(tmp, "out-overshoot"))
     nap = [s for s in rep["stages"] if s["name"] == "nap"][0]
     return max(0.0, nap["mean_us"] - 1000.0)
 
