@@ -904,12 +904,14 @@ static bool knob_is(const knob *k, const char *key) {
   return strcmp(mine, key) == 0;
 }
 
-/* Every threads and depth knob of the config; with lists, only the listed ones, with their values. */
+/* Every threads and depth knob of the config; with lists, only the listed ones, with their values.  Which
+ * stages have one is the config schema's word (pb_config_stage_key_max: a "threads" above 1, a "depth"),
+ * as for the recommendations. */
 static int find_knobs(tuner *t, const pb_axis *axes, const char (*canon)[PB_CFG_PATH_LEN], int naxes) {
   for (int i = 0; i < t->cfg->nstages; i++) {
     pb_stage_type ty = t->cfg->stages[i].type;
-    if (ty == PB_STAGE_READ || ty == PB_STAGE_DECODE || ty == PB_STAGE_MAP || ty == PB_STAGE_BATCH) add_knob(t, i, false);
-    if (ty == PB_STAGE_PREFETCH) add_knob(t, i, true);
+    if (pb_config_stage_key_max(ty, "threads") > 1) add_knob(t, i, false);
+    if (pb_config_stage_key_max(ty, "depth") > 0) add_knob(t, i, true);
   }
   if (!naxes) return 0;
   knob listed[MAX_KNOBS];

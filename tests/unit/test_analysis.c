@@ -372,6 +372,59 @@ static void test_cpu_bound_net_of_run_queue_delay(void **state) {
   assert_false(pb_stage_cpu_bound(&none));
 }
 
+/* The model's fit (model_fit.c) on a hand-built record: a map whose calls take 100 or 300 us (mean 200),
+ * a device at 1 ms a step.  The mean is kept exactly, the quantiles keep the two modes, the CPU share is of
+ * the whole service while the cores have room, and the run-queue delay comes off only when the stages
+ * kept the cores busy (then the share is of what is left). */
+static void test_model_fit(void **state) {
+  fixture *f = make_fixture();
+  build_map_bound(f);
+  pb_report *r = &f->rep;
+  pb_hist_reset(&f->rec.stages[1].hist);
+  for (int i = 0; i < 500; i++) {
+    pb_hist_add(&f->rec.stages[1].hist, 100 * US);
+    pb_hist_add(&f->rec.stages[1].hist, 300 * US);
+  }
+  for (int i = 0; i < 3; i++) {
+    f->rec.stages[i].queue_capacity = 8;
+    r->stages[i].threads = 1;
+    r->stages[i].utilization = 0.1;
+    r->stages[i].cpu_fraction = 0.25;
+    r->stages[i].cpu_delay_fraction = 0.5;
+    r->stages[i].calls = 1000;
+  }
+  pb_hist_add(&f->rec.stages[0].hist, 1 * US);
+  pb_hist_add(&f->rec.stages[2].hist, 2 * US);
+  for (size_t i = 0; i < f->rec.nsteps; i++) f->rec.steps[i].compute_end_ns = f->rec.steps[i].compute_start_ns + 1000 * US;
+  r->step_count = 2;
+  r->measured_s = 0.865e-3;
+  r->samples_per_s = 8 / r->measured_s;
+  r->classification = "highly_input_bound";
+  f->rec.cores_usable = 2;
+  pb_model m;
+  pb_model_fit(&m, &f->rec, r);
+  assert_true(m.valid);
+  assert_int_equal(m.nstages, 3);
+  assert_int_equal(m.batch_size, 4);
+  assert_float_equal(m.device_mean_s, 1e-3, 1e-9);
+  const pb_model_stage *slow = &m.stages[1];
+  assert_string_equal(slow->name, "slow");
+  assert_float_equal(slow->mean_s, 200e-6, 200e-6 * 1e-9);
+  assert_true(fabs(slow->service_s[PB_MODEL_QUANTILES / 4] - 100e-6) < 3e-6); /* within the histogram's 1.6 % */
+  assert_true(fabs(slow->service_s[3 * PB_MODEL_QUANTILES / 4] - 300e-6) < 6e-6);
+  assert_float_equal(slow->cpu_share, 0.25, 1e-12); /* cores to spare: of the whole service */
+  /* cores kept busy (1.9 of 2): the delay is the pipeline's own contention, and comes off */
+  r->stages[1].utilization = 1;
+  r->stages[1].cpu_fraction = 0.5;
+  r->stages[1].cpu_delay_fraction = 0.5;
+  r->stages[1].threads = 4; /* the report's figures say how many cores were in use */
+  pb_model_fit(&m, &f->rec, r);
+  assert_float_equal(m.stages[1].mean_s, 100e-6, 100e-6 * 1e-9);
+  assert_float_equal(m.stages[1].cpu_share, 1.0, 1e-12);
+  assert_true(m.stages[1].saturated);
+  free_fixture(f);
+}
+
 /* Upstream of a cache a stage handles one epoch while the pipeline delivers many: its capacity in the
  * pipeline's samples is its capacity x delivered / its samples (a read of 321 samples/s that fed a 1487
  * samples/s run was once the model's "lowest capacity", and recommendations predicted 321). */
@@ -406,7 +459,7 @@ int main(void) {
       cmocka_unit_test(test_path_zero_length_step_does_not_loop),
       cmocka_unit_test(test_window_when_rings_dropped), cmocka_unit_test(test_keymap),
       cmocka_unit_test(test_trace_ring),        cmocka_unit_test(test_cpu_bound_net_of_run_queue_delay),
-      cmocka_unit_test(test_cache_scales_upstream_capacity),
+      cmocka_unit_test(test_cache_scales_upstream_capacity), cmocka_unit_test(test_model_fit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
