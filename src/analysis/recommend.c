@@ -236,6 +236,7 @@ static void recommend_prefetch(pb_report *r, const pb_record *rec) {
   for (int d = cur + 1; d <= MAX_DEPTH; d = d < 2 * cur ? 2 * cur : 2 * d) {
     c.queue_capacity[row] = d;
     if (!predict(r, &c, &res)) return;
+    if (getenv("PB_DEBUG_MODEL")) fprintf(stderr, "prefetch: depth %d: %.1f/s idle %.2f %%\n", d, res.samples_per_s, res.idle_pct);
     if (res.idle_pct <= deep.idle_pct + IDLE_KNEE_POINTS) {
       best = d, best_res = res;
       break;

@@ -10,14 +10,18 @@
  * are (the sum of their shares), each one's CPU parts run at a fraction x of a core, so it progresses at
  * r(f) = 1 / ((1 - f) + f / x) of its idle-machine speed and uses f r(f) cores on average.  x is the
  * one that fills the cores exactly: sum over the threads in service of f r(f) = cores (a bisection over
- * the few distinct shares).  The rates are recomputed at every event; there are few threads, so a linear
- * scan is cheaper than a heap.
+ * the few distinct shares).  While the cores have room every service runs at its own speed, and the next
+ * service to end is the top of a heap of absolute end times; while they are short, every rate changes at
+ * every event, and each event scans the threads in service.
  *
- * Draws are balanced and common: each row (and the devices) draws from a stream of its own, which deals
- * out its quantiles in shuffled rounds (every round of 128 draws uses each quantile once).  So the mean
- * of any 128 draws is the distribution's mean exactly (a bursty device whose i.i.d. draws over 200 steps
- * were 15 % off its mean made a prediction beat the device's own rate), and a change to one stage leaves
- * every other row's sequence of draws as it was: two predictions differ by the change, not by luck.
+ * Draws are common: each row draws from a random stream of its own, so a change to one stage leaves every
+ * other row's sequence of draws as it was (two predictions differ by the change, not by luck).  The
+ * devices' steps are drawn up front, one i.i.d. draw per step of the simulated run, and scaled so that
+ * their mean is the distribution's exactly: a bursty device's 200 draws could be 15 % off its mean (a
+ * prediction then beat the device's own rate), while the steps keep their i.i.d. runs of short and long
+ * ones, which are what a prefetch buffer has to absorb (drawing without replacement in shuffled rounds
+ * of the 128 quantiles fixed the mean too, but evened out those runs, and predicted a deep prefetch's
+ * idle at a tenth of what was measured).
  *
  * Long runs are not simulated to the end: past SIM_MAX_SAMPLES the rest of the window runs at the rate
  * of the simulated window's second half, and a cache's later epochs at the rate of a second simulation
@@ -29,7 +33,7 @@
 
 #include "model.h"
 
-#define SIM_MAX_SAMPLES 40000   /* samples simulated per prediction, at most (see sim_run_long) */
+#define SIM_MAX_SAMPLES 200000   /* samples simulated per prediction, at most (see sim_run_long) */
 #define SIM_MIN_STEPS 200       /* measured steps simulated at least, when the run has that many */
 #define SIM_MAX_EVENTS 20000000 /* a guard: a simulation never runs away */
 #define CACHE_COPY_BYTES_PER_S 4e9 /* a cache's copy into memory, when a change inserts one */
@@ -69,13 +73,12 @@ typedef struct sthread {
   bool paced;                   /* waiting for the stage's rate cap, the service itself done */
   int fill;                     /* batch: samples in its batch */
   int pending;                  /* elements made by its last call, not yet handed on */
+  double done_at;               /* when its service ends (while the cores have room: in the heap) */
 } sthread;
 
-/* A stream of draws from one distribution: its quantiles in a fresh shuffled order every round. */
+/* A row's stream of draws. */
 typedef struct draws {
   uint64_t rng;
-  uint8_t order[PB_MODEL_QUANTILES];
-  int next;                     /* PB_MODEL_QUANTILES: a new round is due */
 } draws;
 
 typedef struct sim {
@@ -88,6 +91,11 @@ typedef struct sim {
   double cores;
   int batch_size;
   draws streams[PB_MAX_STAGES + 3]; /* per row; the devices' is streams[nrows] */
+  double *device_steps;         /* the devices' step times, drawn up front (mean exact) */
+  int busy_in_row[PB_MAX_STAGES + 3]; /* threads in service (not paced) per row; the devices' at nrows */
+  bool scanning;                /* the cores are short: rates change at every event (else: the heap) */
+  int *heap, nheap;             /* threads in service by done_at (while not scanning) */
+  int64_t ndevice_steps, next_device_step;
   double t;
   int64_t steps_done, warmup, target_steps; /* target 0: by duration */
   double duration_s;
@@ -105,25 +113,43 @@ static uint64_t next_rand(uint64_t *x) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
-static void draws_init(draws *d, uint64_t seed) {
-  d->rng = seed;
-  for (int i = 0; i < PB_MODEL_QUANTILES; i++) d->order[i] = (uint8_t)i;
-  d->next = PB_MODEL_QUANTILES;
+static void draws_init(draws *d, uint64_t seed) { d->rng = seed; }
+
+/* A uniform draw among the quantiles of row `row`'s stream. */
+static double draw(sim *s, int row, const double *q) {
+  return q[next_rand(&s->streams[row].rng) % PB_MODEL_QUANTILES];
 }
 
-/* The next quantile of row `row`'s stream (Fisher-Yates shuffle at the start of each round). */
-static double draw(sim *s, int row, const double *q) {
-  draws *d = &s->streams[row];
-  if (d->next == PB_MODEL_QUANTILES) {
-    for (int i = PB_MODEL_QUANTILES - 1; i > 0; i--) {
-      int k = (int)(next_rand(&d->rng) % (uint64_t)(i + 1));
-      uint8_t t = d->order[i];
-      d->order[i] = d->order[k];
-      d->order[k] = t;
-    }
-    d->next = 0;
-  }
-  return q[d->order[d->next++]];
+/* The devices' next step time: from the run's steps drawn up front, then (past them) a plain draw. */
+static double device_step(sim *s) {
+  if (s->next_device_step < s->ndevice_steps) return s->device_steps[s->next_device_step++];
+  return draw(s, s->nrows, s->m->device_s);
+}
+
+/* Scales draws [from, to) so that their mean is the distribution's. */
+static void scale_to_mean(sim *s, int64_t from, int64_t to) {
+  double sum = 0;
+  for (int64_t i = from; i < to; i++) sum += s->device_steps[i];
+  double want = s->m->device_mean_s * (double)(to - from);
+  if (sum > 0)
+    for (int64_t i = from; i < to; i++) s->device_steps[i] *= want / sum;
+}
+
+/* Draws the run's step times and scales the warm-up's, each half of the measured steps' and the rest's so
+ * that each has the distribution's mean: the simulated devices then do exactly the measured work on
+ * average, in the window and in the half whose rate a long run is extrapolated from, and keep the i.i.d.
+ * order of short and long steps. */
+static int draw_device_steps(sim *s, int64_t warmup, int64_t steps, int64_t extra) {
+  int64_t n = warmup + steps + extra, half = warmup + (steps + 1) / 2;
+  s->device_steps = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->device_steps);
+  if (!s->device_steps) return -ENOMEM;
+  for (int64_t i = 0; i < n; i++) s->device_steps[i] = draw(s, s->nrows, s->m->device_s);
+  scale_to_mean(s, 0, warmup);
+  scale_to_mean(s, warmup, half);
+  scale_to_mean(s, half, warmup + steps);
+  scale_to_mean(s, warmup + steps, n);
+  s->ndevice_steps = n;
+  return 0;
 }
 
 static bool is_device(const sim *s, int row) { return row == s->nrows; }
@@ -175,24 +201,71 @@ static void room_made(sim *s, int r) {
   hand_on(s, p);
 }
 
+/* ---------- the heap of service ends ---------- */
+
+static bool earlier(const sim *s, int a, int b) { return s->th[a].done_at < s->th[b].done_at; }
+
+static void heap_push(sim *s, int j) {
+  int i = s->nheap++;
+  s->heap[i] = j;
+  while (i > 0 && earlier(s, s->heap[i], s->heap[(i - 1) / 2])) {
+    int p = (i - 1) / 2, x = s->heap[p];
+    s->heap[p] = s->heap[i];
+    s->heap[i] = x;
+    i = p;
+  }
+}
+
+static int heap_pop(sim *s) {
+  int top = s->heap[0];
+  s->heap[0] = s->heap[--s->nheap];
+  for (int i = 0;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    if (l < s->nheap && earlier(s, s->heap[l], s->heap[m])) m = l;
+    if (r < s->nheap && earlier(s, s->heap[r], s->heap[m])) m = r;
+    if (m == i) break;
+    int x = s->heap[m];
+    s->heap[m] = s->heap[i];
+    s->heap[i] = x;
+    i = m;
+  }
+  return top;
+}
+
 /* ---------- threads ---------- */
 
 static bool source_may_make(const srow *row) { return row->made < row->limit; }
 
+/* Thread j's service (or its wait for a rate cap's slot) has `left_s` to go from now. */
+static void become_busy(sim *s, int j) {
+  sthread *t = &s->th[j];
+  t->state = T_BUSY;
+  if (!t->paced) s->busy_in_row[t->row]++;
+  if (!s->scanning) {
+    t->done_at = s->t + t->left_s;
+    heap_push(s, j);
+  }
+}
+
+/* Thread j's service (or pacing) has ended: it no longer counts as in service. */
+static void retire(sim *s, int j) {
+  if (!s->th[j].paced) s->busy_in_row[s->th[j].row]--;
+}
+
 static void start_service(sim *s, int j) {
   sthread *t = &s->th[j];
   int r = t->row;
-  t->state = T_BUSY;
   t->paced = false;
   if (is_device(s, r)) {
-    t->left_s = draw(s, r, s->m->device_s);
+    t->left_s = device_step(s);
     t->cpu = 0;
-    return;
+  } else {
+    srow *row = &s->rows[r];
+    int per_call = row->role == PB_ROLE_SOURCE ? row->elements_per_call : 1; /* one service: a whole file */
+    t->left_s = draw(s, r, row->service_s) * row->scale * per_call;
+    t->cpu = row->cpu_share;
   }
-  srow *row = &s->rows[r];
-  int per_call = row->role == PB_ROLE_SOURCE ? row->elements_per_call : 1; /* one service: a whole file */
-  t->left_s = draw(s, r, row->service_s) * row->scale * per_call;
-  t->cpu = row->cpu_share;
+  become_busy(s, j);
 }
 
 /* Thread j wants its next element. */
@@ -272,6 +345,7 @@ static void service_done(sim *s, int j) {
       t->paced = true;
       t->left_s = slot - s->t;
       t->cpu = 0;
+      become_busy(s, j);
       return;
     }
   }
@@ -328,51 +402,96 @@ static double cpu_speed(const sim *s, const int *busy, double *used) {
     *used = demand;
     return 1;
   }
-  double lo = 0, hi = 1; /* sum of f r(f) rises with x: bisect to 1e-6 */
-  for (int it = 0; it < 24; it++) {
-    double x = (lo + hi) / 2, u = 0;
-    for (int i = 0; i < s->nrows; i++)
-      if (busy[i]) u += busy[i] * s->rows[i].cpu_share * rate_at(s->rows[i].cpu_share, x);
+  /* u(x) = sum of f r(f, x) rises with x and is concave: safeguarded Newton from x = cores / demand (exact
+   * when every share is 0 or 1), kept inside a bracket that shrinks like a bisection's. */
+  double lo = 0, hi = 1, x = s->cores / demand;
+  for (int it = 0; it < 30; it++) {
+    double u = 0, du = 0;
+    for (int i = 0; i < s->nrows; i++) {
+      if (!busy[i]) continue;
+      double f = s->rows[i].cpu_share, d = (1 - f) + f / x;
+      u += busy[i] * f / d;
+      du += busy[i] * f * f / (x * x * d * d);
+    }
+    if (fabs(u - s->cores) <= 1e-7 * s->cores) break;
     if (u > s->cores) hi = x;
     else lo = x;
+    double next = du > 0 ? x - (u - s->cores) / du : (lo + hi) / 2;
+    x = next > lo && next < hi ? next : (lo + hi) / 2;
   }
   *used = s->cores;
-  return lo > 0 ? lo : 1e-9;
+  return x > 0 ? x : 1e-9;
 }
 
-/* Advances to the next service end and handles it; false when nothing is in service (a stall: the
- * source ran dry). */
-static bool step_once(sim *s) {
-  int busy[PB_MAX_STAGES + 3] = {0};
-  for (int j = 0; j < s->nth; j++)
-    if (s->th[j].state == T_BUSY && !is_device(s, s->th[j].row) && !s->th[j].paced) busy[s->th[j].row]++;
-  double used;
-  double slow = cpu_speed(s, busy, &used); /* each CPU part's share of a core */
-  double demand = used;
+/* Time passes by dt: busy time per row and the devices', and cores used, inside the window. */
+static void account(sim *s, double dt, double cores_used) {
+  if (!s->window_open) return;
+  for (int i = 0; i < s->nrows; i++) s->rows[i].busy_in_window += s->busy_in_row[i] * dt;
+  s->device_busy_in_window += s->busy_in_row[s->nrows] * dt;
+  s->cores_in_window += cores_used * dt;
+}
+
+/* Switches between the heap (the cores have room: every service at its own speed, its end fixed) and the
+ * scan (they are short: left_s advanced at every event). */
+static void set_scanning(sim *s, bool scanning) {
+  if (scanning == s->scanning) return;
+  s->scanning = scanning;
+  if (scanning) { /* the ends in the heap become time left */
+    for (int k = 0; k < s->nheap; k++) s->th[s->heap[k]].left_s = s->th[s->heap[k]].done_at - s->t;
+    s->nheap = 0;
+    return;
+  }
+  for (int j = 0; j < s->nth; j++) /* time left becomes ends, at full speed now */
+    if (s->th[j].state == T_BUSY) {
+      s->th[j].done_at = s->t + s->th[j].left_s;
+      heap_push(s, j);
+    }
+}
+
+/* One event with the heap: the earliest end. */
+static bool step_heap(sim *s, double used) {
+  if (s->nheap == 0) return false;
+  int best = heap_pop(s);
+  double dt = s->th[best].done_at - s->t;
+  if (dt < 0) dt = 0;
+  account(s, dt, used);
+  s->t += dt;
+  s->th[best].left_s = 0;
+  retire(s, best);
+  service_done(s, best);
+  return true;
+}
+
+/* One event with the scan: every rate at the cores' speed x, the earliest end, every service advanced. */
+static bool step_scan(sim *s, double slow, double used) {
   int best = -1;
   double best_dt = INFINITY;
   for (int j = 0; j < s->nth; j++) {
     const sthread *t = &s->th[j];
     if (t->state != T_BUSY) continue;
-    double rate = rate_at(t->cpu, slow);
-    double dt = t->left_s / rate;
+    double dt = t->left_s / rate_at(t->cpu, slow);
     if (dt < best_dt) best_dt = dt, best = j;
   }
   if (best < 0) return false;
   if (best_dt < 0) best_dt = 0;
   for (int j = 0; j < s->nth; j++) {
     sthread *t = &s->th[j];
-    if (t->state != T_BUSY) continue;
-    double rate = rate_at(t->cpu, slow);
-    t->left_s = j == best ? 0 : t->left_s - rate * best_dt;
-    if (!s->window_open) continue;
-    if (is_device(s, t->row)) s->device_busy_in_window += best_dt;
-    else if (!t->paced) s->rows[t->row].busy_in_window += best_dt;
+    if (t->state == T_BUSY) t->left_s = j == best ? 0 : t->left_s - rate_at(t->cpu, slow) * best_dt;
   }
-  if (s->window_open) s->cores_in_window += demand * best_dt;
+  account(s, best_dt, used);
   s->t += best_dt;
+  retire(s, best);
   service_done(s, best);
   return true;
+}
+
+/* Advances to the next service end and handles it; false when nothing is in service (a stall: the
+ * source ran dry). */
+static bool step_once(sim *s) {
+  double used;
+  double slow = cpu_speed(s, s->busy_in_row, &used); /* each CPU part's share of a core */
+  set_scanning(s, slow < 1);
+  return s->scanning ? step_scan(s, slow, used) : step_heap(s, used);
 }
 
 /* ---------- setting up ---------- */
@@ -437,9 +556,10 @@ static int sim_init(sim *s, const pb_model *m, const pb_model_change *c, double 
   }
   (void)g_zero_service;
   s->th = calloc((size_t)total, sizeof *s->th);
+  s->heap = calloc((size_t)total, sizeof *s->heap);
   int ring = total + 1;
   s->ring_mem = calloc((size_t)(s->nrows + 1) * 2 * (size_t)ring, sizeof *s->ring_mem);
-  if (!s->th || !s->ring_mem) return -ENOMEM;
+  if (!s->th || !s->heap || !s->ring_mem) return -ENOMEM;
   for (int i = 0; i < s->nrows; i++) {
     srow *row = &s->rows[i];
     row->ring = ring;
@@ -456,6 +576,8 @@ static int sim_init(sim *s, const pb_model *m, const pb_model_change *c, double 
 }
 
 static void sim_free(sim *s) {
+  free(s->device_steps);
+  free(s->heap);
   free(s->th);
   free(s->ring_mem);
 }
@@ -500,6 +622,12 @@ static bool sim_run(const pb_model *m, const pb_model_change *c, double scale, i
   s->warmup = m->warmup_steps;
   s->target_steps = steps;
   s->duration_s = duration_s;
+  /* every step of the run (the steps in service when it ends too) */
+  if (draw_device_steps(s, s->warmup, steps, m->devices)) {
+    sim_free(s);
+    free(s);
+    return false;
+  }
   sim_start(s, cache_full);
   for (long ev = 0; !finished(s) && ev < SIM_MAX_EVENTS; ev++)
     if (!step_once(s)) {
