@@ -275,12 +275,12 @@ def apply_action(case, cfg, action):
     return None
 
 
-def timer_overshoot_us(binary, tmp):
+def timer_overshoot_us(binary, tmp, tag="0"):
     """How much longer than asked a sleep (or a read's emulated latency) lasts on this machine: a 1-thread map
-    sleeping 1000 us, its stage's mean_us - 1000.  The analytic rates of the sleeping cases use us + this: it is
-    the machine's wake-up latency, which pipebench measures and must not be blamed for."""
-    cfg = synthetic("overshoot", [sleep_map("nap", 1000)], 8, 0, steps=60, warmup=3)
-    rep = run(binary, write_cfg(cfg, tmp, ""), os.path.join(tmp, "out-overshoot"))
+    sleeping 1000 us 1,600 times, its stage's mean_us - 1000.  The analytic rates of the sleeping cases use
+    us + this: it is the machine's wake-up latency, which pipebench measures and must not be blamed for."""
+    cfg = synthetic("overshoot", [sleep_map("nap", 1000)], 8, 0, steps=200, warmup=3)
+    rep = run(binary, write_cfg(cfg, tmp, ""), os.path.join(tmp, f"out-overshoot-{tag}"))
     nap = [s for s in rep["stages"] if s["name"] == "nap"][0]
     return max(0.0, nap["mean_us"] - 1000.0)
 
@@ -368,8 +368,9 @@ def table(rows, s, machine, when, overshoot_us):
                "docs/METRICS.md).  Regenerate with `bench/diagnosis.py --write docs/ACCURACY.md` (about 12 minutes; "
                "on a quiet machine: other tenants' load changes what binds).\n")
     out.append(f"Machine: {machine}.  Measured {when}.  A sleep (or an emulated read latency) lasted "
-               f"{overshoot_us:.0f} us longer than asked here (a 1-thread map sleeping 1 ms, its mean_us): the "
-               f"expected idle of the sleeping cases uses that; the nominal one (without it) is in the JSON.\n")
+               f"{overshoot_us:.0f} us longer than asked here (a 1-thread map sleeping 1 ms 1,600 times, its "
+               f"mean_us; the median of three such probes, before, amid and after the cases): the expected idle of "
+               f"the sleeping cases uses that; the nominal one (without it) is in the JSON.\n")
     out.append(f"- right stage named: **{s['right']}/{s['cases']}**")
     out.append(f"- idle error: median {fmt(s['idle_error_median'], '{:.2f}')} points, worst "
                f"{fmt(s['idle_error_worst'], '{:.2f}')} ({s['idle_checked']} cases with an analytic value)")
@@ -458,9 +459,14 @@ def main():
     tmp = tempfile.mkdtemp(prefix="pb-diagnosis-")
     data_dir = os.path.join(tmp, "data")
     try:
-        overshoot = timer_overshoot_us(args.bin, tmp)
-        print(f"timer overshoot: a 1 ms sleep lasts {1000 + overshoot:.1f} us here", flush=True)
-        for case in cases:
+        # The wake-up latency drifts with the machine's state: probed before, in the middle of and after the
+        # cases, and the median used (the three are in the JSON).
+        probes = [timer_overshoot_us(args.bin, tmp, "start")]
+        print(f"timer overshoot: a 1 ms sleep lasts {1000 + probes[0]:.1f} us here", flush=True)
+        overshoot = probes[0]
+        for i, case in enumerate(cases):
+            if i == len(cases) // 2:
+                probes.append(timer_overshoot_us(args.bin, tmp, "middle"))
             try:
                 row = measure_case(args.bin, case, tmp, data_dir, args.applied_runs, overshoot)
             except RuntimeError as e:
@@ -474,9 +480,16 @@ def main():
                   f"err {fmt(a.get('error_pct'), '{:+.1f}')}", flush=True)
             if not row["right"]:
                 print(f"    reason: {row['reason']}", flush=True)
+        probes.append(timer_overshoot_us(args.bin, tmp, "end"))
+        overshoot = statistics.median(probes)
+        print(f"timer overshoot probes: {', '.join(f'{p:.1f}' for p in probes)} us; median {overshoot:.1f}", flush=True)
+        for row, case in zip(rows, [c for c in cases if c.name in {r['case'] for r in rows}]):
+            row["idle_expected"] = analytic_idle(case, overshoot)
+            row["idle_error"] = None if row["idle_expected"] is None else row["idle"] - row["idle_expected"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     s = summary(rows)
+    s["overshoot_probes_us"] = probes
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = table(rows, s, machine_name(), when, overshoot)
     print(text)

@@ -101,11 +101,10 @@ static int threads_for(const pb_report *r, int mrow, double target) {
   return want > max ? max : want;
 }
 
-/* The change giving each row `scale`-times its threads' worth toward target (k steps of the search). */
-static void threads_change(const pb_report *r, const int *rows, int n, const int *want, pb_model_change *c) {
+/* The change setting each of rows[0..n) to want[i] threads. */
+static void threads_change(const int *rows, int n, const int *want, pb_model_change *c) {
   pb_model_change_init(c);
   for (int i = 0; i < n; i++) c->threads[rows[i]] = want[i];
-  (void)r;
 }
 
 /* The fewest threads (each row between its current count + 1 and `full`) whose prediction is within 2 %
@@ -113,7 +112,7 @@ static void threads_change(const pb_report *r, const int *rows, int n, const int
 static bool fewest_threads(const pb_report *r, const int *rows, int n, const int *full, int *best,
                            pb_model_result *best_res) {
   pb_model_change c;
-  threads_change(r, rows, n, full, &c);
+  threads_change(rows, n, full, &c);
   pb_model_result top;
   if (!predict(r, &c, &top)) return false;
   memcpy(best, full, n * sizeof *best);
@@ -129,7 +128,7 @@ static bool fewest_threads(const pb_report *r, const int *rows, int n, const int
       if (want[i] != best[i]) same = false;
     }
     if (same) break;
-    threads_change(r, rows, n, want, &c);
+    threads_change(rows, n, want, &c);
     pb_model_result res;
     if (!predict(r, &c, &res)) return false;
     if (res.samples_per_s >= 0.98 * top.samples_per_s) {

@@ -527,8 +527,6 @@ static void build_rows(sim *s, const pb_model *m, const pb_model_change *c, doub
 }
 
 /* A cache a change inserted copies each sample once: its service is that copy. */
-static double g_zero_service[PB_MODEL_QUANTILES];
-
 static void cache_service(const pb_model *m, const pb_model_change *c, double *q) {
   double bytes = c->cache_after >= 0 ? m->stages[c->cache_after].bytes_per_element : 0;
   double sec = 1e-6 + bytes / CACHE_COPY_BYTES_PER_S;
@@ -554,7 +552,6 @@ static int sim_init(sim *s, const pb_model *m, const pb_model_change *c, double 
     if (s->rows[i].role == PB_ROLE_CACHE) has_cache = true;
     if (!s->rows[i].service_s) s->rows[i].service_s = cache_q;
   }
-  (void)g_zero_service;
   s->th = calloc((size_t)total, sizeof *s->th);
   s->heap = calloc((size_t)total, sizeof *s->heap);
   int ring = total + 1;
