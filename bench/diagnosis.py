@@ -131,8 +131,9 @@ def catalogue():
                   synthetic("twins", [sleep_map("a", 1000), sleep_map("b", 1030)], 16, 4),
                   {"a", "b"}, lambda d: idle_for(1e6 / (1030 + d), 16, 4), "1 ms and 1.03 ms, one thread each: 3 % apart"))
     c.append(Case("twin-spin", "twins",
-                  synthetic("twin-spin", [spin_map("a", 1000), spin_map("b", 1040)], 16, 4),
-                  {"a", "b"}, None, "1 ms and 1.04 ms of CPU on 2 cores: both, and the cores as tight",
+                  synthetic("twin-spin", [spin_map("a", 1000), spin_map("b", 1030)], 16, 4),
+                  {"a", "b"}, None, "1 ms and 1.03 ms of CPU on 2 cores: both, and the cores as tight (no "
+                  "threads: at the cores' limit they would only queue for a core)",
                   idle_note="two CPU-bound threads and the engine's own on 2 cores: the rate is the cores'"))
     # --- the cores ---
     c.append(Case("cores-taskset", "cores",

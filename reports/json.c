@@ -306,6 +306,8 @@ static cJSON *machine_json(const pb_report *r) {
   bool ok = true;
   put(o, "cores_online", cJSON_CreateNumber(r->ncpu), &ok);
   put(o, "cores_usable", num(r->cores_usable, 2), &ok);
+  put(o, "cores_affinity", num(r->cores_affinity, 2), &ok);
+  put(o, "cores_quota", num(r->cores_quota, 2), &ok);
   put(o, "cores_taken_by_others", num(r->cores_taken_by_others, 2), &ok);
   put(o, "limited_by", r->cores_limited_by[0] ? cJSON_CreateString(r->cores_limited_by) : cJSON_CreateNull(), &ok);
   return finish(o, ok);

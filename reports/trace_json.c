@@ -354,6 +354,8 @@ static cJSON *record_json(const pb_record *rec) {
   put(o, "ncpu", cJSON_CreateNumber(rec->ncpu), &ok);
   cJSON *mach = cJSON_CreateObject();
   put(mach, "cores_usable", j_dbl(rec->cores_usable), &ok);
+  put(mach, "cores_affinity", j_dbl(rec->cores_affinity), &ok);
+  put(mach, "cores_quota", j_dbl(rec->cores_quota), &ok);
   put(mach, "cores_taken_by_others", j_dbl(rec->cores_taken_by_others), &ok);
   put(mach, "limited_by", cJSON_CreateString(rec->cores_limited_by), &ok);
   put(mach, "dataset_files", j_u64(rec->dataset_files), &ok);
@@ -819,12 +821,21 @@ static int load_memory(loader *l, const cJSON *m) {
  * others, no file count). */
 static int load_machine(loader *l, const cJSON *m) {
   pb_record *rec = l->rec;
-  rec->cores_usable = rec->ncpu;
+  rec->cores_usable = rec->cores_affinity = rec->ncpu;
+  rec->cores_quota = NAN;
   if (!m) return 0;
   if (!cJSON_IsObject(m)) return bad(l, "pipebench.machine: not an object (expected {cores_usable, ...})");
   int rc = v_dbl(l, member(m, "cores_usable"), "pipebench.machine.cores_usable", &rec->cores_usable);
   if (!rc && !(rec->cores_usable >= 0 && rec->cores_usable <= 1 << 20)) /* 0: not probed */
     return bad(l, "pipebench.machine.cores_usable: %g (expected >= 0)", rec->cores_usable);
+  if (!rc && member(m, "cores_affinity")) { /* both written since the quota was kept apart */
+    rc = v_dbl(l, member(m, "cores_affinity"), "pipebench.machine.cores_affinity", &rec->cores_affinity);
+    if (!rc) rc = v_dbl(l, member(m, "cores_quota"), "pipebench.machine.cores_quota", &rec->cores_quota);
+    if (!rc && !(rec->cores_affinity >= 0 && rec->cores_affinity <= 1 << 20))
+      return bad(l, "pipebench.machine.cores_affinity: %g (expected >= 0)", rec->cores_affinity);
+    if (!rc && !(isnan(rec->cores_quota) || (rec->cores_quota >= 0 && rec->cores_quota <= 1 << 20)))
+      return bad(l, "pipebench.machine.cores_quota: %g (expected >= 0, or \"nan\" for none)", rec->cores_quota);
+  }
   if (!rc) rc = v_dbl(l, member(m, "cores_taken_by_others"), "pipebench.machine.cores_taken_by_others",
                       &rec->cores_taken_by_others);
   if (!rc && !(rec->cores_taken_by_others >= 0 && rec->cores_taken_by_others <= 1 << 20))

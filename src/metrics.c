@@ -324,6 +324,8 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->ncpu = rec->ncpu;
   r->cores_usable = rec->cores_usable > 0 ? rec->cores_usable : rec->ncpu;
   r->cores_taken_by_others = rec->cores_taken_by_others;
+  r->cores_affinity = rec->cores_affinity > 0 ? rec->cores_affinity : r->cores_usable;
+  r->cores_quota = rec->cores_quota > 0 ? rec->cores_quota : NAN;
   snprintf(r->cores_limited_by, sizeof r->cores_limited_by, "%s", rec->cores_limited_by);
   r->noise_pct = noise_pct(rec, t.n);
   pb_analysis_run(r, rec);

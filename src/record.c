@@ -2,6 +2,7 @@
 #include "json_text.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,8 @@ int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e,
   rec->cpu_s = cpu_s;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   rec->ncpu = n > 0 ? (int)n : 1;
-  rec->cores_usable = rec->ncpu; /* run.c sets what the machine probe says */
+  rec->cores_usable = rec->cores_affinity = rec->ncpu; /* run.c sets what the machine probe says */
+  rec->cores_quota = NAN;
   rec->dataset_files = e->have_files ? e->files.count : 0;
   rec->traced = e->tracing;
   rec->planned_bytes = pb_engine_memory_bytes(e, NULL, 0);

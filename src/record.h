@@ -78,7 +78,9 @@ typedef struct pb_record {
   /* the machine as it was (machine.h): cores this process could use, and what other processes and the
    * hypervisor took of them while it ran (0 when unknown: an older trace) */
   double cores_usable;
-  double cores_taken_by_others;
+  double cores_affinity;        /* CPUs in the affinity mask (0: unknown, an older trace) */
+  double cores_quota;           /* the cgroup CPU quota in cores; NAN: none */
+  double cores_taken_by_others; /* measured over the affinity CPUs */
   char cores_limited_by[128];   /* what set cores_usable, in words */
   uint64_t dataset_files;       /* files this process's data listed (its shard); 0: in-memory data */
   bool traced;                  /* per-event tracing was on */

@@ -168,6 +168,8 @@ typedef struct pb_report {
 
   /* the machine (machine.h) and the run's own noise */
   double cores_usable;          /* the process's CPU affinity and cgroup quota */
+  double cores_affinity;        /* CPUs in its affinity mask */
+  double cores_quota;           /* the cgroup CPU quota, cores (NAN: none) */
   double cores_taken_by_others; /* by other processes and the hypervisor, during the run */
   char cores_limited_by[128];
   double noise_pct;             /* half-width of the 95 % interval of samples/s over 8 slices of the window */

@@ -375,6 +375,8 @@ static int report(run_ctx *c, double cpu0) {
   pb_cpu_sample_take(&end, "");
   pb_cpu_others others = pb_cpu_taken_by_others(&c->cpu_at_start, &end);
   rec->cores_usable = c->cores.usable_cores > 0 ? c->cores.usable_cores : rec->ncpu;
+  rec->cores_affinity = c->cores.affinity > 0 ? c->cores.affinity : rec->ncpu;
+  rec->cores_quota = c->cores.quota_cores;
   rec->cores_taken_by_others = others.ok ? others.total_cores : 0;
   snprintf(rec->cores_limited_by, sizeof rec->cores_limited_by, "%s", c->cores.limited_by);
   /* The machine's ceilings, for the report's efficiency figures (calibration.h). */

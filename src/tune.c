@@ -234,10 +234,9 @@ static double stage_cap(const model *md, int k, int threads) {
   return fmin(cap, md->bw_cap[k]);
 }
 
-/* The point as a change to the model's pipeline (`cores` > 0: that many cores instead). */
-static void point_change(const tuner *t, const model *md, const point *p, double cores, pb_model_change *c) {
+/* The point as a change to the model's pipeline. */
+static void point_change(const tuner *t, const model *md, const point *p, pb_model_change *c) {
   pb_model_change_init(c);
-  c->cores = cores;
   for (int k = 0; k < t->nknobs; k++) {
     if (md->row[k] < 0) continue;
     if (t->knobs[k].depth) c->queue_capacity[md->row[k]] = p->v[k];
@@ -246,14 +245,12 @@ static void point_change(const tuner *t, const model *md, const point *p, double
 }
 
 /* The model's samples/s at point p: the simulation of the pipeline with those threads and depths. */
-static double predict_with_cores(const tuner *t, const model *md, const point *p, double cores) {
+static double predict(const tuner *t, const model *md, const point *p) {
   pb_model_change c;
-  point_change(t, md, p, cores, &c);
+  point_change(t, md, p, &c);
   pb_model_result res;
   return md->r->model.valid && pb_model_predict(&md->r->model, &c, &res) ? res.samples_per_s : NAN;
 }
-
-static double predict(const tuner *t, const model *md, const point *p) { return predict_with_cores(t, md, p, 0); }
 
 /* The best the model allows with any threads: the device, the stages that are not knobs, the cores'
  * limit, bandwidth caps. */
@@ -355,6 +352,12 @@ static void offer_allocation(tuner *t, cand_list *cl, const model *md, const poi
   offer(t, cl, md, &p, predict(t, md, &p), "allocation%s", "");
 }
 
+/* The cores the trial's pipeline could use (the model's: affinity and quota less others' load), else the
+ * online CPUs. */
+static double trial_cores(const tuner *t, const trial *tr) {
+  return tr->rep->model.valid && tr->rep->model.cores > 0 ? tr->rep->model.cores : t->ncpu;
+}
+
 /* More threads for the stage the analysis blames, enough for the next limit when the model knows it. */
 static void offer_bottleneck(tuner *t, cand_list *cl, const model *md, const trial *best) {
   int k = knob_for_stage(t, best->rep->bottleneck_stage, false);
@@ -367,7 +370,7 @@ static void offer_bottleneck(tuner *t, cand_list *cl, const model *md, const tri
   q.v[k] = step_up(&t->knobs[k], best->p.v[k]);
   if (q.v[k] != best->p.v[k]) offer(t, cl, md, &q, predict(t, md, &q), "%s: one more thread (bottleneck)", stage_name(t, k));
   /* Saturated cores: take a thread from the CPU-bound stage with the most slack. */
-  if (!md->cpu_bound[k] || best->rep->cores_used < 0.85 * t->ncpu) return;
+  if (!md->cpu_bound[k] || best->rep->cores_used < 0.85 * trial_cores(t, best)) return;
   double rate = best->rep->samples_per_s;
   int donor = -1;
   for (int d = 0; d < t->nknobs; d++) {
@@ -395,19 +398,19 @@ static void offer_prefetch(tuner *t, cand_list *cl, const model *md, const trial
   }
 }
 
+
 /* Saturated cores: the CPU-bound stages with more threads each (twice, else half as many again).  The
- * scheduler shares the cores among runnable threads, so more of them win the stages a bigger share
- * against the engine's other threads and fill the gaps where one blocks on a queue.  Predicted: the
- * cores' limit with every core, the gap this tries to close. */
+ * scheduler shares the cores among runnable threads, so more of them may win the stages a bigger share
+ * against the engine's other threads and fill the gaps where one blocks on a queue.  Predicted by the
+ * model like any other point (with the cores it had): a candidate to measure, not a promise. */
 static void offer_oversubscribe(tuner *t, cand_list *cl, const model *md, const trial *best) {
-  if (best->rep->cores_used < 0.85 * t->ncpu) return;
-  double all_cores = md->r->model.cores_usable; /* every usable core: the gap this tries to close */
+  if (best->rep->cores_used < 0.85 * trial_cores(t, best)) return;
   for (double f = 2.0; f >= 1.5; f -= 0.5) {
     point p = best->p;
     for (int k = 0; k < t->nknobs; k++)
       if (!t->knobs[k].depth && md->valid[k] && md->cpu_bound[k]) p.v[k] = snap_up(&t->knobs[k], f * best->p.v[k]);
     if (within_cores(t, md, &p)) {
-      offer(t, cl, md, &p, predict_with_cores(t, md, &p, all_cores), "more threads, CPU-bound (cores saturated)%s", "");
+      offer(t, cl, md, &p, predict(t, md, &p), "more threads, CPU-bound (cores saturated)%s", "");
       return;
     }
   }

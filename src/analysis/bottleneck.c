@@ -31,8 +31,9 @@
 
 /* ---------- the capacity figures ---------- */
 
-/* The report row's share of the delivered samples (< 1 upstream of a cache that replays). */
-static double row_share(const pb_stage_report *s) {
+/* Delivered samples per sample the report row handled: 1, or more upstream of a cache that replays (it
+ * handled the first epoch only; pb_pipeline_capacities). */
+static double delivered_per_own(const pb_stage_report *s) {
   return s->capacity_per_s > 0 && s->pipeline_capacity_per_s > 0 ? s->pipeline_capacity_per_s / s->capacity_per_s : 1;
 }
 
@@ -43,7 +44,7 @@ double pb_model_stage_capacity(const pb_report *r, int mrow) {
   double per_s = ms->threads / (ms->mean_s * (ms->saturated ? m->service_scale : 1));
   if (ms->rate_cap_per_s > 0 && ms->rate_cap_per_s < per_s) per_s = ms->rate_cap_per_s;
   if (ms->batched) per_s *= m->batch_size;
-  return per_s / row_share(&r->stages[ms->report_row]);
+  return per_s * delivered_per_own(&r->stages[ms->report_row]);
 }
 
 /* CPU seconds one delivered sample costs in the model's row. */
@@ -53,7 +54,7 @@ static double cpu_s_per_sample(const pb_report *r, int mrow) {
   if (!ms->valid) return 0;
   double s = ms->cpu_share * ms->mean_s * (ms->saturated ? m->service_scale : 1);
   if (ms->batched) s /= m->batch_size;
-  return s * row_share(&r->stages[ms->report_row]);
+  return s / delivered_per_own(&r->stages[ms->report_row]);
 }
 
 static void capacity_model(pb_report *r, const pb_record *rec) {
@@ -236,7 +237,9 @@ static void append_co_stages(pb_report *r) {
 static void verdict_path(pb_report *r, const pb_path_segment *p) {
   char extra[400];
   double cap = capacity_of(r, p->stage);
-  if (r->model_stage[0] && strcmp(r->model_stage, p->stage) != 0 && !(cap <= r->model_capacity_per_s * (1 + tolerance(r))))
+  if (isnan(cap))
+    snprintf(extra, sizeof extra, "; the model has no measured service time for it");
+  else if (r->model_stage[0] && strcmp(r->model_stage, p->stage) != 0 && cap > r->model_capacity_per_s * (1 + tolerance(r)))
     snprintf(extra, sizeof extra,
              "; the model names %s instead (lowest capacity, %.1f samples/s against %.1f): the device waited on %s "
              "more often (rates that vary over time, or a stage starved by its input)",

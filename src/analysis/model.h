@@ -5,7 +5,8 @@
  * it was fitted from: a report carries it, and tune keeps one per trial).
  *
  * Fit (model_fit.c): per stage row, the distribution of one element's service time on an idle machine
- * (the stage's histogram, less its run-queue delay), its share of CPU, its threads and output queue;
+ * (the stage's histogram, less its run-queue delay where the stages kept the cores busy: that delay is
+ * their own contention, which the simulation adds back), its share of CPU, its threads and output queue;
  * the device's step-time distribution (compute + exchange, and the copy when the device thread does
  * it); the cores the pipeline can use (the process's affinity and cgroup quota, less what other
  * processes took during the run); the run as configured (warm-up, steps or duration, epoch size).
@@ -79,6 +80,7 @@ typedef struct pb_model {
   int devices;
   double device_s[PB_MODEL_QUANTILES]; /* one step's device time, ascending */
   double device_mean_s;
+  double device_compute_share;  /* of the device time, the compute (idle % counts compute alone) */
   double cores;                 /* cores the pipeline's threads can use: usable less others' load */
   double cores_usable;          /* affinity and quota */
   /* the run as configured */

@@ -69,7 +69,7 @@ static double rate_cap(const pb_record *rec, const pb_stage_rec *s, const pb_sta
 }
 
 static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const pb_stage_report *sr,
-                      bool saturated_cores, uint64_t r_files_read, uint64_t r_samples_read) {
+                      bool saturated_cores, double samples_per_file) {
   const pb_stage_rec *s = &rec->stages[row];
   memset(ms, 0, sizeof *ms);
   snprintf(ms->name, sizeof ms->name, "%s", s->name);
@@ -86,8 +86,8 @@ static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const p
   ms->elements_per_call = 1;
   /* A read of multi-sample files reads a whole file, then hands its samples on: they arrive in bursts,
    * and a full queue holds the rest back in the reading thread. */
-  if (s->is_source && strcmp(s->type, "read") == 0 && r_files_read > 0 && r_samples_read > r_files_read)
-    ms->elements_per_call = (int)llround((double)r_samples_read / (double)r_files_read);
+  if (s->is_source && strcmp(s->type, "read") == 0 && samples_per_file > 1)
+    ms->elements_per_call = (int)llround(samples_per_file);
   ms->saturated = !isnan(sr->utilization) && sr->utilization >= SATURATED_UTILIZATION;
   /* On cores the pipeline kept busy, a service's run-queue delay is the pipeline's own contention, which
    * the simulation adds back as it shares the cores: it comes off, and the CPU share is of what is left
@@ -109,13 +109,19 @@ static bool fit_device(pb_model *m, const pb_record *rec, bool copy_in_step) {
   double *v = malloc((rec->nsteps ? rec->nsteps : 1) * sizeof *v);
   if (!v) return false;
   size_t n = 0;
+  double compute_ns = 0, busy_ns = 0;
   for (size_t i = 0; i < rec->nsteps; i++) {
     const pb_step *st = &rec->steps[i];
     if (!st->measured) continue;
     uint64_t busy = pb_step_end_ns(st) - st->compute_start_ns;
     if (copy_in_step && st->h2d_end_ns > st->h2d_start_ns) busy += st->h2d_end_ns - st->h2d_start_ns;
     v[n++] = (double)busy / 1e9;
+    compute_ns += (double)(st->compute_end_ns - st->compute_start_ns);
+    busy_ns += (double)busy;
   }
+  /* device_idle_pct counts compute alone as the device's work; the simulation's device time also holds
+   * the exchange and an in-step copy */
+  m->device_compute_share = busy_ns > 0 ? compute_ns / busy_ns : 1;
   if (n) {
     qsort(v, n, sizeof *v, cmp_double);
     quantiles_of_sorted(v, n, m->device_s);
@@ -127,6 +133,16 @@ static bool fit_device(pb_model *m, const pb_record *rec, bool copy_in_step) {
   return n > 0;
 }
 
+/* Samples a file held: what the source row made (not the samples_read of the accounting, which counts a
+ * cache's replays too) over the files it read; 0 when unknown. */
+static double samples_per_file(const pb_record *rec, const pb_report *r) {
+  if (!r->files_read) return 0;
+  for (int i = 0; i < rec->nstages; i++)
+    if (rec->stages[i].is_source && !rec->stages[i].skipped)
+      return (double)rec->stages[i].ctr.samples_out_total / (double)r->files_read;
+  return 0;
+}
+
 /* Samples in one epoch of this process's data: the config's synthetic dataset or its generate section,
  * else the files the run listed times the samples a file held; 0 when unknown. */
 static int64_t epoch_samples(const pb_record *rec, const pb_report *r) {
@@ -136,27 +152,31 @@ static int64_t epoch_samples(const pb_record *rec, const pb_report *r) {
   const pb_generate_cfg *g = &cfg->dataset.generate;
   if (g->present && g->num_files > 0)
     return (int64_t)g->num_files * (g->samples_per_file > 0 ? g->samples_per_file : 1) / world;
-  if (rec->dataset_files > 0 && r->files_read > 0)
-    return (int64_t)llround((double)rec->dataset_files * (double)r->samples_read / (double)r->files_read);
+  double per_file = samples_per_file(rec, r);
+  if (rec->dataset_files > 0 && per_file > 0) return (int64_t)llround((double)rec->dataset_files * per_file);
   return 0;
 }
 
 static void fit_run(pb_model *m, const pb_record *rec, const pb_report *r) {
   m->warmup_steps = r->warmup_steps;
-  /* the run as it ran: by time when the config said so, else the steps it measured */
-  if (rec->cfg->run.stop == PB_STOP_DURATION && !rec->interrupted) m->duration_s = r->measured_s;
-  else m->steps = (int64_t)r->step_count;
+  /* the run as it ran: the steps it measured (a run limited by time, or by epochs, made that many; a
+   * prediction over as many steps is one over the run, and long runs are then extrapolated alike) */
+  m->steps = (int64_t)r->step_count;
   m->epoch_samples = epoch_samples(rec, r);
   m->seed = rec->cfg->seed;
 }
 
-/* The cores the pipeline's threads can use: the process's (affinity, cgroup quota) less what other
- * processes took while it ran. */
+/* The cores the pipeline's threads can use: what other processes left of the affinity CPUs (where their
+ * load was measured), at most the cgroup quota (which others' load does not touch: on a busy 32-CPU node a
+ * 2-core quota is still 2 cores). */
 static void fit_cores(pb_model *m, const pb_record *rec) {
   double usable = rec->cores_usable > 0 ? rec->cores_usable : rec->ncpu;
+  double affinity = rec->cores_affinity > 0 ? rec->cores_affinity : usable;
   double others = rec->cores_taken_by_others > 0 ? rec->cores_taken_by_others : 0;
+  double left = affinity - others;
+  if (!isnan(rec->cores_quota) && rec->cores_quota > 0 && rec->cores_quota < left) left = rec->cores_quota;
   m->cores_usable = usable;
-  m->cores = usable - others > 0.25 * usable ? usable - others : 0.25 * usable;
+  m->cores = left > 0.25 * usable ? left : 0.25 * usable;
 }
 
 /* Scales every host service time so the replay matches the measured samples/s (model.h).  Only an
@@ -232,7 +252,7 @@ void pb_model_fit(pb_model *m, const pb_record *rec, const pb_report *r) {
   for (int i = 0; i < rec->nstages && i < r->nstages; i++) {
     if (rec->stages[i].skipped) continue;
     if (strcmp(rec->stages[i].type, "h2d") == 0) h2d_stage = true;
-    fit_stage(&m->stages[m->nstages++], rec, i, &r->stages[i], saturated_cores, r->files_read, r->samples_read);
+    fit_stage(&m->stages[m->nstages++], rec, i, &r->stages[i], saturated_cores, samples_per_file(rec, r));
   }
   if (!m->nstages || m->stages[0].role != PB_ROLE_SOURCE || !fit_device(m, rec, !h2d_stage)) {
     snprintf(m->why, sizeof m->why, "no source stage or no measured step");

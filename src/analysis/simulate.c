@@ -9,8 +9,8 @@
  * of its idle-machine time) and waits; while the threads in service together want more cores than there
  * are (the sum of their shares), each one's CPU parts run at a fraction x of a core, so it progresses at
  * r(f) = 1 / ((1 - f) + f / x) of its idle-machine speed and uses f r(f) cores on average.  x is the
- * one that fills the cores exactly: sum over the threads in service of f r(f) = cores (a bisection over
- * the few distinct shares).  While the cores have room every service runs at its own speed, and the next
+ * one that fills the cores exactly: sum over the threads in service of f r(f) = cores (a safeguarded
+ * Newton over the few distinct shares).  While the cores have room every service runs at its own speed, and the next
  * service to end is the top of a heap of absolute end times; while they are short, every rate changes at
  * every event, and each event scans the threads in service.
  *
@@ -292,22 +292,25 @@ static void take_input(sim *s, int j) {
   ring_push(in->waiters, in->ring, in->wait_head, &in->nwait, j);
 }
 
-/* The cache has passed its first epoch through and nothing more comes: it replays from now on. */
+/* The cache has passed its first epoch through and nothing more comes: it replays from now on.  A shuffle
+ * before it keeps its buffer's samples at the end of the epoch (the simulation does not drain it), so they
+ * count as passed: else the cache would wait for them for ever. */
 static void maybe_start_replay(sim *s, int r) {
   srow *row = &s->rows[r];
-  if (row->role != PB_ROLE_CACHE || row->replay || row->passed < s->rows[0].limit) return;
+  int64_t held = 0;
+  for (int i = 0; i < r; i++)
+    if (s->rows[i].role == PB_ROLE_SHUFFLE) held += s->rows[i].held;
+  if (row->role != PB_ROLE_CACHE || row->replay || row->passed + held < s->rows[0].limit) return;
   row->replay = true;
   for (int k = 0; k < row->threads; k++) {
     int j = row->first_thread + k;
     if (s->th[j].state != T_WAIT) continue;
     /* leave the upstream queue's waiter list: rebuild it without j */
     srow *in = &s->rows[r - 1];
-    int n = in->nwait, keep[64], nk = 0;
-    for (int i = 0; i < n && nk < 64; i++) {
+    for (int i = 0, n = in->nwait; i < n; i++) { /* rotate the ring once, leaving j out */
       int x = ring_pop(in->waiters, in->ring, &in->wait_head, &in->nwait);
-      if (x != j) keep[nk++] = x;
+      if (x != j) ring_push(in->waiters, in->ring, in->wait_head, &in->nwait, x);
     }
-    for (int i = 0; i < nk; i++) ring_push(in->waiters, in->ring, in->wait_head, &in->nwait, keep[i]);
     start_service(s, j);
   }
 }
@@ -598,11 +601,20 @@ static void sim_result(const sim *s, pb_model_result *out) {
   out->ok = w > 0 && measured > 0;
   if (!out->ok) return;
   out->samples_per_s = (double)measured * s->batch_size / w;
-  out->idle_pct = 100.0 * (1.0 - s->device_busy_in_window / (s->m->devices * w));
+  double share = s->m->device_compute_share > 0 ? s->m->device_compute_share : 1; /* unset: all compute */
+  out->idle_pct = 100.0 * (1.0 - s->device_busy_in_window * share / (s->m->devices * w));
   if (out->idle_pct < 0) out->idle_pct = 0;
   out->cores_used = s->cores_in_window / w;
   for (int i = 0; i < s->nrows && i < PB_MAX_STAGES + 2; i++)
     out->utilization[i] = s->rows[i].busy_in_window / (s->rows[i].threads * w);
+}
+
+/* A cache in the model, or one the change inserts. */
+static bool has_cache(const pb_model *m, const pb_model_change *c) {
+  if (c->cache_after >= 0) return true;
+  for (int i = 0; i < m->nstages; i++)
+    if (m->stages[i].role == PB_ROLE_CACHE) return true;
+  return false;
 }
 
 /* Runs warm-up + `steps` measured steps (or the duration); *tail_rate: samples/s over the second half. */
@@ -616,7 +628,12 @@ static bool sim_run(const pb_model *m, const pb_model_change *c, double scale, i
     free(s);
     return false;
   }
+  /* A warm-up long enough to cover a cache's first epoch leaves it full when the window opens; a long
+   * warm-up is simulated only as long as it takes to fill the queues (its steps are not measured). */
+  double b = m->batch_size > 0 ? m->batch_size : 1;
   s->warmup = m->warmup_steps;
+  if (has_cache(m, c) && m->epoch_samples > 0 && (double)s->warmup * b >= (double)m->epoch_samples) cache_full = true;
+  if ((double)s->warmup * b > SIM_MAX_SAMPLES / 2) s->warmup = (int64_t)fmax(20, SIM_MAX_SAMPLES / 2 / b);
   s->target_steps = steps;
   s->duration_s = duration_s;
   /* every step of the run (the steps in service when it ends too) */
@@ -626,12 +643,14 @@ static bool sim_run(const pb_model *m, const pb_model_change *c, double scale, i
     return false;
   }
   sim_start(s, cache_full);
-  for (long ev = 0; !finished(s) && ev < SIM_MAX_EVENTS; ev++)
+  long ev = 0;
+  for (; !finished(s) && ev < SIM_MAX_EVENTS; ev++)
     if (!step_once(s)) {
       s->stalled = true;
       break;
     }
   sim_result(s, out);
+  if (ev >= SIM_MAX_EVENTS) out->ok = false; /* ran out of events: a part of the window is no prediction */
   if (tail_rate) {
     int64_t measured = s->steps_done - s->warmup;
     double dt = s->t - s->half_time;
@@ -644,12 +663,6 @@ static bool sim_run(const pb_model *m, const pb_model_change *c, double scale, i
   return out->ok;
 }
 
-static bool has_cache(const pb_model *m, const pb_model_change *c) {
-  if (c->cache_after >= 0) return true;
-  for (int i = 0; i < m->nstages; i++)
-    if (m->stages[i].role == PB_ROLE_CACHE) return true;
-  return false;
-}
 
 /* A run longer than SIM_MAX_SAMPLES: its start simulated (warm-up and transients), the rest at the
  * steady rate; with a cache, the epochs after the first at the rate of a run that starts cached. */
@@ -665,7 +678,10 @@ static bool sim_run_long(const pb_model *m, const pb_model_change *c, double sca
     uncached = fmax(0, fmin(rest, (double)m->epoch_samples - before));
     cached = rest - uncached;
     pb_model_result cr;
-    if (cached > 0 && sim_run(m, c, scale, sim_steps, 0, true, &cr, &cached_rate)) cached_idle = cr.idle_pct;
+    if (cached > 0) {
+      if (!sim_run(m, c, scale, sim_steps, 0, true, &cr, &cached_rate)) return false; /* no rate for those epochs */
+      cached_idle = cr.idle_pct;
+    }
   }
   double t_uncached = tail > 0 ? uncached / tail : 0, t_cached = cached_rate > 0 ? cached / cached_rate : 0;
   double total = out->window_s + t_uncached + t_cached;

@@ -81,31 +81,43 @@ static size_t slow_start_steps(const step_sums *s) {
   return 0;
 }
 
+/* Which transient, and its measured steps (0: none of that kind). */
+static size_t transient_steps(const pb_report *r, const step_sums *s, pb_transient_kind kind) {
+  switch (kind) {
+  case PB_TRANSIENT_CACHE_FILL: return cache_fill_steps(r, s);
+  case PB_TRANSIENT_SHUFFLE_FILL: return shuffle_fill_steps(r, s);
+  case PB_TRANSIENT_SLOW_START: return slow_start_steps(s);
+  default: return 0;
+  }
+}
+
+static const char *transient_words(pb_transient_kind kind) {
+  return kind == PB_TRANSIENT_CACHE_FILL     ? "the cache's first epoch (the stages before it read every sample once)"
+         : kind == PB_TRANSIENT_SHUFFLE_FILL ? "the shuffle buffer's fill (no output until it holds its buffer)"
+                                             : "a slow start (queues, caches or the host settling)";
+}
+
+/* The first kind that explains the waiting (the device under 5 % after it), else the first found. */
 pb_transient_kind pb_transient(pb_report *r, const pb_record *rec, double *steady_pct) {
   r->transient[0] = '\0';
   *steady_pct = NAN;
   step_sums s;
   pb_transient_kind found = PB_TRANSIENT_NONE;
+  size_t k = 0;
   if (sums_init(&s, rec) && s.n >= 4) {
-    const char *what = NULL;
-    size_t k = 0;
-    if ((k = cache_fill_steps(r, &s))) {
-      what = "the cache's first epoch (the stages before it read every sample once)";
-      found = PB_TRANSIENT_CACHE_FILL;
-    } else if ((k = shuffle_fill_steps(r, &s))) {
-      what = "the shuffle buffer's fill (no output until it holds its buffer)";
-      found = PB_TRANSIENT_SHUFFLE_FILL;
-    } else if ((k = slow_start_steps(&s))) {
-      what = "a slow start (queues, caches or the host settling)";
-      found = PB_TRANSIENT_SLOW_START;
+    for (int kind = PB_TRANSIENT_CACHE_FILL; kind <= PB_TRANSIENT_SLOW_START; kind++) {
+      size_t steps = transient_steps(r, &s, (pb_transient_kind)kind);
+      if (!steps) continue;
+      if (found == PB_TRANSIENT_NONE || pct(&s, steps, s.n) < STEADY_PCT) found = (pb_transient_kind)kind, k = steps;
+      if (pct(&s, steps, s.n) < STEADY_PCT) break;
     }
-    if (what) {
+    if (found != PB_TRANSIENT_NONE) {
       *steady_pct = pct(&s, k, s.n);
       int64_t warmup = r->warmup_steps + (int64_t)k + (int64_t)ceil(0.1 * (double)k);
       snprintf(r->transient, sizeof r->transient,
                "%s, over the first %zu measured steps (%.1f %% of their step time waiting, %.1f %% after): warm up past "
                "it, --set run.warmup_steps=%lld",
-               what, k, pct(&s, 0, k), *steady_pct, (long long)warmup);
+               transient_words(found), k, pct(&s, 0, k), *steady_pct, (long long)warmup);
     }
   }
   sums_free(&s);

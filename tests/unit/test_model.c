@@ -376,6 +376,70 @@ static void test_cores_limit_counts_waiting_stages(void **state) {
   free(m);
 }
 
+/* Review fixes: a stage upstream of a cache handled one epoch of the ten the run delivered, so it bounds
+ * the pipeline at ten times its own rate (the inverse once named it the bottleneck at a tenth). */
+static void test_cache_upstream_capacity(void **state) {
+  pb_model *m = tandem();
+  fixture *f = report_of(m, 500, 0.05);
+  f->rep.stages[0].capacity_per_s = 1000;
+  f->rep.stages[0].pipeline_capacity_per_s = 10000; /* 10 epochs delivered per epoch read */
+  f->rep.stages[1].capacity_per_s = 500;
+  f->rep.stages[1].pipeline_capacity_per_s = 500;
+  assert_float_equal(pb_model_stage_capacity(&f->rep, 0), 10000, 1e-6);
+  assert_float_equal(pb_model_stage_capacity(&f->rep, 1), 500, 1e-6);
+  free(f);
+  free(m);
+}
+
+/* A shuffle before a cache holds its buffer at the end of the first epoch: the cache must still start
+ * replaying (the simulation used to wait for those samples for ever). */
+static void test_shuffle_before_cache(void **state) {
+  pb_model *m = calloc(1, sizeof *m);
+  stage(m, "read", "read", PB_ROLE_SOURCE, 1, 1 * MS, 0, 256);
+  stage(m, "shuffle", "shuffle", PB_ROLE_SHUFFLE, 1, 0, 0, 256);
+  m->stages[1].buffer = 100;
+  stage(m, "cache", "cache", PB_ROLE_CACHE, 1, 0.001 * MS, 0, 256);
+  stage(m, "batch", "batch", PB_ROLE_BATCH, 1, 0, 0, 1);
+  m->batch_size = 10;
+  m->devices = 1;
+  device(m, 0.1 * MS);
+  m->cores = m->cores_usable = 2;
+  m->warmup_steps = 0;
+  m->epoch_samples = 1000;
+  m->steps = 1000; /* 10 epochs: the first at the read's 1000/s, the rest from memory */
+  m->seed = 5;
+  m->service_scale = 1;
+  m->valid = true;
+  pb_model_result r = sim(m, NULL);
+  assert_true(r.samples_per_s > 3000);
+  free(m);
+}
+
+/* A co-bottleneck that cannot take more threads (a shuffle: the schema's 1) keeps its one thread in the
+ * advice: "--set stages.shuffle.threads=2" would fail the config's validation. */
+static void test_threads_advice_respects_the_schema(void **state) {
+  pb_model *m = tandem();
+  pb_model_stage sh = m->stages[1];
+  memmove(&m->stages[2], &m->stages[1], sizeof m->stages[1] * 2); /* read, map, shuffle, batch */
+  m->nstages = 4;
+  snprintf(sh.name, sizeof sh.name, "shuffle");
+  snprintf(sh.type, sizeof sh.type, "shuffle");
+  sh.role = PB_ROLE_SERVER; /* served like one: the point is its thread limit */
+  sh.max_threads = 1;
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) sh.service_s[i] = 2 * MS / 1.02;
+  sh.mean_s = 2 * MS / 1.02;
+  sh.report_row = 2;
+  m->stages[2] = sh;
+  m->stages[3].report_row = 3;
+  fixture *f = report_of(m, 480, 0.05);
+  pb_bottleneck(&f->rep, &f->rec);
+  pb_recommend(&f->rep, &f->rec);
+  for (int i = 0; i < f->rep.nrecommendations; i++)
+    assert_null(strstr(f->rep.recommendations[i].action, "stages.shuffle.threads"));
+  free(f);
+  free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tandem_deterministic), cmocka_unit_test(test_threads_until_the_next_limit),
@@ -384,6 +448,8 @@ int main(void) {
       cmocka_unit_test(test_rate_cap),             cmocka_unit_test(test_duration),
       cmocka_unit_test(test_threads_recommendation), cmocka_unit_test(test_co_bottlenecks),
       cmocka_unit_test(test_cores_verdict),        cmocka_unit_test(test_cores_limit_counts_waiting_stages),
+      cmocka_unit_test(test_cache_upstream_capacity), cmocka_unit_test(test_shuffle_before_cache),
+      cmocka_unit_test(test_threads_advice_respects_the_schema),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
