@@ -366,7 +366,7 @@ def table(rows, s, machine, when, overshoot_us):
                "(median of the applied runs).  Idle error = device_idle_pct - the idle % the planted rates imply "
                "(points); prediction error = (predicted - measured) / measured; noise = the run's own "
                "throughput.noise_pct (the 95 % half-width of the devices' busy share over 8 runs of its steps, "
-               "docs/METRICS.md).  Regenerate with `bench/diagnosis.py --write docs/ACCURACY.md` (about 12 minutes; "
+               "docs/METRICS.md).  Regenerate with `bench/diagnosis.py --write docs/ACCURACY.md` (about 5 minutes; "
                "on a quiet machine: other tenants' load changes what binds).\n")
     out.append(f"Machine: {machine}.  Measured {when}.  A sleep (or an emulated read latency) lasted "
                f"{overshoot_us:.0f} us longer than asked here (a 1-thread map sleeping 1 ms 1,600 times, its "
