@@ -188,13 +188,6 @@ bool pb_stage_cpu_bound(const pb_stage_report *s) {
   return !isnan(s->cpu_fraction) && pb_stage_cpu_share(s) >= PB_CPU_BOUND_FRACTION;
 }
 
-/* Every stage's CPU counts, not only the CPU-bound ones': a read that waits 75 % of its time may still
- * spend 2 ms of CPU per sample copying it, and those cores are not there for the other stages. */
-double pb_stage_cpu_s_per_sample(const pb_stage_report *s) {
-  if (isnan(s->cpu_fraction) || isnan(s->pipeline_capacity_per_s) || s->pipeline_capacity_per_s <= 0) return 0;
-  return s->cpu_fraction * s->threads / s->pipeline_capacity_per_s;
-}
-
 /* A stage upstream of a cache handles the first epoch only, while the pipeline delivers every epoch:
  * its capacity bounds the pipeline at capacity / (its samples / the delivered ones).  The model and the
  * recommendations compare stages with each other and with the device in the pipeline's samples. */
@@ -207,6 +200,16 @@ void pb_pipeline_capacities(pb_report *r) {
     if (s->type && strcmp(s->type, "cache") == 0) cache_after = true;
     s->pipeline_capacity_per_s = s->capacity_per_s / share;
   }
+}
+
+double pb_report_cores_used(const pb_report *r) {
+  double cores = 0;
+  for (int i = 0; i < r->nstages; i++) {
+    const pb_stage_report *sr = &r->stages[i];
+    if (!sr->skipped && !isnan(sr->utilization) && !isnan(sr->cpu_fraction))
+      cores += sr->utilization * sr->threads * sr->cpu_fraction;
+  }
+  return cores;
 }
 
 int pb_report_stage_index(const pb_report *r, const char *name) {

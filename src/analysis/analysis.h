@@ -59,10 +59,9 @@ bool pb_analysis_emitter(const pb_analysis *a, int row, uint64_t key, pb_evref *
 bool pb_stage_cpu_bound(const pb_stage_report *s);
 /* The stage's CPU share of its busy time net of run-queue delay (see pb_stage_cpu_bound), 0..1. */
 double pb_stage_cpu_share(const pb_stage_report *s);
-/* CPU seconds one sample costs in the stage (cpu_fraction x threads / capacity), CPU-bound or not; 0
- * when unknown. */
-double pb_stage_cpu_s_per_sample(const pb_stage_report *s);
 void pb_pipeline_capacities(pb_report *r);
+/* Cores the stages kept busy in the window: sum of utilization x threads x cpu_fraction (cores_used). */
+double pb_report_cores_used(const pb_report *r);
 /* Index of the report row named `name`, or -1. */
 int pb_report_stage_index(const pb_report *r, const char *name);
 

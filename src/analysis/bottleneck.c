@@ -47,7 +47,8 @@ double pb_model_stage_capacity(const pb_report *r, int mrow) {
   return per_s * delivered_per_own(&r->stages[ms->report_row]);
 }
 
-/* CPU seconds one delivered sample costs in the model's row. */
+/* CPU seconds one delivered sample costs in the model's row, CPU-bound or not: a read that waits 75 % of
+ * its time may still spend 2 ms of CPU per sample copying it, and those cores are not there for others. */
 static double cpu_s_per_sample(const pb_report *r, int mrow) {
   const pb_model *m = &r->model;
   const pb_model_stage *ms = &m->stages[mrow];
@@ -60,11 +61,7 @@ static double cpu_s_per_sample(const pb_report *r, int mrow) {
 static void capacity_model(pb_report *r, const pb_record *rec) {
   pb_pipeline_capacities(r); /* the measured figures, per report row */
   const pb_model *m = &r->model;
-  for (int i = 0; i < r->nstages; i++) {
-    const pb_stage_report *sr = &r->stages[i];
-    if (!sr->skipped && !isnan(sr->utilization) && !isnan(sr->cpu_fraction))
-      r->cores_used += sr->utilization * sr->threads * sr->cpu_fraction;
-  }
+  r->cores_used = pb_report_cores_used(r);
   /* a step's device time includes its gradient exchange: the device takes no batch during it */
   const pb_config *cfg = rec->cfg;
   double batch = (double)cfg->stages[pb_config_batch_index(cfg)].size;

@@ -95,7 +95,7 @@ typedef struct pb_model {
   double service_scale;         /* host service times x this (1: not calibrated) */
   double fit_error_pct;         /* (replay before calibration - measured) / measured x 100 */
   double base_samples_per_s;    /* the calibrated replay: what predictions of changes are compared with */
-  double base_idle_pct;
+  double base_idle_pct;         /* and its device idle %: the recommendations' "now" */
   bool calibrated;
 } pb_model;
 

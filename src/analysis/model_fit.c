@@ -242,13 +242,7 @@ void pb_model_fit(pb_model *m, const pb_record *rec, const pb_report *r) {
   m->devices = rec->device_count > 0 ? rec->device_count : 1;
   bool h2d_stage = false;
   fit_cores(m, rec);
-  double cores_used = 0;
-  for (int i = 0; i < r->nstages; i++) {
-    const pb_stage_report *sr = &r->stages[i];
-    if (!sr->skipped && !isnan(sr->utilization) && !isnan(sr->cpu_fraction))
-      cores_used += sr->utilization * sr->threads * sr->cpu_fraction;
-  }
-  bool saturated_cores = cores_used >= SATURATED_CORES * m->cores;
+  bool saturated_cores = pb_report_cores_used(r) >= SATURATED_CORES * m->cores;
   for (int i = 0; i < rec->nstages && i < r->nstages; i++) {
     if (rec->stages[i].skipped) continue;
     if (strcmp(rec->stages[i].type, "h2d") == 0) h2d_stage = true;

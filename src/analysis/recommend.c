@@ -81,6 +81,15 @@ static bool predict(const pb_report *r, const pb_model_change *c, pb_model_resul
   return pb_model_predict(&r->model, c, res);
 }
 
+/* The change simulated; a recommendation of `kind` with its prediction when it gains, else NULL (also when
+ * the list is full).  *res: the prediction, for the reason. */
+static pb_recommendation *add_simulated(pb_report *r, const char *kind, const pb_model_change *c, pb_model_result *res) {
+  if (!predict(r, c, res) || !gains(r, res)) return NULL;
+  pb_recommendation *rc = add(r, kind);
+  if (rc) set_prediction(r, rc, res);
+  return rc;
+}
+
 /* The bottleneck, or one of its co-bottlenecks ("cores" among them). */
 static bool is_named(const pb_report *r, const char *name) {
   if (strcmp(r->bottleneck_stage, name) == 0) return true;
@@ -272,9 +281,7 @@ static void recommend_prefetch(pb_report *r, const pb_record *rec) {
     snprintf(rc->action, sizeof rc->action, "--set stages.%s.depth=%d", name_of(m, prow).s, best);
   else
     snprintf(rc->action, sizeof rc->action, "add {\"type\": \"prefetch\", \"depth\": %d} after batch", best - 1);
-  pb_model_result now;
-  pb_model_change_init(&c);
-  double idle_now = predict(r, &c, &now) ? now.idle_pct : r->device_idle_pct;
+  double idle_now = r->model.base_idle_pct; /* the model's replay of the run as it is */
   snprintf(rc->reason, sizeof rc->reason,
            "the device waits (idle %.1f %%, p99 step %.1f ms against a mean of %.1f ms) though the pipeline's lowest "
            "capacity is %.1f samples/s for %.1f needed: the waits come from variance. The model predicts idle %.1f %% "
@@ -297,10 +304,8 @@ static void recommend_cache(pb_report *r, const pb_record *rec) {
   pb_model_change_init(&c);
   c.cache_after = read;
   pb_model_result res;
-  if (!predict(r, &c, &res) || !gains(r, &res)) return;
-  pb_recommendation *rc = add(r, "cache");
+  pb_recommendation *rc = add_simulated(r, "cache", &c, &res);
   if (!rc) return;
-  set_prediction(r, rc, &res);
   snprintf(rc->action, sizeof rc->action, "add {\"type\": \"cache\"} after stage %s", name_of(m, read).s);
   snprintf(rc->reason, sizeof rc->reason,
            "read-bound, and the dataset (%lld samples, %.0f MB) fits in limits.max_memory_mb (%lld MB): from the second "
@@ -308,6 +313,16 @@ static void recommend_cache(pb_report *r, const pb_record *rec) {
            "model predicts %.1f samples/s",
            (long long)m->epoch_samples, bytes / 1e6, (long long)rec->cfg->max_memory_mb, (long long)m->steps,
            res.samples_per_s);
+}
+
+/* The model's decode row when a cheaper decode is worth proposing: decode is named, or the cores bind
+ * (*cores then), and it has a config stage to change; else -1. */
+static int decode_to_cheapen(const pb_report *r, const pb_record *rec, bool *cores) {
+  const pb_model *m = &r->model;
+  int row = row_of_type(m, "decode");
+  *cores = is_named(r, "cores");
+  if (row < 0 || !(*cores || is_named(r, m->stages[row].name))) return -1;
+  return rec->stages[m->stages[row].report_row].cfg_index >= 0 ? row : -1;
 }
 
 /* The first op after decode that sets the image size, and its size; 0 when none. */
@@ -325,13 +340,11 @@ static int64_t crop_size_after(const pb_record *rec, int cfg_index) {
 
 static void recommend_scale(pb_report *r, const pb_record *rec) {
   const pb_model *m = &r->model;
-  int row = row_of_type(m, "decode");
+  bool cores;
+  int row = decode_to_cheapen(r, rec, &cores);
   if (row < 0) return;
   const pb_stage_rec *sr = &rec->stages[m->stages[row].report_row];
-  bool cores = is_named(r, "cores");
-  if (!(cores || is_named(r, m->stages[row].name)) || sr->cfg_index < 0 ||
-      rec->cfg->stages[sr->cfg_index].scale != PB_SCALE_1)
-    return;
+  if (rec->cfg->stages[sr->cfg_index].scale != PB_SCALE_1) return;
   int64_t crop = crop_size_after(rec, sr->cfg_index);
   /* The decoded image's shorter side, from its mean size (3 channels, 4:3). */
   double pixels = m->stages[row].bytes_per_element / 3.0;
@@ -341,10 +354,8 @@ static void recommend_scale(pb_report *r, const pb_record *rec) {
   pb_model_change_init(&c);
   c.speedup[row] = PB_DECODE_HALF_SPEEDUP;
   pb_model_result res;
-  if (!predict(r, &c, &res) || !gains(r, &res)) return;
-  pb_recommendation *rc = add(r, "scale");
+  pb_recommendation *rc = add_simulated(r, "scale", &c, &res);
   if (!rc) return;
-  set_prediction(r, rc, &res);
   snprintf(rc->action, sizeof rc->action, "--set stages.%s.scale=1/2", name_of(m, row).s);
   snprintf(rc->reason, sizeof rc->reason,
            "%s, and the images (shorter side ~%.0f px) are at least twice the %lld px crop: DCT scaling decodes at half "
@@ -366,21 +377,17 @@ static bool crop_to_fuse(const pb_record *rec, int cfg_index) {
 
 static void recommend_fused_crop(pb_report *r, const pb_record *rec) {
   const pb_model *m = &r->model;
-  int row = row_of_type(m, "decode");
+  bool cores;
+  int row = decode_to_cheapen(r, rec, &cores);
   if (row < 0) return;
   const pb_stage_rec *sr = &rec->stages[m->stages[row].report_row];
-  bool cores = is_named(r, "cores");
-  if (!(cores || is_named(r, m->stages[row].name)) || sr->cfg_index < 0 || rec->cfg->stages[sr->cfg_index].fused_crop ||
-      !crop_to_fuse(rec, sr->cfg_index))
-    return;
+  if (rec->cfg->stages[sr->cfg_index].fused_crop || !crop_to_fuse(rec, sr->cfg_index)) return;
   pb_model_change c;
   pb_model_change_init(&c);
   c.speedup[row] = PB_DECODE_FUSED_SPEEDUP;
   pb_model_result res;
-  if (!predict(r, &c, &res) || !gains(r, &res)) return;
-  pb_recommendation *rc = add(r, "fused_crop");
+  pb_recommendation *rc = add_simulated(r, "fused_crop", &c, &res);
   if (!rc) return;
-  set_prediction(r, rc, &res);
   snprintf(rc->action, sizeof rc->action, "--set stages.%s.fused_crop=true", name_of(m, row).s);
   snprintf(rc->reason, sizeof rc->reason,
            "%s, and the next map opens with random_resized_crop: decoding only the crop's region gives the same "
@@ -396,10 +403,8 @@ static void recommend_cores(pb_report *r) {
   pb_model_change_init(&c);
   c.cores = m->cores + m->cores_usable; /* twice the usable cores, others' load as it was */
   pb_model_result res;
-  if (!predict(r, &c, &res) || !gains(r, &res)) return;
-  pb_recommendation *rc = add(r, "cores");
+  pb_recommendation *rc = add_simulated(r, "cores", &c, &res);
   if (!rc) return;
-  set_prediction(r, rc, &res);
   snprintf(rc->action, sizeof rc->action, "more cores: %.0f usable instead of %.2f (a larger machine, CPU affinity or cgroup quota)",
            2 * m->cores_usable, m->cores_usable);
   snprintf(rc->reason, sizeof rc->reason,

@@ -103,7 +103,6 @@ typedef struct sim {
   double window_start, half_time;
   int64_t half_steps;
   double device_busy_in_window, cores_in_window;
-  bool stalled;
 } sim;
 
 static uint64_t next_rand(uint64_t *x) { /* splitmix64 */
@@ -645,10 +644,7 @@ static bool sim_run(const pb_model *m, const pb_model_change *c, double scale, i
   sim_start(s, cache_full);
   long ev = 0;
   for (; !finished(s) && ev < SIM_MAX_EVENTS; ev++)
-    if (!step_once(s)) {
-      s->stalled = true;
-      break;
-    }
+    if (!step_once(s)) break; /* nothing in service: the source ran dry */
   sim_result(s, out);
   if (ev >= SIM_MAX_EVENTS) out->ok = false; /* ran out of events: a part of the window is no prediction */
   if (tail_rate) {

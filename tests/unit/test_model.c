@@ -38,22 +38,29 @@ static void device(pb_model *m, double step_s) {
   m->device_mean_s = step_s;
 }
 
+/* An empty valid model on 2 cores with one device: batch size, device step, warm-up and measured steps,
+ * seed; the caller adds its stages. */
+static pb_model *new_model(int batch, double step_s, int64_t warmup, int64_t steps, uint64_t seed) {
+  pb_model *m = calloc(1, sizeof *m);
+  m->batch_size = batch;
+  m->devices = 1;
+  device(m, step_s);
+  m->cores = m->cores_usable = 2;
+  m->warmup_steps = warmup;
+  m->steps = steps;
+  m->seed = seed;
+  m->service_scale = 1;
+  m->valid = true;
+  return m;
+}
+
 /* source (1 ms) -> map (2 ms, 1 thread) -> batch of 4 -> device 4 ms a step: the map's 500/s bind. */
 static pb_model *tandem(void) {
-  pb_model *m = calloc(1, sizeof *m);
+  pb_model *m = new_model(4, 4 * MS, 5, 300, 1);
   stage(m, "read", "read", PB_ROLE_SOURCE, 1, 1 * MS, 0, 256);
   stage(m, "map", "map", PB_ROLE_SERVER, 1, 2 * MS, 0, 256);
   stage(m, "batch", "batch", PB_ROLE_BATCH, 1, 0, 0, 1);
   m->stages[2].batched = false;
-  m->batch_size = 4;
-  m->devices = 1;
-  device(m, 4 * MS);
-  m->cores = m->cores_usable = 2;
-  m->warmup_steps = 5;
-  m->steps = 300;
-  m->seed = 1;
-  m->service_scale = 1;
-  m->valid = true;
   return m;
 }
 
@@ -148,18 +155,10 @@ static void test_variance_needs_depth(void **state) {
  * over 1000 steps: 10,000 samples in 1 s + 9,000 / 100,000 s = 1.09 s, 9,174/s; over 10,000 steps (past
  * what is simulated step by step) 100,000 in 1 + 0.99 s = 50,251/s. */
 static void test_cache_over_the_run(void **state) {
-  pb_model *m = calloc(1, sizeof *m);
+  pb_model *m = new_model(10, 0.1 * MS, 0, 0, 2);
   stage(m, "read", "read", PB_ROLE_SOURCE, 1, 1 * MS, 0, 256);
   stage(m, "batch", "batch", PB_ROLE_BATCH, 1, 0, 0, 1);
-  m->batch_size = 10;
-  m->devices = 1;
-  device(m, 0.1 * MS);
-  m->cores = m->cores_usable = 2;
-  m->warmup_steps = 0;
   m->epoch_samples = 1000;
-  m->seed = 2;
-  m->service_scale = 1;
-  m->valid = true;
   pb_model_change c;
   pb_model_change_init(&c);
   c.cache_after = 0;
@@ -177,20 +176,11 @@ static void test_cache_over_the_run(void **state) {
 /* A shuffle of 100 samples with no warm-up: the first batch waits for 104 samples (104 ms); 10 steps
  * take 140 ms, 286 samples/s.  With one warm-up step the fill is before the window: 1000/s. */
 static void test_shuffle_fill(void **state) {
-  pb_model *m = calloc(1, sizeof *m);
+  pb_model *m = new_model(4, 0.1 * MS, 0, 10, 3);
   stage(m, "read", "read", PB_ROLE_SOURCE, 1, 1 * MS, 0, 256);
   stage(m, "shuffle", "shuffle", PB_ROLE_SHUFFLE, 1, 0, 0, 256);
   m->stages[1].buffer = 100;
   stage(m, "batch", "batch", PB_ROLE_BATCH, 1, 0, 0, 1);
-  m->batch_size = 4;
-  m->devices = 1;
-  device(m, 0.1 * MS);
-  m->cores = m->cores_usable = 2;
-  m->warmup_steps = 0;
-  m->steps = 10;
-  m->seed = 3;
-  m->service_scale = 1;
-  m->valid = true;
   assert_float_equal(sim(m, NULL).samples_per_s, 40 / 0.140, 5);
   m->warmup_steps = 1;
   m->steps = 50;
@@ -346,19 +336,10 @@ static void test_cores_verdict(void **state) {
  * and a device taking 1000 samples/s.  The cores allow 2 / 2.705 ms = 739 samples/s, not the device's
  * 1000; more slow threads are predicted up to that, and no further. */
 static void test_cores_limit_counts_waiting_stages(void **state) {
-  pb_model *m = calloc(1, sizeof *m);
+  pb_model *m = new_model(4, 4 * MS, 5, 400, 4);
   stage(m, "source", "source", PB_ROLE_SOURCE, 1, 0.001 * MS, 0, 256);
   stage(m, "slow", "map", PB_ROLE_SERVER, 1, 9.1 * MS, 0.25, 256);
   stage(m, "batch", "batch", PB_ROLE_BATCH, 1, 0.43 * MS, 1, 1);
-  m->batch_size = 4;
-  m->devices = 1;
-  device(m, 4 * MS);
-  m->cores = m->cores_usable = 2;
-  m->warmup_steps = 5;
-  m->steps = 400;
-  m->seed = 4;
-  m->service_scale = 1;
-  m->valid = true;
   fixture *f = report_of(m, 110, 0.25);
   pb_bottleneck(&f->rep, &f->rec);
   assert_float_equal(f->rep.cpu_limit_per_s, 2 / (2.275e-3 + 0.43e-3 + 0.001e-3 * 0), 2);
@@ -394,22 +375,13 @@ static void test_cache_upstream_capacity(void **state) {
 /* A shuffle before a cache holds its buffer at the end of the first epoch: the cache must still start
  * replaying (the simulation used to wait for those samples for ever). */
 static void test_shuffle_before_cache(void **state) {
-  pb_model *m = calloc(1, sizeof *m);
+  pb_model *m = new_model(10, 0.1 * MS, 0, 1000, 5); /* 10 epochs: the first at the read's 1000/s, then memory */
   stage(m, "read", "read", PB_ROLE_SOURCE, 1, 1 * MS, 0, 256);
   stage(m, "shuffle", "shuffle", PB_ROLE_SHUFFLE, 1, 0, 0, 256);
   m->stages[1].buffer = 100;
   stage(m, "cache", "cache", PB_ROLE_CACHE, 1, 0.001 * MS, 0, 256);
   stage(m, "batch", "batch", PB_ROLE_BATCH, 1, 0, 0, 1);
-  m->batch_size = 10;
-  m->devices = 1;
-  device(m, 0.1 * MS);
-  m->cores = m->cores_usable = 2;
-  m->warmup_steps = 0;
   m->epoch_samples = 1000;
-  m->steps = 1000; /* 10 epochs: the first at the read's 1000/s, the rest from memory */
-  m->seed = 5;
-  m->service_scale = 1;
-  m->valid = true;
   pb_model_result r = sim(m, NULL);
   assert_true(r.samples_per_s > 3000);
   free(m);
