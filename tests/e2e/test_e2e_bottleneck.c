@@ -380,6 +380,14 @@ static void test_bursty_device_prefetch(void **state) {
                                  "'device':{'kind':'emulated','step_ms':{'dist':'normal','mean':5,'stdev':30}},"
                                  "'run':{'steps':600,'warmup_steps':3}}");
   cJSON *rep = run_report(cfg, "bursty", NULL);
+  /* The case is about variance: augment's mean capacity (12 / 250 us, 48,000/s planted) must stay clear of
+   * the device's mean rate, or the right advice is threads, not prefetch. A slow build (TSan) or a loaded
+   * machine stretches each sleep until the two meet; the test then has nothing to check. */
+  double cap = num(rep, "capacity_model.lowest_capacity_per_s"), dev = num(rep, "capacity_model.device_rate_per_s");
+  if (cap < 1.1 * dev) {
+    printf("bursty: skipped, augment's capacity %.0f/s is within 10 %% of the device's %.0f/s on this build\n", cap, dev);
+    skip();
+  }
   cJSON *top = cJSON_GetArrayItem(at(rep, "recommendations"), 0);
   printf("bursty: idle %.2f %%, bottleneck %s, top %s\n", num(rep, "device_idle_pct"), str(rep, "bottleneck.stage"),
          top ? str(top, "action") : "none");
