@@ -134,6 +134,9 @@ struct pb_engine {
   int rank, world_size;         /* sharding hook for multi-process runs: this process reads every
                                  * world_size-th file from `rank` (0 and 1 for a single process) */
   bool have_files;
+  /* Memory past the plan: what limits.max_memory_mb leaves above the planned buffers, for a sample larger
+   * than any the plan saw (pb_pool_plan); a sample the budget cannot cover is an error on that sample. */
+  pb_mem_budget mem_budget;
   int nstages;
   pb_stage stages[PB_MAX_STAGES + 1];
   pb_queue queues[PB_MAX_STAGES + 1]; /* queues[i] is stage i's output; the last feeds the device */
@@ -167,6 +170,9 @@ int pb_engine_check(const pb_config *cfg, bool synthetic, pb_err *err);
 uint32_t pb_engine_source_epochs(const pb_engine *e);
 /* Planned buffer bytes, and a "stage N MB, ..." description of the largest users. */
 uint64_t pb_engine_memory_bytes(const pb_engine *e, char *who, size_t who_len);
+/* The sample error for `bytes` that the memory budget could not cover in stage s: the sample's size, the
+ * plan's size per sample, and what the limit leaves past the plan. */
+void pb_engine_over_plan_msg(const pb_stage *s, size_t bytes, char *msg, size_t len);
 /* Allocates queues, pools and per-stage state; then starts every worker thread. */
 int pb_engine_start(pb_engine *e, pb_err *err);
 pb_queue *pb_engine_output(pb_engine *e);

@@ -19,6 +19,14 @@ typedef struct pb_pool_mem {
   void *ctx;
 } pb_pool_mem;
 
+/* Memory a run allows past its plan, shared by the pools of a run: a buffer grown beyond its pool's planned
+ * size (an image larger than any the plan saw) takes the excess from here, and gives it back on release, so
+ * the pooled memory never passes limits.max_memory_mb whatever the samples turn out to be. */
+typedef struct pb_mem_budget {
+  _Atomic uint64_t over_plan_bytes; /* live now */
+  uint64_t allowed_bytes;           /* the most over_plan_bytes may reach */
+} pb_mem_budget;
+
 typedef struct pb_buf {
   pb_pool *pool;
   void *data;
@@ -36,6 +44,8 @@ struct pb_pool {
   size_t buf_bytes;
   size_t align;
   _Atomic size_t largest_bytes; /* the largest capacity any of its buffers grew to (pb_buf_grow) */
+  size_t plan_bytes;            /* 0, or the size the memory plan counted per buffer (pb_pool_plan) */
+  pb_mem_budget *budget;        /* where a buffer past plan_bytes takes the excess (NULL: none allowed) */
   pb_pool_mem mem;              /* alloc NULL: aligned_alloc/free */
 };
 
@@ -45,7 +55,13 @@ struct pb_pool {
 int pb_pool_init(pb_pool *p, int count, size_t buf_bytes, size_t align);
 /* The same with buffers from `mem` (NULL: the default allocator). */
 int pb_pool_init_mem(pb_pool *p, int count, size_t buf_bytes, size_t align, const pb_pool_mem *mem);
-/* Makes b hold at least `bytes` (its contents are not kept).  0 or -ENOMEM. */
+/* Bounds a pool of growable buffers by the memory plan: buffers grow to a common size (see pb_buf_grow) only
+ * up to plan_bytes; one that must hold more takes the excess from `budget` for as long as it holds it
+ * (its memory is freed on release, so the excess is not kept), and when the budget cannot cover it the
+ * reserve fails with -E2BIG instead of allocating.  Call before the first buffer is used. */
+void pb_pool_plan(pb_pool *p, size_t plan_bytes, pb_mem_budget *budget);
+/* Makes b hold at least `bytes` (its contents are not kept).  0, -ENOMEM, or -E2BIG for a buffer past its
+ * pool's plan that the run's memory budget cannot cover. */
 int pb_buf_reserve(pb_buf *b, size_t bytes);
 /* The same, keeping the first keep_bytes of its contents. */
 int pb_buf_grow(pb_buf *b, size_t bytes, size_t keep_bytes);

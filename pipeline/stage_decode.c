@@ -78,6 +78,7 @@ static int decode_init(pb_stage *s, pb_err *err) {
     return pb_err_set(err, "out of memory for the decode stage's buffers"), -ENOMEM;
   }
   st->pool_ready = true;
+  pb_pool_plan(&st->pool, s->sample_bytes, &s->engine->mem_budget); /* an image past the plan: its excess, or refused */
   st->auto_min_side = pb_decode_min_side(s->engine->cfg, s->cfg);
   find_crop(s, st);
   s->state = st;
@@ -102,6 +103,15 @@ static int decode_fail(pb_worker *w, pb_elem *in, pb_buf *out, const char *messa
   return 0;
 }
 
+/* A decoded image that got no buffer: past the memory plan (-E2BIG), or out of memory. */
+static int reserve_failed(const pb_stage *s, int rc, size_t bytes, pb_err *err) {
+  if (rc == -E2BIG)
+    pb_engine_over_plan_msg(s, bytes, err->msg, sizeof err->msg);
+  else
+    pb_err_set(err, "out of memory for the decoded image");
+  return rc;
+}
+
 /* fused_crop: the region of the (scaled) sw x sh image the map stage's crop will keep, decoded into out. */
 static int decode_crop(pb_worker *w, const pb_elem *in, int denom, int sw, int sh, pb_buf *out, pb_elem *e,
                        pb_err *err) {
@@ -112,9 +122,10 @@ static int decode_crop(pb_worker *w, const pb_elem *in, int denom, int sw, int s
   int i, j, h, cw;
   pb_rrc_params(&rng, sh, sw, st->crop->scale, st->crop->ratio, &i, &j, &h, &cw);
   pb_jpeg_rect rect = {.x = j, .y = i, .w = cw, .h = h}, got;
-  if (pb_buf_reserve(out, pb_jpeg_region_capacity(&rect, sw)))
-    return pb_err_set(err, "out of memory for the decoded image"), -ENOMEM;
-  int rc = pb_jpeg_decode_region(dw->region, in->data, in->bytes, &rect, denom, w->stage->cfg->max_pixels, out->data,
+  size_t bytes = pb_jpeg_region_capacity(&rect, sw);
+  int rc = pb_buf_reserve(out, bytes);
+  if (rc) return reserve_failed(w->stage, rc, bytes, err);
+  rc = pb_jpeg_decode_region(dw->region, in->data, in->bytes, &rect, denom, w->stage->cfg->max_pixels, out->data,
                                  out->capacity_bytes, &got, err);
   if (rc) return rc;
   e->height = (uint16_t)got.h;
@@ -151,7 +162,8 @@ static int decode_process(pb_worker *w, pb_elem *in) {
       return decode_fail(w, in, out, err.msg);
   } else {
     size_t bytes = pb_jpeg_decoded_bytes(width, height, denom);
-    if (pb_buf_reserve(out, bytes)) return decode_fail(w, in, out, "out of memory for the decoded image");
+    int rc = pb_buf_reserve(out, bytes);
+    if (rc) return reserve_failed(w->stage, rc, bytes, &err), decode_fail(w, in, out, err.msg);
     if (pb_jpeg_decode(dec, in->data, in->bytes, denom, w->stage->cfg->max_pixels, out->data, out->capacity_bytes,
                        &out_w, &out_h, &err))
       return decode_fail(w, in, out, err.msg);

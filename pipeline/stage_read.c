@@ -164,9 +164,12 @@ static void read_error(pb_worker *w, uint32_t file_index, const char *message) {
   pb_worker_error(w, &e, pb_engine_file_path(w->stage->engine, file_index), message, false);
 }
 
-static void read_errno(pb_worker *w, uint32_t file_index, int rc, const char *doing) {
-  char msg[200];
-  if (rc == -EINVAL && w->stage->cfg->direct)
+/* `bytes`: the sample's size, named when it was past the memory plan (-E2BIG). */
+static void read_errno(pb_worker *w, uint32_t file_index, int rc, const char *doing, uint64_t bytes) {
+  char msg[400];
+  if (rc == -E2BIG) /* past the memory plan: the only reserve failure that is not ENOMEM */
+    pb_engine_over_plan_msg(w->stage, (size_t)bytes, msg, sizeof msg);
+  else if (rc == -EINVAL && w->stage->cfg->direct)
     snprintf(msg, sizeof msg, "%s: O_DIRECT is not supported here (expected a file system with direct I/O, "
                               "or \"direct\": false)", doing);
   else
@@ -195,9 +198,10 @@ static int emit_copy(pb_worker *w, const uint8_t *data, size_t bytes, uint32_t f
   read_state *st = w->stage->state;
   pb_buf *b = pb_worker_get_buf(w, &st->pool);
   if (!b) return -ECANCELED;
-  if (pb_buf_reserve(b, bytes)) {
+  int rc = pb_buf_reserve(b, bytes);
+  if (rc) {
     pb_buf_release(b);
-    read_error(w, file_index, "out of memory for a sample");
+    read_errno(w, file_index, rc, "out of memory for a sample", bytes);
     return 0;
   }
   memcpy(b->data, data, bytes);
@@ -214,7 +218,7 @@ static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
   const char *path = pb_engine_file_path(w->stage->engine, fi);
   size_t bytes = 0, got = 0;
   int fd = open_file(w->stage, path, &bytes);
-  if (fd < 0) return read_errno(w, fi, fd, "cannot open"), 0;
+  if (fd < 0) return read_errno(w, fi, fd, "cannot open", 0), 0;
   pb_buf *b = pb_worker_get_buf(w, &st->pool);
   size_t room = w->stage->cfg->direct ? direct_round(bytes ? bytes : 1) : (bytes ? bytes : 1);
   int rc = !b ? -ECANCELED : pb_buf_reserve(b, room);
@@ -227,7 +231,7 @@ static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
   if (!rc) w->ctr.files_read_total++; /* opened and read (empty too), as start_file counts them */
   if (rc || got == 0) {
     pb_buf_release(b);
-    return rc ? read_errno(w, fi, rc, "cannot read") : read_error(w, fi, "empty file (expected a sample)"), 0;
+    return rc ? read_errno(w, fi, rc, "cannot read", bytes) : read_error(w, fi, "empty file (expected a sample)"), 0;
   }
   count_bytes_read(w, got);
   return emit_sample(w, b, got, fi, epoch, 0);
@@ -366,7 +370,7 @@ static void start_file(pb_worker *w, uint32_t fi, uint32_t epoch) {
     if (load_npz(w, rw)) return;
   } else {
     int rc = slurp(w, fi);
-    if (rc) return read_errno(w, fi, rc, "cannot read");
+    if (rc) return read_errno(w, fi, rc, "cannot read", 0);
   }
   w->ctr.files_read_total++;
   if (rw->file_bytes == 0) /* no record in it: an error, as an empty JPEG is, never a silent nothing */
@@ -509,6 +513,7 @@ static int read_init(pb_stage *s, pb_err *err) {
    * estimate per buffer), so they do not grow, and leave holes in the heap, one file at a time. */
   if (e->cfg->dataset.format == PB_FMT_JPEG)
     pb_pool_expect(&st->pool, PB_MIN(largest_file(&e->files), s->sample_bytes));
+  pb_pool_plan(&st->pool, s->sample_bytes, &s->engine->mem_budget); /* a file past the plan: its excess, or refused */
   uv_mutex_init(&st->order_lock);
   uv_mutex_init(&st->bw_lock);
   st->epochs = pb_engine_source_epochs(e);

@@ -105,6 +105,33 @@ static void test_buffers_grow_to_the_pools_largest(void **state) {
   pb_pool_close(&p);
 }
 
+/* A planned pool: buffers settle on a common size only up to the plan; one past it takes the excess from
+ * the run's budget, is refused (-E2BIG, nothing allocated) when the budget cannot cover it, and goes back
+ * empty on release, its excess returned. */
+static void test_buffers_past_the_plan_use_the_budget(void **state) {
+  (void)state;
+  pb_pool p;
+  pb_mem_budget budget = {.allowed_bytes = 3u << 20};
+  assert_int_equal(pb_pool_init(&p, 3, 0, 64), 0);
+  pb_pool_plan(&p, 1u << 20, &budget);
+  pb_buf *a = pb_pool_get(&p), *b = pb_pool_get(&p), *c = pb_pool_get(&p);
+  assert_int_equal(pb_buf_reserve(a, 3u << 20), 0); /* 2 MiB past the plan */
+  assert_int_equal(atomic_load(&budget.over_plan_bytes), 2u << 20);
+  assert_int_equal(pb_buf_reserve(b, 1000), 0);
+  assert_int_equal(b->capacity_bytes, 1000); /* the outsized buffer did not raise the pool's common size */
+  assert_int_equal(pb_buf_reserve(c, 5u << 20), -E2BIG); /* 4 MiB more: over the 3 MiB allowed */
+  assert_int_equal(atomic_load(&budget.over_plan_bytes), 2u << 20);
+  pb_buf_release(a); /* freed: its excess back */
+  assert_int_equal(atomic_load(&budget.over_plan_bytes), 0);
+  assert_null(a->data);
+  assert_int_equal(pb_buf_reserve(c, 4u << 20), 0);
+  assert_int_equal(atomic_load(&budget.over_plan_bytes), 3u << 20);
+  pb_buf_release(b);
+  pb_buf_release(c);
+  assert_int_equal(atomic_load(&budget.over_plan_bytes), 0);
+  pb_pool_close(&p);
+}
+
 /* The batch collate's streaming copy: every size around its threshold and its 64-byte blocks, every
  * alignment of both ends, and nothing written outside the destination. */
 static void test_copy_streaming(void **state) {
@@ -136,6 +163,7 @@ int main(void) {
       cmocka_unit_test(test_cancel_wakes_getter),
       cmocka_unit_test(test_size_classes),
       cmocka_unit_test(test_buffers_grow_to_the_pools_largest),
+      cmocka_unit_test(test_buffers_past_the_plan_use_the_budget),
       cmocka_unit_test(test_copy_streaming),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
