@@ -17,19 +17,22 @@
 #include <stdio.h>
 
 #include "device.h"
+#include "sat.h"
 
 static int emulated_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t) {
-  /* bytes / (GB/s x 1e9) seconds = bytes / GB/s nanoseconds */
-  uint64_t copy_ns = (uint64_t)((double)batch->bytes / d->h2d_gb_per_s);
+  /* bytes / (GB/s x 1e9) seconds = bytes / GB/s nanoseconds; saturated, as the config's range (at least
+   * 0.001 GB/s) already keeps it in days, not in overflow */
+  uint64_t copy_ns = pb_sat_u64_from_double((double)batch->bytes / d->h2d_gb_per_s);
   uv_mutex_lock(&d->copy_lock);
   uint64_t now = pb_now_ns();
   uint64_t start = d->copy_free_at_ns > now ? d->copy_free_at_ns : now; /* queue behind earlier copies */
-  d->copy_free_at_ns = start + copy_ns;
+  uint64_t end = pb_sat_add_u64(start, copy_ns);
+  d->copy_free_at_ns = end;
   uv_mutex_unlock(&d->copy_lock);
-  pb_sleep_until_ns(start + copy_ns);
+  pb_sleep_until_ns(end);
   /* The copy runs from when the shared copy engine is free (earlier copies queue ahead of it) for its
    * modelled time: its end is in device time, however late this thread wakes. */
-  *t = (pb_h2d_times){.start_ns = start, .end_ns = start + copy_ns, .wait_start_ns = now, .wait_end_ns = now};
+  *t = (pb_h2d_times){.start_ns = start, .end_ns = end, .wait_start_ns = now, .wait_end_ns = now};
   if (index >= 0) batch->device = (uint8_t)index;
   return 0;
 }
@@ -50,14 +53,15 @@ static int emulated_step(pb_device *d, int index, pb_elem *batch, uint64_t ready
                          uint64_t *end_ns) {
   (void)batch;
   uint64_t now = pb_now_ns();
-  uint64_t step_ns = (uint64_t)(pb_device_draw_step_ms(d, index) * 1e6);
+  uint64_t step_ns = pb_sat_u64_from_double(pb_device_draw_step_ms(d, index) * 1e6);
   /* The launch was queued when the batch was ready, unless this thread is a whole step late: then the
    * host could not have queued it (it was busy elsewhere), and the late start is the host's, as on a
    * GPU whose launch queue ran dry.  Without this, device time would fall ever further behind. */
   uint64_t t0 = ready_ns && ready_ns < now && now - ready_ns < step_ns ? ready_ns : now;
-  if (step_ns && sleep_unless_signalled(d, t0 + step_ns)) return -ECANCELED; /* the batch counts as in flight */
+  uint64_t end = pb_sat_add_u64(t0, step_ns);
+  if (step_ns && sleep_unless_signalled(d, end)) return -ECANCELED; /* the batch counts as in flight */
   *start_ns = t0;
-  *end_ns = t0 + step_ns;
+  *end_ns = end;
   return 0;
 }
 
