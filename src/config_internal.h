@@ -52,6 +52,7 @@ enum {
   PB_KF_PRESENCE = 1u << 5,  /* objects: set the bool at `count_off` when the object is given */
   PB_KF_SYNTHETIC = 1u << 6, /* dataset: only with format "synthetic" */
   PB_KF_TFRECORD = 1u << 7,  /* dataset: only with format "tfrecord" */
+  PB_KF_ZERO_OFF = 1u << 8,  /* numbers: 0 (the feature off) is allowed besides min..max */
 };
 
 typedef struct pb_key_table {
@@ -89,7 +90,7 @@ typedef struct pb_step_dist {
 /* A number check shared by rows and custom parsers. */
 typedef struct pb_num_rule {
   double min, max;
-  bool min_excl, integer;
+  bool min_excl, integer, zero_off; /* zero_off: 0 is allowed besides min..max (PB_KF_ZERO_OFF) */
   double cap;         /* integers: the largest the field can hold */
   const char *expect; /* NULL: generated from the range */
 } pb_num_rule;

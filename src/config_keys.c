@@ -71,6 +71,7 @@ static const char *bounds_text(const pb_num_rule *r, char *buf, size_t len) {
   return buf;
 }
 
+/* "a number from 0.001 to 1000", or with zero_off "0 (off) or a number from 0.001 to 1000". */
 const char *pb_cfg_range_text(const pb_num_rule *r, char *buf, size_t len) {
   char b[128];
   if (r->expect) {
@@ -78,7 +79,8 @@ const char *pb_cfg_range_text(const pb_num_rule *r, char *buf, size_t len) {
     return buf;
   }
   bounds_text(r, b, sizeof b);
-  snprintf(buf, len, "%s%s%s", r->integer ? "an integer" : "a number", b[0] ? " " : "", b);
+  snprintf(buf, len, "%s%s%s%s", r->zero_off ? "0 (off) or " : "", r->integer ? "an integer" : "a number",
+           b[0] ? " " : "", b);
   return buf;
 }
 
@@ -88,6 +90,7 @@ static pb_num_rule key_rule(const pb_key *k, bool element) {
                        .max = k->max,
                        .min_excl = (k->flags & PB_KF_MIN_EXCL) != 0,
                        .integer = integer,
+                       .zero_off = (k->flags & PB_KF_ZERO_OFF) != 0,
                        .cap = integer ? int_cap(k->size) : INFINITY,
                        .expect = element ? NULL : k->expect};
 }
@@ -151,6 +154,7 @@ const char *pb_cfg_key_expect(const pb_key *k, char *buf, size_t len) {
 /* ---- value checks ---- */
 
 static bool in_range(double v, const pb_num_rule *r) {
+  if (r->zero_off && v == 0) return true;
   if (!isfinite(v) || v > r->max) return false;
   return r->min_excl ? v > r->min : v >= r->min;
 }

@@ -37,6 +37,13 @@ static const char *const dist_names[] = {"normal", NULL};
 
 #define MAX_RECORD_BYTES 17179869184.0 /* 16 GiB */
 
+/* Rates are divisors (a time is bytes / rate): every one has a floor a user would still call a rate, so
+ * 1e-300 GB/s is refused here instead of overflowing a nanosecond count at run time, and a ceiling past
+ * any real hardware.  Times and durations are bounded likewise (CONFIG.md lists every range). */
+#define MIN_RATE 0.001
+#define MAX_READ_MB_PER_S 1e9 /* 1 PB/s */
+#define MIN_DURATION_S 0.001
+
 /* ---- dataset ---- */
 
 static const pb_key image_keys[] = {
@@ -59,7 +66,7 @@ static const pb_key generate_keys[] = {
      .help = "Generated JPEG payloads: {width, height, quality}; also gives decode its output shape."},
     ROW(pb_generate_cfg, record_bytes, "record_bytes", PB_KT_INT, .min = 1, .max = MAX_RECORD_BYTES,
         .flags = PB_KF_OMIT_ZERO, .help = "Mean bytes per generated raw/npy/npz/tfrecord-raw sample."),
-    ROW(pb_generate_cfg, record_bytes_stdev, "record_bytes_stdev", PB_KT_INT, .min = 0, .max = INFINITY,
+    ROW(pb_generate_cfg, record_bytes_stdev, "record_bytes_stdev", PB_KT_INT, .min = 0, .max = MAX_RECORD_BYTES,
         .def = "0", .help = "Standard deviation of generated sample sizes in bytes (0: all equal)."),
 };
 static const pb_key_table generate_table = TABLE(generate_keys, NULL);
@@ -111,8 +118,9 @@ static const pb_key rrc_keys[] = {
     SIZE_KEY("a random crop resized to size x size."),
     ROW(pb_op_cfg, scale, "scale", PB_KT_RANGE, .min = 0, .max = 1, .flags = PB_KF_MIN_EXCL, .nmin = 2,
         .nmax = 2, .cap = 2, .def = "[0.08, 1]", .help = "Range of the crop's area as a fraction of the image."),
-    ROW(pb_op_cfg, ratio, "ratio", PB_KT_RANGE, .min = 0, .max = 100, .flags = PB_KF_MIN_EXCL, .nmin = 2,
-        .nmax = 2, .cap = 2, .def = "[0.75, 1.3333333333333333]", .help = "Range of the crop's aspect ratio."),
+    /* 1:100 either way: a narrower ratio leaves a crop of no pixels on any image under 50 pixels */
+    ROW(pb_op_cfg, ratio, "ratio", PB_KT_RANGE, .min = 0.01, .max = 100, .nmin = 2, .nmax = 2, .cap = 2,
+        .def = "[0.75, 1.3333333333333333]", .help = "Range of the crop's aspect ratio (width / height)."),
     ANTIALIAS_KEY,
 };
 static const pb_key resize_keys[] = {
@@ -125,11 +133,11 @@ static const pb_key flip_keys[] = {
 };
 static const pb_key normalize_keys[] = {
     OP_KEY,
-    ARR(pb_op_cfg, mean, nmean, "mean", PB_KT_NUMBERS, .min = -INFINITY, .max = INFINITY, .nmin = 1,
+    ARR(pb_op_cfg, mean, nmean, "mean", PB_KT_NUMBERS, .min = -1e6, .max = 1e6, .nmin = 1,
         .nmax = PB_MAX_CHANNELS, .def = "[123.675, 116.28, 103.53]",
         .help = "Per-channel mean in pixel units (0..255), subtracted; 1 value or one per channel."),
-    ARR(pb_op_cfg, std, nstd, "std", PB_KT_NUMBERS, .min = 0, .max = INFINITY, .flags = PB_KF_MIN_EXCL,
-        .nmin = 1, .nmax = PB_MAX_CHANNELS, .def = "[58.395, 57.12, 57.375]",
+    /* a divisor: 1e-300 would make every value infinite */
+    ARR(pb_op_cfg, std, nstd, "std", PB_KT_NUMBERS, .min = 1e-6, .max = 1e6, .nmin = 1, .nmax = PB_MAX_CHANNELS, .def = "[58.395, 57.12, 57.375]",
         .help = "Per-channel standard deviation in pixel units, divided by; as many values as mean."),
     ROW(pb_op_cfg, dtype, "dtype", PB_KT_ENUM, .choices = pb_cfg_dtype_names, .def = "\"float32\"",
         .help = "Output element type."),
@@ -180,8 +188,8 @@ static const pb_key read_keys[] = {
     ROW(pb_stage_cfg, direct, "direct", PB_KT_BOOL, .def = "false", .help = "Open files with O_DIRECT."),
     ROW(pb_stage_cfg, latency_us, "latency_us", PB_KT_INT, .min = 0, .max = 1e7, .def = "0",
         .help = "Emulation: microseconds added to every read."),
-    ROW(pb_stage_cfg, bandwidth_mb_per_s, "bandwidth_mb_per_s", PB_KT_NUMBER, .min = 0, .max = INFINITY,
-        .def = "0", .help = "Emulation: cap for the whole stage in MB/s (10^6 bytes); 0 = uncapped."),
+    ROW(pb_stage_cfg, bandwidth_mb_per_s, "bandwidth_mb_per_s", PB_KT_NUMBER, .min = MIN_RATE,
+        .max = MAX_READ_MB_PER_S, .flags = PB_KF_ZERO_OFF, .def = "0", .help = "Emulation: cap for the whole stage in MB/s (10^6 bytes); 0 = uncapped."),
 };
 static const pb_key decode_keys[] = {
     STAGE_COMMON,
@@ -263,7 +271,7 @@ static const pb_key allreduce_keys[] = {
         .help = "Gradient bytes exchanged per step (model, mpi). Or give params."),
     ROW(pb_allreduce_cfg, params, "params", PB_KT_INT, .min = 1, .max = MAX_GRADIENT_BYTES / 4,
         .flags = PB_KF_OMIT_ZERO, .help = "Model parameters: bytes = params x 4 (float32 gradients)."),
-    ROW(pb_allreduce_cfg, gb_per_s, "gb_per_s", PB_KT_NUMBER, .min = 0.001, .max = 1e6, .flags = PB_KF_OMIT_ZERO,
+    ROW(pb_allreduce_cfg, gb_per_s, "gb_per_s", PB_KT_NUMBER, .min = MIN_RATE, .max = 1e6, .flags = PB_KF_OMIT_ZERO,
         .help = "Algorithm bandwidth in GB/s (10^9 bytes; nccl-tests' algbw; at least 0.001): the model's time is bytes / gb_per_s. "
                 "Required by model; with mpi, the report sets the model beside the measured time."),
 };
@@ -278,8 +286,7 @@ static const pb_key device_keys[] = {
      .min = 0, .max = MAX_STEP_MS,
      .expect = "a number >= 0 or {\"dist\": \"normal\", \"mean\": .., \"stdev\": ..}",
      .help = "Compute time per step in ms (0..3600000), or a normal distribution of it."},
-    ROW(pb_device_cfg, h2d_gb_per_s, "h2d_gb_per_s", PB_KT_NUMBER, .min = 0, .max = 10000,
-        .flags = PB_KF_MIN_EXCL, .def = "25", .help = "Emulated device's copy bandwidth in GB/s (10^9 bytes)."),
+    ROW(pb_device_cfg, h2d_gb_per_s, "h2d_gb_per_s", PB_KT_NUMBER, .min = MIN_RATE, .max = 10000, .def = "25", .help = "Emulated device's copy bandwidth in GB/s (10^9 bytes)."),
     ARR(pb_device_cfg, ids, nids, "ids", PB_KT_INTS, .min = 0, .max = INFINITY, .nmin = 0,
         .nmax = PB_MAX_DEVICES, .def = "[]", .help = "GPU ids to use, each once."),
     ROW(pb_device_cfg, allreduce, "allreduce", PB_KT_OBJECT, .sub = &allreduce_table,
@@ -292,7 +299,7 @@ static const pb_key run_keys[] = {
         .help = "Stop after this many measured steps. Default 100 when none of steps, epochs, duration_s is set."),
     ROW(pb_run_cfg, epochs, "epochs", PB_KT_INT, .min = 1, .max = 1e6, .emit_if = pb_cfg_emit_if_epochs,
         .help = "Stop after this many passes over the dataset."),
-    ROW(pb_run_cfg, duration_s, "duration_s", PB_KT_NUMBER, .min = 0, .max = 1e6, .flags = PB_KF_MIN_EXCL,
+    ROW(pb_run_cfg, duration_s, "duration_s", PB_KT_NUMBER, .min = MIN_DURATION_S, .max = 1e6,
         .emit_if = pb_cfg_emit_if_duration, .help = "Stop after this many seconds."),
     ROW(pb_run_cfg, warmup_steps, "warmup_steps", PB_KT_INT, .min = 0, .max = 1e6, .def = "5",
         .help = "Steps excluded from every metric."),

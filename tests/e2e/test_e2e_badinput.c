@@ -3,7 +3,8 @@
  * run.on_error skip, bad samples are counted and listed and the run completes with balanced accounting.
  *
  *   1. config: malformed JSON, text that is not UTF-8, every key of a maximal config with a wrong type,
- *      every number out of range, an unknown key in every object                      exit 2
+ *      every number out of range, an unknown key in every object, rates of 1e-300 and a crop ratio
+ *      that leaves no pixels (both once passed and then misbehaved at run time)         exit 2
  *   2. dataset.path: missing, empty, no files, glob without match, @list problems,
  *      a symlink cycle                                                                exit 2
  *   3. bad samples, each under on_error fail (exit 1, one line naming the file) and skip (exit 0, counted
@@ -242,9 +243,9 @@ static void sweep_node(sweep *s, cJSON *node, const char *path) {
       try_value(s, node, "\"bogus\"", path, false, "a value not in the list");
   }
   if (s->kind == SWEEP_RANGE && cJSON_IsNumber(node)) {
-    /* Every number in the schema but normalize's mean has a lower bound; huge and fractional values are
-     * either accepted or refused with the same one line; infinity never passes. */
-    bool signed_ok = strstr(path, ".mean[") != NULL; /* normalize's mean may be any finite number */
+    /* Every number in the schema but normalize's mean has a lower bound of 0 or more; huge and fractional
+     * values are either accepted or refused with the same one line; infinity never passes. */
+    bool signed_ok = strstr(path, ".mean[") != NULL; /* normalize's mean may be negative */
     try_value(s, node, "-1e12", path, signed_ok, "a negative number");
     try_value(s, node, "1e15", path, true, "a huge number");
     try_value(s, node, "0.5", path, true, "a fraction");
@@ -269,6 +270,28 @@ static void run_sweep(sweep_kind kind, int min_cases) {
 static void test_every_key_wrong_type(void **state) { run_sweep(SWEEP_TYPE, 100); }
 static void test_every_number_out_of_range(void **state) { run_sweep(SWEEP_RANGE, 150); }
 static void test_unknown_key_in_every_object(void **state) { run_sweep(SWEEP_UNKNOWN, 20); }
+
+/* Issue 32: a rate of 1e-300 passed validation and overflowed a float-to-integer cast at run time
+ * (undefined behaviour: the copy took 0 ms, a capped read slept for centuries), and a crop ratio of 1e-9
+ * passed validation and then failed every sample.  `run` now refuses each before starting: exit 2, one
+ * line naming the key and the range. */
+static void test_tiny_rates_and_ratio_refused(void **state) {
+  static const struct {
+    const char *set, *what;
+  } cases[] = {
+      {"device.h2d_gb_per_s=1e-300",
+       "device.h2d_gb_per_s: 1e-300 is out of range (expected a number from 0.001 to 10000)"},
+      {"stages.read.bandwidth_mb_per_s=1e-300",
+       "stages[0].bandwidth_mb_per_s: 1e-300 is out of range (expected 0 (off) or a number from 0.001 to 1000000000)"},
+      {"stages.map.ops=[{\"op\": \"random_resized_crop\", \"size\": 16, \"ratio\": [1e-9, 1e-9]}]",
+       "stages[2].ops[0].ratio[0]: 1e-09 is out of range (expected a number from 0.01 to 100)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    result *r = run_pb(ARGS("run", "--config", k_jpeg_cfg, "--quiet", "--out", out_dir("tiny"), "--set", cases[i].set));
+    assert_one_error_line(r, 2, cases[i].what);
+    assert_non_null(strstr(r->err, k_jpeg_cfg));
+  }
+}
 
 static void test_malformed_json(void **state) {
   static const struct {
@@ -609,6 +632,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_every_key_wrong_type, free_reports),
       cmocka_unit_test_teardown(test_every_number_out_of_range, free_reports),
       cmocka_unit_test_teardown(test_unknown_key_in_every_object, free_reports),
+      cmocka_unit_test_teardown(test_tiny_rates_and_ratio_refused, free_reports),
       cmocka_unit_test_teardown(test_dataset_path_problems, free_reports),
       cmocka_unit_test_teardown(test_bad_jpegs, free_reports),
       cmocka_unit_test_teardown(test_unreadable_and_broken_links, free_reports),

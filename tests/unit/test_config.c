@@ -407,7 +407,7 @@ static void test_error_values(void **state) {
   expect_error_has(EXAMPLE, "run.steps=1e999", "run.steps: infinity is out of range");
   expect_error_has(EXAMPLE, "run.steps=[]", "run.steps: got an empty array (expected an integer");
   expect_error_has(EXAMPLE, "run.steps={}", "run.steps: got an object (expected an integer");
-  expect_error_has(EXAMPLE, "device.h2d_gb_per_s=0", "device.h2d_gb_per_s: 0 is out of range (expected a number > 0 and <= 10000)");
+  expect_error_has(EXAMPLE, "device.h2d_gb_per_s=0", "device.h2d_gb_per_s: 0 is out of range (expected a number from 0.001 to 10000)");
   expect_error_has(EXAMPLE, "name=", "name: \"\" is 0 characters long (expected a string of 1 to 127 characters");
   expect_error_has(EXAMPLE, "name=a/b", "name: \"a/b\" has a character that is not allowed");
   expect_error_has(EXAMPLE, "stages.read.name=re ad", "stages[0].name: \"re ad\" has a character that is not allowed");
@@ -439,6 +439,44 @@ static void test_error_values(void **state) {
   expect_error_has(EXAMPLE, "device.count=17", "device.count: 17 is out of range (expected an integer from 1 to 16)");
   expect_error_has(SYNTH, "dataset.shape=[0]", "dataset.shape[0]: 0 is out of range (expected an integer from 1 to 1000000000)");
   expect_error_has(SYNTH, "dataset.shape=[]", "dataset.shape: got an empty array (expected an array of 1 to 4 integers");
+}
+
+/* Issue 32: a rate is a divisor, so 1e-300 of one overflowed a nanosecond count at run time (h2d in 0 ms,
+ * undefined behaviour); every rate, time and size now has a range, refused in one line naming the key. */
+static void test_error_rate_and_time_ranges(void **state) {
+  (void)state;
+  expect_error(EXAMPLE, "device.h2d_gb_per_s=1e-300",
+               "cfg.json: device.h2d_gb_per_s: 1e-300 is out of range (expected a number from 0.001 to 10000)");
+  expect_error(EXAMPLE, "stages.read.bandwidth_mb_per_s=1e-300",
+               "cfg.json: stages[0].bandwidth_mb_per_s: 1e-300 is out of range "
+               "(expected 0 (off) or a number from 0.001 to 1000000000)");
+  expect_error_has(EXAMPLE, "stages.read.bandwidth_mb_per_s=2e9", "stages[0].bandwidth_mb_per_s: 2000000000 is out of range");
+  expect_error_has(EXAMPLE, "stages.read.bandwidth_mb_per_s=-1", "stages[0].bandwidth_mb_per_s: -1 is out of range");
+  parse_ok(EXAMPLE, "stages.read.bandwidth_mb_per_s=0"); /* 0 still means uncapped */
+  assert_true(cfg.stages[0].bandwidth_mb_per_s == 0);
+  parse_ok(EXAMPLE, "stages.read.bandwidth_mb_per_s=0.001");
+  expect_error(EXAMPLE, "device.allreduce={\"mode\": \"model\", \"bytes\": 1000, \"gb_per_s\": 1e-300}",
+               "cfg.json: device.allreduce.gb_per_s: 1e-300 is out of range (expected a number from 0.001 to 1000000)");
+  expect_error(EXAMPLE, "run={\"duration_s\": 1e-300}",
+               "cfg.json: run.duration_s: 1e-300 is out of range (expected a number from 0.001 to 1000000)");
+  expect_error_has(EXAMPLE, "stages.augment.ops[2].std=[1e-300]",
+                   "stages[2].ops[2].std[0]: 1e-300 is out of range (expected a number from 1e-06 to 1000000)");
+  expect_error_has(EXAMPLE, "stages.augment.ops[2].mean=[1e300]",
+                   "stages[2].ops[2].mean[0]: 1e+300 is out of range (expected a number from -1000000 to 1000000)");
+  expect_error_has(EXAMPLE, "dataset.generate.record_bytes_stdev=17179869185",
+                   "dataset.generate.record_bytes_stdev: 17179869185 is out of range");
+}
+
+/* A ratio of 1e-9 passed validate and then failed every sample with "an op failed on this image": the
+ * crop it asks for has no pixels.  Refused now, at the pair's element, with the range. */
+static void test_error_crop_ratio(void **state) {
+  (void)state;
+  expect_error(EXAMPLE, "stages.augment.ops[0].ratio=[1e-9,1e-9]",
+               "cfg.json: stages[2].ops[0].ratio[0]: 1e-09 is out of range (expected a number from 0.01 to 100)");
+  expect_error(EXAMPLE, "stages.augment.ops[0].ratio=[1,1e9]",
+               "cfg.json: stages[2].ops[0].ratio[1]: 1000000000 is out of range (expected a number from 0.01 to 100)");
+  parse_ok(EXAMPLE, "stages.augment.ops[0].ratio=[0.01,100]");
+  assert_true(cfg.stages[2].ops[0].ratio[0] == 0.01 && cfg.stages[2].ops[0].ratio[1] == 100);
 }
 
 static void test_error_step_ms(void **state) {
@@ -868,6 +906,10 @@ static void check_table(const pb_key_table *t) {
   for (int i = 0; i < t->nkeys; i++) {
     const pb_key *k = &t->keys[i];
     if (k->type == PB_KT_STRING) assert_true(k->max < (double)k->size);
+    /* every float key has a finite range: no rate of 1e-300, no mean of 1e300 (issue 32) */
+    if ((k->type == PB_KT_NUMBER || k->type == PB_KT_NUMBERS || k->type == PB_KT_RANGE) &&
+        !(isfinite(k->min) && isfinite(k->max)))
+      fail_msg("key %s: range %g..%g is not finite", k->name, k->min, k->max);
     if (k->type == PB_KT_NUMBERS || k->type == PB_KT_INTS || k->type == PB_KT_RANGE)
       assert_true(k->nmax <= k->cap && k->nmin <= k->nmax);
     if (k->type == PB_KT_ENUM) assert_non_null(k->choices);
@@ -903,6 +945,8 @@ int main(void) {
       cmocka_unit_test(test_to_json_keys),
       cmocka_unit_test(test_error_examples),
       cmocka_unit_test(test_error_values),
+      cmocka_unit_test(test_error_rate_and_time_ranges),
+      cmocka_unit_test(test_error_crop_ratio),
       cmocka_unit_test(test_error_step_ms),
       cmocka_unit_test(test_error_unknowns),
       cmocka_unit_test(test_error_json_syntax),
