@@ -8,7 +8,11 @@ PB_STEPS_IN_MEMORY (8192) records; later ones go to an unlinked file in the outp
 the step records still held in memory, and split into anonymous memory (heap, stacks) and file pages.
 
     bench/soak.py [--bin build-release/pipebench] [--seconds 600] [--every 5] [--step-ms 20]
-                  [--trace] [--no-augment] [--csv FILE]
+                  [--trace] [--no-augment] [--load N] [--csv FILE]
+
+--load N runs N busy-looping processes beside it for the whole soak (a shared, oversubscribed machine:
+issue 32 asks for the soak "under load").  The slope is a least-squares line through the RSS samples
+after the first minute, in KiB per minute (with the step records' share taken out).
 
 Prints the RSS at the end of the first minute, at the end, the maximum, the growth after the first
 minute (raw, net of the step records, anonymous and file-backed), the number of memory mappings, the
@@ -44,6 +48,16 @@ def memory_kb(pid):
         return None
 
 
+def fit_slope(points):
+    """Least-squares slope of (seconds, KiB) points, in KiB per minute."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    sxy = sum((x - mx) * (y - my) for x, y in points)
+    return 60.0 * sxy / sxx if sxx > 0 else float("nan")
+
+
 def config(data, step_ms, augment=True):
     return {
         "name": "soak", "seed": 1,
@@ -73,6 +87,7 @@ def main():
     ap.add_argument("--step-ms", type=float, default=20.0)
     ap.add_argument("--trace", action="store_true")
     ap.add_argument("--no-augment", action="store_true", help="leave out the map stage (a control)")
+    ap.add_argument("--load", type=int, default=0, help="busy-looping processes beside the run")
     ap.add_argument("--csv")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="pipebench-soak-")
@@ -83,6 +98,7 @@ def main():
     out = os.path.join(tmp, "out")
     cmd = [a.bin, "run", "--config", cfg_path, "--quiet", "--out", out, "--format", "json",
            "--set", f"run.duration_s={a.seconds}"] + ([] if a.trace else ["--no-trace"])
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.load)]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd)
     samples = []  # (seconds, (rss_kb, anon_kb, file_kb, mappings))
@@ -91,6 +107,8 @@ def main():
         if m is not None:
             samples.append((time.monotonic() - t0, m))
         time.sleep(a.every)
+    for h in hogs:
+        h.kill()
     if p.returncode != 0:
         sys.exit(f"soak: pipebench exited {p.returncode}")
     with open(os.path.join(out, "report.json")) as f:
@@ -107,6 +125,9 @@ def main():
     steps_per_s = steps / max(a.seconds, 1)
     held = lambda t: min(steps_per_s * t, STEPS_IN_MEMORY)  # step records in memory at time t
     record_kb = (held(a.seconds) - held(60)) * STEP_RECORD_BYTES / 1024
+    late = [(s, m[0]) for s, m in samples if s >= 60]
+    slope = fit_slope(late) if len(late) >= 3 else float("nan")
+    record_slope = (held(a.seconds) - held(60)) * STEP_RECORD_BYTES / 1024 / max((a.seconds - 60) / 60, 1e-9)
     print(f"machine: {platform.node()} ({os.cpu_count()} CPUs), {platform.platform()}")
     print(f"run: {a.seconds} s, step_ms {a.step_ms}, {'traced' if a.trace else 'untraced'}, "
           f"{steps} steps, {rep['throughput']['samples_per_s']:.1f} samples/s, {len(samples)} RSS samples")
@@ -117,6 +138,8 @@ def main():
           f"{record_kb / 1024:.2f} MiB; net {(last[0] - first[0] - record_kb) / 1024:+.2f} MiB "
           f"(anonymous {(last[1] - first[1]) / 1024:+.2f} MiB, file {(last[2] - first[2]) / 1024:+.2f} MiB; "
           f"mappings {first[3]} -> {last[3]})")
+    print(f"RSS slope after the first minute: {slope:+.1f} KiB/min raw, {slope - record_slope:+.1f} KiB/min net of "
+          f"the step records ({len(late)} samples, least squares); load: {a.load} busy processes")
     m = rep["memory"]
     print(f"report memory: planned {m['planned_bytes'] / 1e6:.0f} MB, trace {m['trace_bytes'] / 1e6:.0f} MB, "
           f"peak RSS {m['peak_rss_bytes'] / 1e6:.0f} MB; accounting balanced: {rep['accounting']['balanced']}")
