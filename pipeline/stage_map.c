@@ -396,7 +396,11 @@ static int map_process(pb_worker *w, pb_elem *in) {
     }
     if (rc == -EMSGSIZE)
       return map_fail(w, in, &c, "the result's size differs from the shape the config gives (fuse_map needs it)");
-    if (rc < 0) return map_fail(w, in, &c, rc == -ENOMEM ? "out of memory" : "an op failed on this image");
+    if (rc < 0) { /* which op, and the reason it recorded (pb_ops_why) */
+      char what[300];
+      pb_op_failure_text(what, sizeof what, k, sc->ops[k].kind, rc);
+      return map_fail(w, in, &c, what);
+    }
   }
   if (c.cur.height > PB_MAX_SIDE || c.cur.width > PB_MAX_SIDE) /* an input that large, with no op to shrink it */
     return map_fail(w, in, &c, "the result is wider or taller than 65535 pixels (expected a smaller resize)");

@@ -7,7 +7,7 @@
  * per sample reproduces every crop and flip.
  *
  * Semantics follow torchvision (see each function); where they differ it says so.  Errors: functions
- * that can fail return 0 or -EINVAL (bad geometry, wrong layout, NULL data). */
+ * that can fail return 0 or -EINVAL (bad geometry, wrong layout, NULL data), and pb_ops_why says why. */
 #ifndef PB_OPS_H
 #define PB_OPS_H
 
@@ -29,12 +29,20 @@ typedef struct pb_image {
 /* Bytes of the whole image (0 for a non-positive dimension). */
 size_t pb_image_bytes(const pb_image *im);
 
+/* Why the last op call on this thread returned -EINVAL, one line ("3 mean values for a 1-channel image
+ * (expected 1 value or one per channel)"); read it right after that call. */
+const char *pb_ops_why(void);
+/* "op 2 (normalize) failed: <why>" for the map stage's error about op `index` of its ops, which returned
+ * rc (-ENOMEM says "out of memory"); consumes the recorded reason. */
+void pb_op_failure_text(char *buf, size_t len, int index, pb_op_kind kind, int rc);
+
 /* ---- random_resized_crop (torchvision RandomResizedCrop.get_params) ----
  * Up to 10 attempts: target_area = H*W*U(scale); aspect = exp(U(log ratio)); w = round(sqrt(area*aspect)),
  * h = round(sqrt(area/aspect)) with Python's round (half to even); the first attempt with 0 < w <= W and
  * 0 < h <= H takes top = randint(0, H-h), left = randint(0, W-w) (inclusive).  Otherwise the central crop
- * clamped to the ratio range.  Uniform draws are consumed in exactly that order: 2 per attempt, 2 more
- * when an attempt succeeds. */
+ * clamped to the ratio range, and never below one pixel a side (torchvision would round a side of an image
+ * under 1/ratio pixels to 0 and fail).  Uniform draws are consumed in exactly that order: 2 per attempt,
+ * 2 more when an attempt succeeds. */
 typedef double (*pb_uniform_fn)(void *ctx); /* a draw in [0, 1) */
 
 void pb_rrc_params(pb_rng *rng, int H, int W, const double scale[2], const double ratio[2], int *i, int *j,

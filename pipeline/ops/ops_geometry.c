@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "ops.h"
+#include "sat.h"
 
 #define RRC_ATTEMPTS 10
 
@@ -16,6 +17,13 @@ static int randint_inclusive(pb_uniform_fn uniform, void *ctx, int n) {
   return k > n ? n : k; /* u < 1, but (n+1)*u can still round up to n+1 */
 }
 
+/* A trimmed side: rounded, at least one pixel (a crop of none fails every op after it) and at most the
+ * image's (saturated first: a ratio near 0 makes W / rmin overflow an int). */
+static int trimmed_side(double exact, int limit) {
+  int side = pb_sat_int_from_double(rint(exact));
+  return side < 1 ? 1 : side > limit ? limit : side;
+}
+
 /* The fallback: the whole image, trimmed to the nearest allowed aspect ratio, centred. */
 static void rrc_fallback(int H, int W, const double ratio[2], int *i, int *j, int *h, int *w) {
   double in_ratio = (double)W / (double)H;
@@ -23,9 +31,9 @@ static void rrc_fallback(int H, int W, const double ratio[2], int *i, int *j, in
   *w = W;
   *h = H;
   if (in_ratio < rmin)
-    *h = (int)rint(W / rmin);
+    *h = trimmed_side(W / rmin, H);
   else if (in_ratio > rmax)
-    *w = (int)rint(H * rmax);
+    *w = trimmed_side(H * rmax, W);
   *i = (H - *h) / 2;
   *j = (W - *w) / 2;
 }
@@ -37,8 +45,10 @@ void pb_rrc_params_from(pb_uniform_fn uniform, void *ctx, int H, int W, const do
   for (int attempt = 0; attempt < RRC_ATTEMPTS; attempt++) {
     double target_area = area * (scale[0] + (scale[1] - scale[0]) * uniform(ctx));
     double aspect = exp(log_r0 + (log_r1 - log_r0) * uniform(ctx));
-    int cw = (int)rint(sqrt(target_area * aspect));
-    int ch = (int)rint(sqrt(target_area / aspect));
+    /* saturated: an extreme ratio (the ops take any, the config 1:100 at most) must fail the attempt, not
+     * overflow the cast */
+    int cw = pb_sat_int_from_double(rint(sqrt(target_area * aspect)));
+    int ch = pb_sat_int_from_double(rint(sqrt(target_area / aspect)));
     if (cw > 0 && cw <= W && ch > 0 && ch <= H) {
       *i = randint_inclusive(uniform, ctx, H - ch);
       *j = randint_inclusive(uniform, ctx, W - cw);
@@ -56,9 +66,10 @@ void pb_rrc_params(pb_rng *rng, int H, int W, const double scale[2], const doubl
 }
 
 void pb_resize_shorter_dims(int H, int W, int size, int *out_h, int *out_w) {
-  /* Python: int(size * long / short) — an exact integer product, one correctly rounded division. */
+  /* Python: int(size * long / short) — an exact integer product, one correctly rounded division;
+   * saturated, since 65535x1 to a shorter side of 65535 is past INT_MAX (the map stage then refuses it). */
   int shorter = W <= H ? W : H, longer = W <= H ? H : W;
-  int new_long = (int)((double)((int64_t)size * longer) / (double)shorter);
+  int new_long = pb_sat_int_from_double((double)((int64_t)size * longer) / (double)shorter);
   *out_w = W <= H ? size : new_long;
   *out_h = W <= H ? new_long : size;
 }

@@ -29,10 +29,12 @@ static inline void pb_ops_store(void *p, size_t k, pb_dtype t, float v) {
   }
 }
 
-static inline bool pb_ops_image_ok(const pb_image *im) {
-  return im && im->data && im->height > 0 && im->width > 0 && im->channels > 0 &&
-         (unsigned)im->dtype <= PB_DTYPE_FLOAT32;
-}
+/* ops_why.c: a refusal records its reason (pb_ops_why) and returns -EINVAL. */
+int pb_ops_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 0 for an image with data, positive sides and channels and a known dtype; else pb_ops_fail's -EINVAL. */
+int pb_ops_check_in(const pb_image *in);
+/* The same, and an output with data. */
+int pb_ops_check_io(const pb_image *in, const pb_image *out);
 
 /* One interleaved plane to resample: all channels of an HWC image, or one channel of a CHW image.
  * Strides are in elements. */

@@ -95,11 +95,15 @@ static void pass_u8(const pb_image *in, void *dst) {
 static int norm_params_init(norm_params *np, const pb_image *in, const double *mean, int nmean, const double *std,
                             int nstd) {
   int C = in->channels;
-  if (!mean || !std || (nmean != 1 && nmean != C) || (nstd != 1 && nstd != C)) return -EINVAL;
+  if (!mean || !std) return pb_ops_fail("no mean or std values");
+  if (nmean != 1 && nmean != C)
+    return pb_ops_fail("%d mean values for a %d-channel image (expected 1 value or one per channel)", nmean, C);
+  if (nstd != 1 && nstd != C)
+    return pb_ops_fail("%d std values for a %d-channel image (expected 1 value or one per channel)", nstd, C);
   *np = (norm_params){.nch = C, .mean_all = mean, .std_all = std, .nmean = nmean, .nstd = nstd};
   for (int c = 0; c < C; c++) {
     double s = std[nstd == 1 ? 0 : c];
-    if (!(s != 0.0)) return -EINVAL; /* also refuses NaN */
+    if (!(s != 0.0)) return pb_ops_fail("std[%d] is %g (expected a number other than 0)", c, s); /* also NaN */
     if (c < LUT_CHANNELS) {
       np->mean[c] = (float)mean[nmean == 1 ? 0 : c];
       np->std[c] = (float)s;
@@ -117,9 +121,13 @@ size_t pb_normalize_out_bytes(const pb_image *in, pb_dtype out_dtype) {
 int pb_normalize(const pb_image *in, pb_image *out, const double *mean, int nmean, const double *std, int nstd,
                  pb_dtype out_dtype) {
   norm_params np;
-  if (!pb_ops_image_ok(in) || !out || !out->data || (unsigned)out_dtype > PB_DTYPE_FLOAT32) return -EINVAL;
-  if (out->data == in->data && pb_ops_elem_bytes(out_dtype) > pb_ops_elem_bytes(in->dtype)) return -EINVAL;
-  int rc = out_dtype == PB_DTYPE_UINT8 ? 0 : norm_params_init(&np, in, mean, nmean, std, nstd);
+  int rc = pb_ops_check_io(in, out);
+  if (rc) return rc;
+  if ((unsigned)out_dtype > PB_DTYPE_FLOAT32)
+    return pb_ops_fail("the output element type %d is unknown (expected uint8, float16 or float32)", (int)out_dtype);
+  if (out->data == in->data && pb_ops_elem_bytes(out_dtype) > pb_ops_elem_bytes(in->dtype))
+    return pb_ops_fail("in place to a wider element type (expected another output buffer)");
+  rc = out_dtype == PB_DTYPE_UINT8 ? 0 : norm_params_init(&np, in, mean, nmean, std, nstd);
   if (rc) return rc;
   *out = (pb_image){out->data, in->height, in->width, in->channels, out_dtype, in->chw};
   bool lut = in->dtype == PB_DTYPE_UINT8 && in->channels <= LUT_CHANNELS;
@@ -177,10 +185,13 @@ FUSED_ROW(half_t)
 static int flip_normalize_chw(const pb_image *in, pb_image *out, bool flip, const double *mean, int nmean,
                               const double *std, int nstd, pb_dtype out_dtype, bool chw, bool stream) {
   norm_params np;
-  if (!pb_ops_image_ok(in) || !out || !out->data || out->data == in->data || in->dtype != PB_DTYPE_UINT8 ||
-      in->chw || in->channels > LUT_CHANNELS || (out_dtype != PB_DTYPE_FLOAT32 && out_dtype != PB_DTYPE_FLOAT16))
-    return -EINVAL;
-  int rc = norm_params_init(&np, in, mean, nmean, std, nstd);
+  int rc = pb_ops_check_io(in, out);
+  if (rc) return rc;
+  if (out->data == in->data || in->dtype != PB_DTYPE_UINT8 || in->chw || in->channels > LUT_CHANNELS ||
+      (out_dtype != PB_DTYPE_FLOAT32 && out_dtype != PB_DTYPE_FLOAT16))
+    return pb_ops_fail("the one-pass flip/normalize/to_chw takes a uint8 HWC image of at most %d channels into "
+                       "another float buffer", LUT_CHANNELS);
+  rc = norm_params_init(&np, in, mean, nmean, std, nstd);
   if (rc) return rc;
   *out = (pb_image){out->data, in->height, in->width, in->channels, out_dtype, chw};
   float lut[LUT_CHANNELS][256]; /* the same tables as norm_u8_f32 / norm_u8_f16, so the same values */

@@ -35,7 +35,10 @@ static void crop_pad_plane(const char *src, int H, int W, char *dst, int oh, int
 }
 
 int pb_crop_pad(const pb_image *in, int top, int left, pb_image *out) {
-  if (!pb_ops_image_ok(in) || !out || !out->data || out->height <= 0 || out->width <= 0) return -EINVAL;
+  int rc = pb_ops_check_io(in, out);
+  if (rc) return rc;
+  if (out->height <= 0 || out->width <= 0)
+    return pb_ops_fail("the output would be %dx%d (expected at least 1x1)", out->width, out->height);
   pb_ops_inherit(in, out);
   size_t px = plane_pixel_bytes(in);
   size_t in_plane = (size_t)in->height * (size_t)in->width * px, out_plane = (size_t)out->height * out->width * px;
@@ -46,7 +49,8 @@ int pb_crop_pad(const pb_image *in, int top, int left, pb_image *out) {
 }
 
 int pb_center_crop(const pb_image *in, pb_image *out) {
-  if (!pb_ops_image_ok(in) || !out) return -EINVAL;
+  int rc = pb_ops_check_io(in, out);
+  if (rc) return rc;
   int top, left;
   pb_center_crop_params(in->height, in->width, out->height, out->width, &top, &left);
   return pb_crop_pad(in, top, left, out);
@@ -97,7 +101,8 @@ static void flip_row(const uint8_t *src, uint8_t *dst, int w, size_t px) {
 }
 
 int pb_hflip(const pb_image *in, pb_image *out) {
-  if (!pb_ops_image_ok(in) || !out || !out->data) return -EINVAL;
+  int rc = pb_ops_check_io(in, out);
+  if (rc) return rc;
   *out = (pb_image){out->data, in->height, in->width, in->channels, in->dtype, in->chw};
   size_t px = plane_pixel_bytes(in), row = (size_t)in->width * px;
   size_t rows = (size_t)in->height * (size_t)(in->chw ? in->channels : 1); /* CHW: every plane's rows */
@@ -107,9 +112,10 @@ int pb_hflip(const pb_image *in, pb_image *out) {
 }
 
 int pb_random_flip(const pb_image *in, pb_image *out, pb_rng *rng, double p) {
-  if (!pb_ops_image_ok(in) || !out || !out->data) return -EINVAL;
+  int rc = pb_ops_check_io(in, out);
+  if (rc) return rc;
   if (pb_flip_draw(rng, p)) {
-    int rc = pb_hflip(in, out);
+    rc = pb_hflip(in, out);
     return rc ? rc : 1;
   }
   *out = (pb_image){out->data, in->height, in->width, in->channels, in->dtype, in->chw};
@@ -127,7 +133,9 @@ static inline __attribute__((always_inline)) void chw_n(const uint8_t *src, uint
 }
 
 int pb_to_chw(const pb_image *in, pb_image *out) {
-  if (!pb_ops_image_ok(in) || !out || !out->data || out->data == in->data) return -EINVAL;
+  int rc = pb_ops_check_io(in, out);
+  if (rc) return rc;
+  if (out->data == in->data) return pb_ops_fail("to_chw cannot work in place (expected another output buffer)");
   *out = (pb_image){out->data, in->height, in->width, in->channels, in->dtype, true};
   size_t hw = (size_t)in->height * (size_t)in->width, C = (size_t)in->channels, eb = pb_ops_elem_bytes(in->dtype);
   if (in->chw || C == 1) {

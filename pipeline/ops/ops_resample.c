@@ -323,9 +323,16 @@ pb_plane pb_ops_window_plane(const pb_image *im, int p, int top, int left, int h
 }
 
 int pb_ops_check_window(const pb_image *in, int top, int left, int h, int w, const pb_image *out) {
-  if (!pb_ops_image_ok(in) || !out || !out->data || out->height <= 0 || out->width <= 0) return -EINVAL;
-  if (top < 0 || left < 0 || h <= 0 || w <= 0 || top > in->height - h || left > in->width - w) return -EINVAL;
-  return in->channels <= PB_OPS_MAX_CHANNELS ? 0 : -EINVAL;
+  int rc = pb_ops_check_io(in, out);
+  if (rc) return rc;
+  if (out->height <= 0 || out->width <= 0)
+    return pb_ops_fail("the output would be %dx%d (expected at least 1x1)", out->width, out->height);
+  if (top < 0 || left < 0 || h <= 0 || w <= 0 || top > in->height - h || left > in->width - w)
+    return pb_ops_fail("the window %dx%d at x %d, y %d is not inside the %dx%d image (expected at least 1x1, inside)",
+                       w, h, left, top, in->width, in->height);
+  if (in->channels > PB_OPS_MAX_CHANNELS)
+    return pb_ops_fail("%d channels (expected at most %d)", in->channels, PB_OPS_MAX_CHANNELS);
+  return 0;
 }
 
 /* Give `out` the input's channels, dtype and layout (the caller chose data and size). */

@@ -246,7 +246,9 @@ int pb_crop_resize(const pb_image *in, int top, int left, int h, int w, pb_image
                    void *scratch) {
   if (mode == PB_RESAMPLE_BILINEAR) return pb_crop_resize_bilinear(in, top, left, h, w, out);
   int rc = pb_ops_check_window(in, top, left, h, w, out);
-  if (rc || !scratch || mode != PB_RESAMPLE_BILINEAR_AA) return rc ? rc : -EINVAL;
+  if (rc) return rc;
+  if (!scratch || mode != PB_RESAMPLE_BILINEAR_AA)
+    return pb_ops_fail("no scratch buffer or an unknown resampling mode");
   pb_ops_inherit(in, out);
   char *p = scratch;
   aa_axis ax = aa_axis_at(&p, w, out->width), ay = aa_axis_at(&p, h, out->height);
@@ -267,7 +269,8 @@ int pb_crop_resize(const pb_image *in, int top, int left, int h, int w, pb_image
 
 int pb_random_resized_crop(const pb_image *in, pb_rng *rng, const double scale[2], const double ratio[2],
                            pb_image *out, pb_resample mode, void *scratch, int rect[4]) {
-  if (!pb_ops_image_ok(in)) return -EINVAL;
+  int rc = pb_ops_check_in(in);
+  if (rc) return rc;
   int i, j, h, w;
   pb_rrc_params(rng, in->height, in->width, scale, ratio, &i, &j, &h, &w);
   if (rect) {
@@ -280,6 +283,7 @@ int pb_random_resized_crop(const pb_image *in, pb_rng *rng, const double scale[2
 }
 
 int pb_resize(const pb_image *in, pb_image *out, pb_resample mode, void *scratch) {
-  if (!pb_ops_image_ok(in)) return -EINVAL;
+  int rc = pb_ops_check_in(in);
+  if (rc) return rc;
   return pb_crop_resize(in, 0, 0, in->height, in->width, out, mode, scratch);
 }

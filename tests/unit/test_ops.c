@@ -144,6 +144,29 @@ static void test_rrc_fallback(void **state) {
   assert_int_equal(r[0], 0), assert_int_equal(r[1], 0), assert_int_equal(r[2], 100), assert_int_equal(r[3], 100);
 }
 
+/* Issue 32: a ratio far from the image's own left the fallback a side of 0 pixels (500x375 at 1e-9: 0 wide),
+ * so every sample failed; one near 0 also overflowed the int cast of an attempt's side (undefined
+ * behaviour, UBSan's float-cast-overflow).  The crop now always has at least one pixel a side, inside. */
+static void test_rrc_extreme_ratio_keeps_a_pixel(void **state) {
+  (void)state;
+  const double ratios[][2] = {{1e-9, 1e-9}, {1e9, 1e9}, {1e-300, 1e-300}, {1e300, 1e300}, {0.01, 0.01}, {100, 100}};
+  const int sizes[][2] = {{375, 500}, {1, 1}, {3, 40}, {40, 3}};
+  pb_image out = make_out(8, 8, 3, PB_DTYPE_UINT8);
+  for (size_t r = 0; r < PB_ARRAY_LEN(ratios); r++) {
+    for (size_t z = 0; z < PB_ARRAY_LEN(sizes); z++) {
+      int H = sizes[z][0], W = sizes[z][1], rect[4];
+      pb_image in = make_u8(H, W, 3);
+      pb_rng rng;
+      pb_rng_seed(&rng, 5);
+      int rc = pb_random_resized_crop(&in, &rng, k_scale, ratios[r], &out, PB_RESAMPLE_BILINEAR, NULL, rect);
+      if (rc) fail_msg("ratio %g on %dx%d: %s", ratios[r][0], W, H, pb_ops_why());
+      assert_true(rect[2] >= 1 && rect[3] >= 1 && rect[0] + rect[2] <= H && rect[1] + rect[3] <= W);
+      free(in.data);
+    }
+  }
+  free(out.data);
+}
+
 /* Hand-worked draws: the first attempt succeeds; Python's half-to-even round; a zero-size attempt retries. */
 static void test_rrc_scripted_by_hand(void **state) {
   (void)state;
@@ -428,6 +451,10 @@ static void test_resize_shorter_side(void **state) {
   assert_int_equal(pb_resize(&in, &o, PB_RESAMPLE_BILINEAR, NULL), 0);
   assert_int_equal(o.height, 4), assert_int_equal(o.width, 6);
   free(in.data), free(o.data);
+  /* 65535 * 65535 is past INT_MAX: saturated (the map stage refuses it by name), not wrapped negative by an
+   * undefined cast (x86 gave INT_MIN, which slipped past the stage's "over 65535" check) */
+  pb_resize_shorter_dims(1, 65535, 65535, &h, &w);
+  assert_int_equal(h, 65535), assert_int_equal(w, INT32_MAX);
 }
 
 static void test_center_crop_offsets(void **state) {
@@ -561,6 +588,34 @@ static void test_normalize_float16_and_uint8(void **state) {
   assert_int_equal(pb_normalize(&rgb, &f, (double[]){1}, 1, (double[]){0}, 1, PB_DTYPE_FLOAT32), -EINVAL);
   assert_int_equal(pb_normalize(&rgb, &rgb, (double[]){1}, 1, (double[]){1}, 1, PB_DTYPE_FLOAT32), -EINVAL);
   free(rgb.data), free(f.data);
+}
+
+/* Issue 32: a refused op said only "an op failed on this image".  Each refusal records its reason, and the
+ * map stage's text names the op by index and name with it. */
+static void test_op_failure_names_op_and_reason(void **state) {
+  (void)state;
+  char text[300];
+  pb_image gray = make_u8(2, 2, 1), f = make_out(2, 2, 1, PB_DTYPE_FLOAT32);
+  int rc = pb_normalize(&gray, &f, (double[]){1, 2, 3}, 3, (double[]){1}, 1, PB_DTYPE_FLOAT32);
+  assert_int_equal(rc, -EINVAL);
+  pb_op_failure_text(text, sizeof text, 2, PB_OP_NORMALIZE, rc);
+  assert_string_equal(text, "op 2 (normalize) failed: 3 mean values for a 1-channel image "
+                            "(expected 1 value or one per channel)");
+  /* consumed: a later failure that records nothing does not repeat it */
+  pb_op_failure_text(text, sizeof text, 0, PB_OP_RESIZE, -EINVAL);
+  assert_string_equal(text, "op 0 (resize) failed: it refused this image (no reason recorded)");
+  pb_op_failure_text(text, sizeof text, 1, PB_OP_CENTER_CROP, -ENOMEM);
+  assert_string_equal(text, "op 1 (center_crop) failed: out of memory");
+  /* a crop window outside the image, and a zero std, say so */
+  pb_image rgb = make_u8(4, 4, 3), o = make_out(2, 2, 3, PB_DTYPE_UINT8);
+  assert_int_equal(pb_crop_resize_bilinear(&rgb, 0, 3, 2, 2, &o), -EINVAL);
+  assert_string_equal(pb_ops_why(),
+                      "the window 2x2 at x 3, y 0 is not inside the 4x4 image (expected at least 1x1, inside)");
+  assert_int_equal(pb_crop_resize_bilinear(&rgb, 0, 0, 0, 2, &o), -EINVAL);
+  assert_non_null(strstr(pb_ops_why(), "the window 2x0 at x 0, y 0 is not inside"));
+  assert_int_equal(pb_normalize(&gray, &f, (double[]){1}, 1, (double[]){0}, 1, PB_DTYPE_FLOAT32), -EINVAL);
+  assert_string_equal(pb_ops_why(), "std[0] is 0 (expected a number other than 0)");
+  free(gray.data), free(f.data), free(rgb.data), free(o.data);
 }
 
 static void test_half_conversion(void **state) {
@@ -783,6 +838,7 @@ int main(void) {
       cmocka_unit_test(test_rrc_reproducible_and_seed_dependent),
       cmocka_unit_test(test_rrc_inside_image),
       cmocka_unit_test(test_rrc_fallback),
+      cmocka_unit_test(test_rrc_extreme_ratio_keeps_a_pixel),
       cmocka_unit_test(test_rrc_scripted_by_hand),
       cmocka_unit_test(test_rrc_matches_reference),
       cmocka_unit_test(test_bilinear_2x2_to_4x4),
@@ -800,6 +856,7 @@ int main(void) {
       cmocka_unit_test(test_flip_probability),
       cmocka_unit_test(test_normalize_float32),
       cmocka_unit_test(test_normalize_float16_and_uint8),
+      cmocka_unit_test(test_op_failure_names_op_and_reason),
       cmocka_unit_test(test_half_conversion),
       cmocka_unit_test(test_to_chw),
       cmocka_unit_test(test_simd_matches_c),
