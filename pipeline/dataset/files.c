@@ -2,11 +2,26 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+/* A name in a one-line message: control bytes (a newline, a terminal escape) as '?', as config messages
+ * show the user's strings, and cut short with "..." past SHOWN_BYTES. */
+#define SHOWN_BYTES 400
+typedef struct shown_name {
+  char text[SHOWN_BYTES + 4];
+} shown_name;
+
+static const char *shown(const char *name, shown_name *buf) {
+  return pb_cfg_clean(name, SHOWN_BYTES, buf->text, sizeof buf->text);
+}
 
 /* ---- building the list --------------------------------------------------------------------------------- */
 
@@ -139,7 +154,8 @@ static int walk_dir(walk_ctx *w, const char *dir, const struct stat *st) {
   DIR *d = opendir(dir);
   if (!d) {
     int e = errno;
-    pb_err_set(w->err, "%s: cannot open directory: %s (expected a readable directory)", dir, strerror(e));
+    shown_name n;
+    pb_err_set(w->err, "%s: cannot open directory: %s (expected a readable directory)", shown(dir, &n), strerror(e));
     return -e;
   }
   int rc = 0;
@@ -167,8 +183,9 @@ static int check_cycle(walk_ctx *w, const char *link) {
   }
   size_t n = target ? strlen(target) : 0;
   bool cycle = target && parent && strncmp(parent, target, n) == 0 && (parent[n] == '\0' || parent[n] == '/' || n == 1);
+  shown_name n1, n2;
   int rc = cycle ? pb_err_set(w->err, "%s: symlink loop: it leads back to %s (expected a directory tree without cycles)",
-                              link, target)
+                              shown(link, &n1), shown(target, &n2))
                  : 0;
   free(target);
   free(parent);
@@ -208,14 +225,15 @@ static int walk_sorted(pb_file_list *l, const char *dir, const struct stat *st, 
 /* A path named explicitly (the dataset path, a glob match, a list entry): a file or a directory to walk. */
 static int add_path(pb_file_list *l, const char *path, pb_err *err) {
   struct stat st;
+  shown_name n;
   if (stat(path, &st) != 0) {
     int e = errno;
-    pb_err_set(err, "%s: %s (expected an existing file or directory)", path, strerror(e));
+    pb_err_set(err, "%s: %s (expected an existing file or directory)", shown(path, &n), strerror(e));
     return -e;
   }
   if (S_ISDIR(st.st_mode)) return walk_sorted(l, path, &st, err);
   if (!S_ISREG(st.st_mode))
-    return pb_err_set(err, "%s: not a regular file (expected a data file or a directory)", path);
+    return pb_err_set(err, "%s: not a regular file (expected a data file or a directory)", shown(path, &n));
   char *copy = strdup(path);
   return copy ? list_push(l, copy, (uint64_t)st.st_size) : -ENOMEM;
 }
@@ -223,11 +241,12 @@ static int add_path(pb_file_list *l, const char *path, pb_err *err) {
 static int add_glob(pb_file_list *l, const char *pattern, pb_err *err) {
   glob_t g;
   int grc = glob(pattern, GLOB_BRACE | GLOB_TILDE, NULL, &g), rc = 0;
+  shown_name n;
   if (grc == GLOB_NOMATCH) {
-    pb_err_set(err, "%s: no files match this pattern (expected at least one)", pattern);
+    pb_err_set(err, "%s: no files match this pattern (expected at least one)", shown(pattern, &n));
     rc = -ENOENT;
   } else if (grc != 0) {
-    pb_err_set(err, "%s: glob failed (expected a readable pattern)", pattern);
+    pb_err_set(err, "%s: glob failed (expected a readable pattern)", shown(pattern, &n));
     rc = grc == GLOB_NOSPACE ? -ENOMEM : -EIO;
   }
   for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) rc = add_path(l, g.gl_pathv[i], err);
@@ -261,8 +280,9 @@ static int add_list_entry(pb_file_list *l, const char *list_path, int line_no, c
   int rc = add_path(l, path, err);
   if (rc < 0 && err) { /* prefix the list's line so the user finds the bad entry */
     char inner[sizeof err->msg];
+    shown_name n;
     snprintf(inner, sizeof inner, "%s", err->msg);
-    pb_err_set(err, "%s: line %d: %s", list_path, line_no, inner);
+    pb_err_set(err, "%s: line %d: %s", shown(list_path, &n), line_no, inner);
   }
   free(path);
   return rc;
@@ -272,8 +292,9 @@ static int add_list_file(pb_file_list *l, const char *list_path, pb_err *err) {
   FILE *f = fopen(list_path, "r");
   if (!f) {
     int e = errno;
-    pb_err_set(err, "%s: cannot read the file list: %s (expected a readable file, one path per line)", list_path,
-               strerror(e));
+    shown_name n;
+    pb_err_set(err, "%s: cannot read the file list: %s (expected a readable file, one path per line)",
+               shown(list_path, &n), strerror(e));
     return -e;
   }
   char *buf = NULL, *entry;
@@ -310,7 +331,8 @@ int pb_files_list(const char *path, pb_file_list *out, pb_err *err) {
   *out = (pb_file_list){0};
   int rc = collect(path, out, err);
   if (rc == 0 && out->count == 0) {
-    pb_err_set(err, "%s: no files found (expected at least one non-hidden data file)", path);
+    shown_name n;
+    pb_err_set(err, "%s: no files found (expected at least one non-hidden data file)", shown(path, &n));
     rc = -ENOENT;
   }
   if (rc < 0) {
@@ -338,6 +360,28 @@ int pb_file_list_clone(const pb_file_list *src, pb_file_list *dst) {
     dst->files[i].index = src->files[i].index;
   }
   return 0;
+}
+
+/* ---- opening a data file ------------------------------------------------------------------------------ */
+
+const char *pb_file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return S_ISREG(mode) ? "a regular file" : "of an unknown kind";
+}
+
+int pb_data_file_open(const char *path, int flags, struct stat *st) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
+  if (fd < 0) return -errno;
+  int rc = fstat(fd, st) != 0 ? -errno : !S_ISREG(st->st_mode) ? PB_ENOTREG : 0;
+  int fl = rc ? 0 : fcntl(fd, F_GETFL);
+  if (!rc && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) rc = -errno;
+  if (rc) close(fd);
+  return rc ? rc : fd;
 }
 
 /* ---- shuffle and shard --------------------------------------------------------------------------------- */

@@ -12,8 +12,10 @@
 #ifndef PB_FILES_H
 #define PB_FILES_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "common.h"
 
@@ -47,5 +49,15 @@ void pb_file_list_shuffle(pb_file_list *l, uint64_t seed, uint32_t epoch);
 /* Keeps files rank, rank + world_size, rank + 2 world_size, ... of the current order.  A world_size below 1
  * or a rank outside [0, world_size) leaves the list unchanged (the config validates them). */
 void pb_file_list_shard(pb_file_list *l, int rank, int world_size);
+
+/* Opens a listed data file for reading (flags are added: O_DIRECT) without ever blocking in open(): with
+ * O_NONBLOCK, so that a FIFO put where a data file was listed (or a device) does not wait for a writer;
+ * then anything but a regular file is refused, and O_NONBLOCK is cleared again for the reads.  Returns the
+ * descriptor with *st filled, or a negative errno: PB_ENOTREG when the path is not a regular file (*st then
+ * says what it is, see pb_file_kind). */
+#define PB_ENOTREG (-EMEDIUMTYPE)
+int pb_data_file_open(const char *path, int flags, struct stat *st);
+/* What a file that is not a regular file is, for its error: "a FIFO", "a directory", "a socket", ... */
+const char *pb_file_kind(mode_t mode);
 
 #endif

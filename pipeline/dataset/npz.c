@@ -12,6 +12,7 @@
 #include <zip.h>
 
 #include "dataset_err.h"
+#include "files.h"
 #include "npy.h"
 
 struct pb_npz {
@@ -149,17 +150,14 @@ static void locate_members(pb_npz *z, int fd, uint64_t file_bytes, const uint8_t
   }
 }
 
-static void find_offsets(pb_npz *z) {
-  int fd = open(z->path, O_RDONLY | O_CLOEXEC);
+static void find_offsets(pb_npz *z, int fd) {
   struct stat st;
   uint64_t cd_offset, cd_bytes;
-  if (fd < 0) return;
   if (fstat(fd, &st) == 0 && find_central_dir(fd, (uint64_t)st.st_size, &cd_offset, &cd_bytes)) {
     uint8_t *cd = malloc(cd_bytes ? cd_bytes : 1);
     if (cd && read_at(fd, cd, cd_bytes, cd_offset)) locate_members(z, fd, (uint64_t)st.st_size, cd, cd_bytes);
     free(cd);
   }
-  close(fd);
 }
 
 /* ---- reading ------------------------------------------------------------------------------------------- */
@@ -232,15 +230,31 @@ int pb_npz_open(const char *path, pb_npz **out, pb_err *err) {
     free(z);
     return -ENOMEM;
   }
+  /* Opened without blocking and checked to be a regular file (a FIFO swapped in for the archive would
+   * hold zip_open in open() for ever); libzip reads from a dup of the descriptor, find_offsets from it. */
+  struct stat st;
+  int fd = pb_data_file_open(path, 0, &st);
+  if (fd < 0) {
+    pb_npz_close(z);
+    if (fd == PB_ENOTREG)
+      pb_err_set(err, "%s: not a regular file: %s (expected an .npz file)", path, pb_file_kind(st.st_mode));
+    else
+      pb_err_set(err, "%s: cannot open as a zip archive: %s (expected an .npz written by np.savez)", path,
+                 strerror(-fd));
+    return fd;
+  }
+  int lent = dup(fd), dup_errno = errno; /* zip_fdopen closes what it is given once it succeeds */
   pthread_mutex_lock(&g_open_lock);
-  z->za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &zerr);
-  int rc = z->za ? list_members(z, err) : open_error(path, zerr, err);
+  z->za = lent >= 0 ? zip_fdopen(lent, ZIP_RDONLY | ZIP_CHECKCONS, &zerr) : NULL;
+  int rc = z->za ? list_members(z, err) : lent < 0 ? -dup_errno : open_error(path, zerr, err);
   pthread_mutex_unlock(&g_open_lock);
+  if (!z->za && lent >= 0) close(lent);
+  if (!rc) find_offsets(z, fd);
+  close(fd);
   if (rc < 0) {
     pb_npz_close(z);
     return rc;
   }
-  find_offsets(z);
   *out = z;
   return 0;
 }

@@ -409,8 +409,48 @@ static void test_shuffle_then_shard(void **state) {
   pb_file_list_free(&again);
 }
 
+/* ---- opening a data file, and names in messages (issue 32) -------------------------------------------- */
+
+/* A FIFO, a directory, a missing file: refused at once (open() on a FIFO with no writer would wait for ever
+ * without O_NONBLOCK), naming what was found; a regular file opens for blocking reads. */
+static void test_data_file_open_refuses_what_is_not_a_file(void **state) {
+  char path[512];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/b.bin", root);
+  int fd = pb_data_file_open(path, 0, &st);
+  assert_true(fd >= 0);
+  assert_int_equal(st.st_size, 2);
+  assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0); /* reads block as usual: cleared after the check */
+  close(fd);
+  snprintf(path, sizeof path, "%s/fifo", root);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  assert_int_equal(pb_data_file_open(path, 0, &st), PB_ENOTREG);
+  assert_string_equal(pb_file_kind(st.st_mode), "a FIFO");
+  unlink(path);
+  snprintf(path, sizeof path, "%s/a", root);
+  assert_int_equal(pb_data_file_open(path, 0, &st), PB_ENOTREG);
+  assert_string_equal(pb_file_kind(st.st_mode), "a directory");
+  snprintf(path, sizeof path, "%s/no-such-file", root);
+  assert_int_equal(pb_data_file_open(path, 0, &st), -ENOENT);
+}
+
+/* A path with a newline and a terminal escape in it shows them as '?' in the error: one line, nothing the
+ * terminal would act on. */
+static void test_listing_errors_show_control_bytes_as_marks(void **state) {
+  char path[512];
+  pb_file_list l;
+  pb_err err;
+  snprintf(path, sizeof path, "%s/no\nsuch\033[31m", root);
+  assert_int_equal(pb_files_list(path, &l, &err), -ENOENT);
+  for (const char *c = err.msg; *c; c++)
+    if ((unsigned char)*c < 0x20) fail_msg("control byte 0x%02x in: %s", (unsigned char)*c, err.msg);
+  assert_non_null(strstr(err.msg, "/no?such?[31m: "));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_data_file_open_refuses_what_is_not_a_file),
+    cmocka_unit_test(test_listing_errors_show_control_bytes_as_marks),
     cmocka_unit_test(test_walk_sorted_recursive),
     cmocka_unit_test(test_symlink_cycle_refused),
     cmocka_unit_test(test_symlink_dangling_listed),
