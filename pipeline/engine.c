@@ -41,36 +41,114 @@ static const char *without_file(const char *message, const char *file) {
   return message;
 }
 
+/* ---------- stopping on errors ---------- */
+
+bool pb_streak_hopeless(uint64_t failures, uint64_t since_ns, uint64_t now_ns, uint64_t epoch_samples,
+                        uint64_t reorder_samples) {
+  if (failures < PB_STREAK_MIN) return false;
+  uint64_t whole = UINT64_MAX; /* saturates: an absurd epoch leaves the time rule */
+  if (epoch_samples <= UINT64_MAX / 4 && reorder_samples <= UINT64_MAX / 4)
+    whole = 2 * epoch_samples + reorder_samples + PB_STREAK_MIN;
+  return failures >= whole || (now_ns > since_ns && now_ns - since_ns >= PB_STREAK_MAX_NS);
+}
+
+/* Samples the shuffles before stage s may hold back: a good one among them can come after many failures. */
+static uint64_t reorder_samples(const pb_stage *s) {
+  uint64_t held = 0;
+  for (int i = 0; i < s->index; i++) {
+    const pb_stage_cfg *c = s->engine->stages[i].cfg;
+    if (c && c->type == PB_STAGE_SHUFFLE) held += (uint64_t)c->buffer * (uint64_t)s->engine->stages[i].threads;
+  }
+  return held;
+}
+
+void pb_engine_note_epoch_samples(pb_engine *e, uint64_t samples) {
+  uint64_t known = atomic_load_explicit(&e->epoch_samples, memory_order_relaxed);
+  while (samples > known &&
+         !atomic_compare_exchange_weak_explicit(&e->epoch_samples, &known, samples, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+/* One more failure in a row at stage s: the streak's length, and (*since_ns) when its first failed. */
+static uint64_t note_streak(pb_stage *s, uint64_t samples, uint64_t now_ns, uint64_t *since_ns) {
+  uint64_t before = atomic_fetch_add_explicit(&s->fail_streak, samples, memory_order_relaxed);
+  if (before == 0) atomic_store_explicit(&s->fail_streak_since_ns, now_ns, memory_order_relaxed);
+  *since_ns = before == 0 ? now_ns : atomic_load_explicit(&s->fail_streak_since_ns, memory_order_relaxed);
+  return before + samples;
+}
+
+/* A good output: the stage works, whatever failed before it. */
+static void clear_streak(pb_stage *s) {
+  if (atomic_load_explicit(&s->fail_streak, memory_order_relaxed)) /* a read, not a write, on the hot path */
+    atomic_store_explicit(&s->fail_streak, 0, memory_order_relaxed);
+}
+
+typedef enum { STOP_NONE, STOP_ERROR, STOP_MAX_ERRORS, STOP_NO_BATCH, STOP_STREAK } stop_kind;
+
+/* Under errors_lock, errors_total counted: does this error stop the run, and why. */
+static stop_kind stop_for(pb_engine *e, bool fatal, bool streak_hopeless) {
+  const pb_run_cfg *run = &e->cfg->run;
+  if (fatal || run->on_error_fail) return STOP_ERROR;
+  if (run->max_errors && e->errors_total > (uint64_t)run->max_errors) return STOP_MAX_ERRORS;
+  /* on_error skip must not spin forever on data that cannot work at all (wrong format, O_DIRECT refused
+   * by the file system): 10,000 errors before a single batch end the run; data that stops working later
+   * (a dataset removed mid-run) ends it by the failure streak. */
+  if (e->errors_total >= PB_HOPELESS_ERRORS && atomic_load(&e->batches_made) == 0) return STOP_NO_BATCH;
+  return streak_hopeless ? STOP_STREAK : STOP_NONE;
+}
+
+/* Why the run stopped, after the sample's own error; empty when that error is the reason itself. */
+static void stop_reason(const pb_stage *s, stop_kind k, uint64_t streak, uint64_t streak_ns, char *why, size_t len) {
+  const pb_engine *e = s->engine;
+  uint64_t epoch = atomic_load_explicit(&e->epoch_samples, memory_order_relaxed);
+  char epoch_text[64] = "the epoch's size is not known";
+  if (epoch) snprintf(epoch_text, sizeof epoch_text, "an epoch is %llu", (unsigned long long)epoch);
+  why[0] = '\0';
+  if (k == STOP_MAX_ERRORS)
+    snprintf(why, len, "; more than run.max_errors (%lld) errors, the run stopped", (long long)e->cfg->run.max_errors);
+  else if (k == STOP_NO_BATCH)
+    snprintf(why, len, "; no sample has worked: %d errors before the first batch, the run stopped", PB_HOPELESS_ERRORS);
+  else if (k == STOP_STREAK)
+    snprintf(why, len, "; no sample has worked at stage %s since: %llu in a row failed (in %.1f s; %s), the run "
+                       "stopped", s->name, (unsigned long long)streak, (double)streak_ns / 1e9, epoch_text);
+}
+
+/* The failure line, one line whatever the file names hold: control bytes show as '?' (as in config
+ * messages), so a name with a newline or a terminal escape cannot break the line or reach the terminal. */
+static void set_failure(pb_engine *e, const char *line) {
+  pb_cfg_clean(line, sizeof e->failure, e->failure, sizeof e->failure);
+}
+
+static void keep_first_error(pb_engine *e, const char *file, const char *message) {
+  if (e->nfirst_errors >= PB_FIRST_ERRORS) return;
+  pb_error_record *r = &e->first_errors[e->nfirst_errors++];
+  snprintf(r->file, sizeof r->file, "%s", file ? file : "");
+  snprintf(r->message, sizeof r->message, "%s", message);
+}
+
 void pb_worker_error(pb_worker *w, pb_elem *el, const char *file, const char *message, bool fatal) {
   pb_engine *e = w->stage->engine;
   message = without_file(message, file);
-  const pb_run_cfg *run = &e->cfg->run;
   w->ctr.samples_error_total += el->nsamples;
   pb_buf_release(el->buf);
   el->buf = NULL;
+  uint64_t now = pb_now_ns(), since = now;
+  uint64_t streak = note_streak(w->stage, el->nsamples, now, &since);
+  uint64_t epoch = atomic_load_explicit(&e->epoch_samples, memory_order_relaxed);
+  bool streak_hopeless = pb_streak_hopeless(streak, since, now, epoch, reorder_samples(w->stage));
   uv_mutex_lock(&e->errors_lock);
   e->errors_total += el->nsamples;
-  if (e->nfirst_errors < PB_FIRST_ERRORS) {
-    pb_error_record *r = &e->first_errors[e->nfirst_errors++];
-    snprintf(r->file, sizeof r->file, "%s", file ? file : "");
-    snprintf(r->message, sizeof r->message, "%s", message);
-  }
-  bool stop = fatal || run->on_error_fail || (run->max_errors && e->errors_total > (uint64_t)run->max_errors);
-  /* on_error skip must not spin forever on data that cannot work at all (wrong format, O_DIRECT refused
-   * by the file system): 10,000 errors before a single batch ends the run. */
-  bool hopeless = e->errors_total >= PB_HOPELESS_ERRORS && atomic_load(&e->batches_made) == 0;
-  bool first_stop = (stop || hopeless) && !atomic_load(&e->failed);
+  keep_first_error(e, file, message);
+  stop_kind k = stop_for(e, fatal, streak_hopeless);
+  bool first_stop = k != STOP_NONE && !atomic_load(&e->failed);
   if (first_stop) {
-    /* the sample's own error in the contract's form, then why the run stopped on it when that is not
-     * simply the error itself */
-    char why[160] = "";
-    if (!fatal && !run->on_error_fail && stop)
-      snprintf(why, sizeof why, "; more than run.max_errors (%lld) errors, the run stopped",
-               (long long)run->max_errors);
-    else if (!stop)
-      snprintf(why, sizeof why, "; no sample has worked: %d errors before the first batch, the run stopped",
-               PB_HOPELESS_ERRORS);
-    snprintf(e->failure, sizeof e->failure, "%s%s%s%s", file ? file : "", file ? ": " : "", message, why);
+    /* the sample's own error in the contract's form, then why the run stopped on it */
+    char why[240], shown_file[304], line[sizeof e->failure];
+    stop_reason(w->stage, k, streak, now > since ? now - since : 0, why, sizeof why);
+    pb_cfg_clean(file ? file : "", 300, shown_file, sizeof shown_file); /* a long path must leave room for why */
+    snprintf(line, sizeof line, "%s%s%s%s", shown_file, file ? ": " : "", message, why);
+    set_failure(e, line);
     atomic_store(&e->failed, true);
   }
   uv_mutex_unlock(&e->errors_lock);
@@ -83,7 +161,7 @@ void pb_engine_fail(pb_engine *e, const char *message) {
   uv_mutex_lock(&e->errors_lock);
   bool first = !atomic_load(&e->failed);
   if (first) {
-    snprintf(e->failure, sizeof e->failure, "%s", message);
+    set_failure(e, message);
     atomic_store(&e->failed, true);
   }
   uv_mutex_unlock(&e->errors_lock);
@@ -250,6 +328,7 @@ static bool hold_too_long(const pb_worker *w, uint64_t now, uint64_t next_ns) {
 
 int pb_emit(pb_worker *w, const pb_elem *e) {
   bool per_element = w->per_element;
+  clear_streak(w->stage);
   uint64_t now = w->nout == 0 || per_element ? pb_now_ns() : 0;
   if (per_element) count_source_element(w, now);
   /* The age of the oldest unsent output counts from when the work that made it began (the call's start,
@@ -500,7 +579,23 @@ static int init_stage(pb_engine *e, int i, pb_err *err) {
   return s->ops->init ? s->ops->init(s, err) : 0;
 }
 
+/* Samples in one epoch as far as the config and the listing tell: a generated dataset says so, files read
+ * whole are a sample each, raw files hold their bytes' worth of records; the records of other files are
+ * learned as they are read (pb_engine_note_epoch_samples).  0 when nothing tells (an endless memory source). */
+static uint64_t known_epoch_samples(const pb_engine *e) {
+  const pb_dataset_cfg *d = &e->cfg->dataset;
+  uint64_t per_file = d->generate.present ? (uint64_t)d->generate.samples_per_file : 1;
+  if (!e->have_files) {
+    if (d->format == PB_FMT_SYNTHETIC) return (uint64_t)d->num_samples;
+    return d->generate.present ? (uint64_t)d->generate.num_files * per_file : 0;
+  }
+  uint64_t record_bytes = (uint64_t)(d->record_bytes ? d->record_bytes : d->generate.record_bytes);
+  if (d->format == PB_FMT_RAW && record_bytes) return PB_MAX(e->files.total_bytes / record_bytes, e->files.count);
+  return (uint64_t)e->files.count * per_file;
+}
+
 int pb_engine_start(pb_engine *e, pb_err *err) {
+  atomic_store(&e->epoch_samples, known_epoch_samples(e));
   for (int i = 0; i < e->nstages; i++) {
     int rc = init_stage(e, i, err);
     if (rc) return rc;

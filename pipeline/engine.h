@@ -124,6 +124,10 @@ struct pb_stage {
   uint64_t sample_bytes;        /* planned payload bytes of one element leaving this stage (estimate) */
   int chunk;                    /* elements a worker takes from its input queue at once */
   int out_chunk;                /* outputs a worker gathers before handing them on */
+  /* Samples failed in a row here with no good output between (pb_worker_error counts them, pb_emit clears
+   * the count), and when the first of them failed: data that stops working mid-run ends the run
+   * (pb_streak_hopeless) instead of failing forever. */
+  _Atomic uint64_t fail_streak, fail_streak_since_ns;
 };
 
 struct pb_engine {
@@ -150,9 +154,12 @@ struct pb_engine {
   int nfirst_errors;
   pb_error_record first_errors[PB_FIRST_ERRORS];
   _Atomic bool failed;
-  char failure[600];
+  char failure[1024];
   _Atomic uint64_t batches_made; /* any batch at all: with none, a flood of errors is a broken run */
   _Atomic uint64_t files_claimed; /* files the read stage has taken on, every epoch (live progress's ETA) */
+  _Atomic uint64_t epoch_samples; /* samples in one epoch of this process's data, as best known: from the
+                                   * config at the start, raised by the read stage as it learns how many
+                                   * records its files hold (0: unknown); the failure streak's yardstick */
   bool tracing;                 /* per-event rings (off with --no-trace; counters are always on) */
 };
 
@@ -209,6 +216,18 @@ int pb_emit(pb_worker *w, const pb_elem *e);
  * The caller must hold no queue or pool lock. */
 void pb_worker_error(pb_worker *w, pb_elem *e, const char *file, const char *message, bool fatal);
 bool pb_engine_failed(pb_engine *e);
+/* The rule that stops a run whose data stopped working (a dataset removed, renamed or truncated mid-run, a
+ * mount gone): a stage where `failures` samples failed in a row, the first at since_ns, with no good one
+ * between, is hopeless at now_ns when the streak reaches twice an epoch, plus the samples shuffles ahead of
+ * it can hold back (`reorder_samples`), plus PB_STREAK_MIN: every file was then tried and failed, whatever
+ * the epochs' order and the threads' interleaving.  Or when it has lasted PB_STREAK_MAX_NS with at least
+ * PB_STREAK_MIN failures (files that each take long to fail).  epoch_samples 0 (unknown) counts as none. */
+#define PB_STREAK_MIN 64
+#define PB_STREAK_MAX_NS 30000000000ull
+bool pb_streak_hopeless(uint64_t failures, uint64_t since_ns, uint64_t now_ns, uint64_t epoch_samples,
+                        uint64_t reorder_samples);
+/* Raises the engine's epoch_samples to `samples` (the read stage, as it learns its files' record counts). */
+void pb_engine_note_epoch_samples(pb_engine *e, uint64_t samples);
 /* Stops the run with exit 1 and this message (first call wins), cancelling the engine at once: every
  * worker's next queue or pool wait returns -ECANCELED.  The caller must hold no queue or pool lock. */
 void pb_engine_fail(pb_engine *e, const char *message);

@@ -8,7 +8,10 @@
  *   npy, npz  the array (npz: its first member), split along axis 0 when it holds samples_per_file.
  * Emulation caps: latency_us is added to every read call, bandwidth_mb_per_s caps the whole stage.
  * A file that cannot be read, or a bad record, is an error on one sample (counted read and error);
- * the run goes on or stops as run.on_error says. */
+ * the run goes on or stops as run.on_error says.  Nothing here blocks without a bound: files are opened
+ * non-blocking and must be regular files (a FIFO swapped in for a data file is an error, not a reader
+ * stuck in open()), and a file whose size says 0 (procfs, sysfs) is read to its end, up to
+ * PB_UNSIZED_MAX_BYTES. */
 #define _GNU_SOURCE /* O_DIRECT */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +26,10 @@
 #include "tfrecord.h"
 
 #define DIRECT_ALIGN 4096
+/* A file whose size says 0 bytes is read to its end up to this many bytes (more is an error on it): what
+ * procfs and sysfs files hold, with room to spare, without letting one such file take unbounded memory. */
+#define PB_UNSIZED_MAX_BYTES ((size_t)16 << 20)
+#define UNSIZED_FIRST_BYTES ((size_t)64 << 10) /* the first read of such a file; the buffer doubles from there */
 
 typedef struct read_state {
   pb_pool pool;
@@ -35,6 +42,7 @@ typedef struct read_state {
   bool finished;
   _Atomic uint64_t good_samples; /* samples read so far (not errors) */
   _Atomic uint64_t files_done;   /* files completely read or failed */
+  _Atomic uint64_t samples_tried; /* samples made and errors counted: with files_done, records per file */
   uv_mutex_t bw_lock;           /* bandwidth cap: the time the stage's "link" is free again */
   uint64_t bw_free_at_ns;
 } read_state;
@@ -52,6 +60,7 @@ typedef struct read_worker {
   uint32_t record;              /* tfrecord: records seen in this file */
   const uint8_t *data;          /* raw/npy: first sample */
   char label[PB_PATH_LEN + 80];  /* npy errors' prefix: the file, or the npz and its member */
+  const char *not_regular;      /* the last open found no regular file: what it found (pb_file_kind) */
 } read_worker;
 
 /* ---------- the file dispenser ---------- */
@@ -119,9 +128,10 @@ static void apply_caps(pb_stage *s, size_t bytes) {
   }
 }
 
-/* Reads all of fd into buf (capacity cap, a multiple of DIRECT_ALIGN) in block_bytes pieces. */
-static int read_blocks(pb_stage *s, int fd, uint8_t *buf, size_t file_bytes, size_t cap, size_t *got) {
-  size_t block = (size_t)s->cfg->block_bytes, done = 0;
+/* Reads fd from offset `from` (a multiple of DIRECT_ALIGN) to file_bytes into buf (capacity cap, a multiple of
+ * DIRECT_ALIGN) in block_bytes pieces; *got: where the data ends, at most file_bytes. */
+static int read_blocks(pb_stage *s, int fd, uint8_t *buf, size_t from, size_t file_bytes, size_t cap, size_t *got) {
+  size_t block = (size_t)s->cfg->block_bytes, done = from;
   if (s->cfg->direct) { /* O_DIRECT wants whole logical blocks: 4 KiB covers every device */
     block = (block + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
     cap = cap / DIRECT_ALIGN * DIRECT_ALIGN;
@@ -141,32 +151,76 @@ static int read_blocks(pb_stage *s, int fd, uint8_t *buf, size_t file_bytes, siz
 
 static size_t direct_round(size_t bytes) { return (bytes + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN; }
 
-/* Opens and sizes a file; -errno with a readable reason. */
-static int open_file(pb_stage *s, const char *path, size_t *bytes) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | (s->cfg->direct ? O_DIRECT : 0));
-  if (fd < 0) return -errno;
+/* Opens and sizes a file; -errno with a readable reason (PB_ENOTREG: rw->not_regular says what it is). */
+static int open_file(pb_worker *w, const char *path, size_t *bytes) {
+  read_worker *rw = w->state;
   struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    int rc = -errno;
-    close(fd);
-    return rc;
-  }
-  *bytes = (size_t)sb.st_size;
+  int fd = pb_data_file_open(path, w->stage->cfg->direct ? O_DIRECT : 0, &sb);
+  rw->not_regular = fd == PB_ENOTREG ? pb_file_kind(sb.st_mode) : NULL;
+  if (fd >= 0) *bytes = (size_t)sb.st_size;
   return fd;
+}
+
+/* The file buffer with room for `bytes`, its first keep_bytes kept (aligned for O_DIRECT). */
+static int grow_file_buf(read_worker *rw, size_t bytes, size_t keep_bytes) {
+  if (rw->file_cap >= bytes) return 0;
+  size_t cap = (bytes + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+  uint8_t *buf = aligned_alloc(DIRECT_ALIGN, cap);
+  if (!buf) return -ENOMEM;
+  if (keep_bytes) memcpy(buf, rw->file_buf, keep_bytes);
+  free(rw->file_buf);
+  rw->file_buf = buf;
+  rw->file_cap = cap;
+  return 0;
+}
+
+/* A file whose size says 0 bytes though it may hold data (procfs, sysfs, some network file systems): read
+ * to its end into the file buffer, doubling it as needed; -EFBIG past PB_UNSIZED_MAX_BYTES. */
+static int read_to_end(pb_worker *w, int fd) {
+  read_worker *rw = w->state;
+  size_t got = 0, limit = PB_UNSIZED_MAX_BYTES + 1; /* a byte more than the bound tells a file over it */
+  for (;;) {
+    int rc = grow_file_buf(rw, PB_MIN(limit, PB_MAX(2 * got, UNSIZED_FIRST_BYTES)), got);
+    size_t end = PB_MIN(rw->file_cap, limit);
+    if (!rc) rc = read_blocks(w->stage, fd, rw->file_buf, got, end, rw->file_cap, &got);
+    if (rc) return rc;
+    rw->file_bytes = got;
+    if (got > PB_UNSIZED_MAX_BYTES) return -EFBIG;
+    if (got < end) return 0; /* the end came before the buffer filled */
+  }
 }
 
 /* ---------- errors ---------- */
 
 /* A file or record that yields no sample still counts as one sample read, and one error. */
 static void read_error(pb_worker *w, uint32_t file_index, const char *message) {
+  read_state *st = w->stage->state;
   pb_elem e = {.nsamples = 1, .file_index = file_index, .batch_id = PB_NO_BATCH};
+  atomic_fetch_add_explicit(&st->samples_tried, 1, memory_order_relaxed);
   w->ctr.samples_out_total += 1;
   pb_worker_error(w, &e, pb_engine_file_path(w->stage->engine, file_index), message, false);
+}
+
+/* A file that is no longer what was listed: not a regular file (a FIFO swapped in), or one whose size says
+ * 0 bytes holding more than PB_UNSIZED_MAX_BYTES.  False for any other rc (an errno). */
+static bool file_trouble(pb_worker *w, int rc, const char *doing, char *msg, size_t len) {
+  read_worker *rw = w->state;
+  if (rc == PB_ENOTREG)
+    snprintf(msg, len, "%s: not a regular file: %s (expected a regular file, as when the run started)", doing,
+             rw->not_regular ? rw->not_regular : "of an unknown kind");
+  else if (rc == -EFBIG)
+    snprintf(msg, len, "%s: its size says 0 bytes but it holds more than %zu MiB (expected a file whose size is "
+                       "known, or at most that much)", doing, PB_UNSIZED_MAX_BYTES >> 20);
+  return rc == PB_ENOTREG || rc == -EFBIG;
 }
 
 /* `bytes`: the sample's size, named when it was past the memory plan (-E2BIG). */
 static void read_errno(pb_worker *w, uint32_t file_index, int rc, const char *doing, uint64_t bytes) {
   char msg[400];
+  if (file_trouble(w, rc, doing, msg, sizeof msg)) {
+    read_error(w, file_index, msg);
+    return;
+  }
   if (rc == -E2BIG) /* past the memory plan: the only reserve failure that is not ENOMEM */
     pb_engine_over_plan_msg(w->stage, (size_t)bytes, msg, sizeof msg);
   else if (rc == -EINVAL && w->stage->cfg->direct)
@@ -186,6 +240,7 @@ static int emit_sample(pb_worker *w, pb_buf *buf, size_t bytes, uint32_t file_in
                        uint32_t record) {
   read_state *st = w->stage->state;
   atomic_fetch_add_explicit(&st->good_samples, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->samples_tried, 1, memory_order_relaxed);
   pb_elem e = {.id = atomic_fetch_add(&w->stage->engine->next_sample_id, 1), .batch_id = PB_NO_BATCH,
                .data = buf->data, .bytes = bytes, .buf = buf, .nsamples = 1, .epoch = epoch,
                .file_index = file_index, .record = record};
@@ -212,17 +267,40 @@ static void count_bytes_read(pb_worker *w, size_t bytes) {
   if (pb_engine_in_window(w->stage->engine, pb_now_ns())) w->ctr.bytes_in += bytes;
 }
 
+/* A one-sample file whose size says 0: read to its end in the file buffer, then copied into a sample's
+ * buffer (rare: a copy costs nothing next to keeping a buffer of the bound's size per pool slot).  The file
+ * buffer is freed after: the memory plan counts none for files read whole. */
+static int read_whole_unsized(pb_worker *w, int fd, uint32_t fi, uint32_t epoch) {
+  read_worker *rw = w->state;
+  int rc = read_to_end(w, fd);
+  close(fd);
+  if (!rc) w->ctr.files_read_total++;
+  if (!rc && rw->file_bytes) {
+    count_bytes_read(w, rw->file_bytes);
+    rc = emit_copy(w, rw->file_buf, rw->file_bytes, fi, epoch, 0) < 0 ? -ECANCELED : 0;
+  } else if (rc) {
+    read_errno(w, fi, rc, "cannot read", rw->file_bytes);
+  } else {
+    read_error(w, fi, "empty file (expected a sample)");
+  }
+  free(rw->file_buf);
+  rw->file_buf = NULL;
+  rw->file_cap = 0;
+  return rc == -ECANCELED ? rc : 0;
+}
+
 /* A file that is one sample (a JPEG, a one-record raw file): read straight into the sample's buffer. */
 static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
   read_state *st = w->stage->state;
   const char *path = pb_engine_file_path(w->stage->engine, fi);
   size_t bytes = 0, got = 0;
-  int fd = open_file(w->stage, path, &bytes);
+  int fd = open_file(w, path, &bytes);
   if (fd < 0) return read_errno(w, fi, fd, "cannot open", 0), 0;
+  if (bytes == 0) return read_whole_unsized(w, fd, fi, epoch);
   pb_buf *b = pb_worker_get_buf(w, &st->pool);
   size_t room = w->stage->cfg->direct ? direct_round(bytes ? bytes : 1) : (bytes ? bytes : 1);
   int rc = !b ? -ECANCELED : pb_buf_reserve(b, room);
-  if (!rc) rc = read_blocks(w->stage, fd, b->data, bytes, b->capacity_bytes, &got);
+  if (!rc) rc = read_blocks(w->stage, fd, b->data, 0, bytes, b->capacity_bytes, &got);
   close(fd);
   if (rc == -ECANCELED) {
     pb_buf_release(b); /* NULL when the pool itself was cancelled */
@@ -242,15 +320,10 @@ static int slurp(pb_worker *w, uint32_t fi) {
   read_worker *rw = w->state;
   const char *path = pb_engine_file_path(w->stage->engine, fi);
   size_t bytes = 0;
-  int fd = open_file(w->stage, path, &bytes);
+  int fd = open_file(w, path, &bytes);
   if (fd < 0) return fd;
-  size_t need = direct_round(bytes ? bytes : 1);
-  if (rw->file_cap < need) {
-    free(rw->file_buf);
-    rw->file_buf = aligned_alloc(DIRECT_ALIGN, need);
-    rw->file_cap = rw->file_buf ? need : 0;
-  }
-  int rc = rw->file_buf ? read_blocks(w->stage, fd, rw->file_buf, bytes, rw->file_cap, &rw->file_bytes) : -ENOMEM;
+  int rc = bytes ? grow_file_buf(rw, bytes, 0) : read_to_end(w, fd);
+  if (!rc && bytes) rc = read_blocks(w->stage, fd, rw->file_buf, 0, bytes, rw->file_cap, &rw->file_bytes);
   close(fd);
   if (!rc) count_bytes_read(w, rw->file_bytes);
   return rc;
@@ -435,9 +508,14 @@ static int next_sample(pb_worker *w, read_worker *rw) {
   return emit_copy(w, p, rw->sample_bytes, rw->file_index, rw->epoch, record) < 0 ? -ECANCELED : 1;
 }
 
+/* A file is finished: the epoch's size is learned from the records its files held so far (the failure
+ * streak's yardstick, pb_streak_hopeless: files of many records make an epoch of more samples than files). */
 static void file_done(pb_worker *w) {
   read_state *st = w->stage->state;
-  atomic_fetch_add_explicit(&st->files_done, 1, memory_order_relaxed);
+  pb_engine *e = w->stage->engine;
+  uint64_t done = atomic_fetch_add_explicit(&st->files_done, 1, memory_order_relaxed) + 1;
+  uint64_t tried = atomic_load_explicit(&st->samples_tried, memory_order_relaxed);
+  if (tried > done) pb_engine_note_epoch_samples(e, (uint64_t)e->files.count * tried / done);
 }
 
 /* Files read with no copy: JPEGs, and raw files of exactly one record. */

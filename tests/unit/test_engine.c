@@ -782,8 +782,58 @@ static void test_shared_queue_slow_stage_takes_one(void **state) {
   free_run(m);
 }
 
+/* ---- data that stops working mid-run (issue 32) ---- */
+
+/* The failure streak's rule: twice an epoch (plus what shuffles can hold back, plus the minimum) failed in a
+ * row, or the minimum failed over PB_STREAK_MAX_NS with nothing working between. */
+static void test_failure_streak_rule(void **state) {
+  const uint64_t t = 5000000000ull, min = PB_STREAK_MIN;
+  assert_false(pb_streak_hopeless(min - 1, 0, 100 * PB_STREAK_MAX_NS, 0, 0)); /* too few, however long */
+  assert_false(pb_streak_hopeless(2 * 100 + min - 1, t, t, 100, 0));
+  assert_true(pb_streak_hopeless(2 * 100 + min, t, t, 100, 0));
+  assert_false(pb_streak_hopeless(2 * 100 + 500 + min - 1, t, t, 100, 500)); /* a shuffle may hold a good one */
+  assert_true(pb_streak_hopeless(2 * 100 + 500 + min, t, t, 100, 500));
+  assert_true(pb_streak_hopeless(min, t, t, 0, 0)); /* the epoch not known: the minimum */
+  assert_false(pb_streak_hopeless(min, t, t + PB_STREAK_MAX_NS - 1, 1000000, 0));
+  assert_true(pb_streak_hopeless(min, t, t + PB_STREAK_MAX_NS, 1000000, 0)); /* slow failures: the time */
+  assert_false(pb_streak_hopeless(UINT64_MAX - 1, t, t, UINT64_MAX / 2, 0)); /* saturates, never wraps */
+}
+
+typedef struct remover {
+  const char *dir;
+  int files, after_ms;
+} remover;
+
+static void remove_later(void *arg) {
+  const remover *r = arg;
+  usleep((useconds_t)r->after_ms * 1000);
+  remove_raw_dataset(r->dir, r->files);
+}
+
+/* The dataset removed while the run reads it, with steps for many minutes and on_error skip: the read
+ * stage's failure streak stops the run (the watchdog's cancel at 20 s would leave it not failed), naming
+ * the last error and the streak; the accounting balances. */
+static void test_dataset_gone_mid_run_stops(void **state) {
+  char dir[] = "/tmp/pb_gone_XXXXXX";
+  write_raw_dataset(dir, 8, 4);
+  remover r = {dir, 8, 300};
+  uv_thread_t t;
+  assert_int_equal(uv_thread_create(&t, remove_later, &r), 0);
+  mini_run *m = run_config(raw_run_config(dir, "", 1, 1, 1000000, 0), false, 20000);
+  uv_thread_join(&t);
+  if (!pb_engine_failed(&m->engine)) fail_msg("the run did not stop on its own");
+  if (!strstr(m->engine.failure, "No such file") || !strstr(m->engine.failure, "in a row failed"))
+    fail_msg("failure: %s", m->engine.failure);
+  assert_true(m->report.samples_consumed > 0); /* it worked before the data went */
+  assert_true(m->report.errors >= 2 * 32 + PB_STREAK_MIN);
+  assert_balanced(&m->report);
+  free_run(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_failure_streak_rule),
+      cmocka_unit_test(test_dataset_gone_mid_run_stops),
       cmocka_unit_test(test_producer_hands_on_while_consumer_waits),
       cmocka_unit_test(test_read_capacity_counts_whole_files),
       cmocka_unit_test(test_shared_queue_slow_stage_takes_one),
