@@ -446,46 +446,19 @@ cJSON *pb_report_to_json(const pb_report *r) {
   return finish(root, ok);
 }
 
-static int write_all(int fd, const char *buf, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, buf, len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    buf += n;
-    len -= (size_t)n;
-  }
-  return 0;
+static int text_body(FILE *f, const void *text) {
+  return fputs(text, f) < 0 || fputc('\n', f) == EOF ? (errno ? -errno : -EIO) : 0;
 }
 
-static int write_file(const char *path, const char *text) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return -errno;
-  int rc = write_all(fd, text, strlen(text));
-  if (rc == 0) rc = write_all(fd, "\n", 1);
-  /* close() can report a deferred write error (NFS, quota): it counts. */
-  if (close(fd) != 0 && rc == 0) rc = -errno;
-  return rc;
-}
-
-/* Written to PATH.tmp and renamed over PATH, so a reader (a watcher, a crashed run's leftovers) sees
- * either the old report or the whole new one.  No fsync: surviving a power cut is not worth the latency
- * at the end of every run. */
+/* Written to PATH.tmp and renamed over PATH (pb_write_atomic), so a reader (a watcher, a crashed run's
+ * leftovers) sees either the old report or the whole new one, and a second signal leaves no PATH.tmp.  A
+ * failed write, flush or close (a deferred error: NFS, quota) counts.  No fsync: surviving a power cut is
+ * not worth the latency at the end of every run. */
 int pb_report_write_json(const pb_report *r, const char *path) {
   cJSON *tree = pb_report_to_json(r);
   char *text = tree ? pb_json_print(tree, true) : NULL;
   cJSON_Delete(tree);
-  size_t tmp_len = strlen(path) + sizeof ".tmp";
-  char *tmp = malloc(tmp_len);
-  int rc = text && tmp ? 0 : -ENOMEM;
-  if (rc == 0) {
-    snprintf(tmp, tmp_len, "%s.tmp", path);
-    rc = write_file(tmp, text);
-    if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
-    if (rc != 0) unlink(tmp);
-  }
-  free(tmp);
+  int rc = text ? pb_write_atomic(path, text_body, text) : -ENOMEM;
   cJSON_free(text);
   return rc;
 }

@@ -147,21 +147,32 @@ int pb_mkdir_p(const char *path) {
   return stat(buf, &st) == 0 && !S_ISDIR(st.st_mode) ? -ENOTDIR : 0;
 }
 
+/* PB_DEBUG_HOLD_TMP_MS (common.h): a write held with its temporary file open, in slices (TSan delivers a
+ * signal only at its next intercepted call). */
+static void debug_hold_tmp(void) {
+  const char *ms = getenv("PB_DEBUG_HOLD_TMP_MS");
+  uint64_t end = ms && atoi(ms) > 0 ? pb_now_ns() + (uint64_t)atoi(ms) * 1000000u : 0;
+  while (pb_now_ns() < end) pb_sleep_until_ns(PB_MIN(end, pb_now_ns() + 10000000u));
+}
+
 int pb_write_atomic(const char *path, pb_write_body body, const void *arg) {
   size_t len = strlen(path) + sizeof ".tmp";
   char *tmp = malloc(len);
   if (!tmp) return -ENOMEM;
   snprintf(tmp, len, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
+  int slot = pb_cleanup_on_exit(tmp); /* before it exists: a second signal at any point removes it */
+  FILE *f = fopen(tmp, "we");
   int rc = f ? 0 : -errno;
   if (!rc) {
     errno = 0; /* stdio sets it on a failed write; anything older is not this failure */
     rc = body(f, arg);
+    debug_hold_tmp();
     if (!rc && (fflush(f) != 0 || ferror(f))) rc = errno ? -errno : -EIO;
     if (fclose(f) != 0 && !rc) rc = errno ? -errno : -EIO;
     if (!rc && rename(tmp, path) != 0) rc = -errno;
     if (rc) remove(tmp);
   }
+  pb_cleanup_forget(slot);
   free(tmp);
   return rc;
 }
@@ -192,6 +203,42 @@ int pb_read_file(const char *path, size_t max_bytes, char **out, size_t *len) {
   return 0;
 }
 
+/* ---------- files removed on an abrupt exit ---------- */
+
+/* A slot is FREE, FILLING (its owner is writing the path), HELD (the path stands) or TAKEN by the handler.
+ * Owner and handler each claim a HELD slot with a compare-and-swap, so the handler never reads a path
+ * that its owner is freeing or rewriting in another thread. */
+enum { SLOT_FREE, SLOT_FILLING, SLOT_HELD, SLOT_TAKEN };
+#define CLEANUP_PATH_LEN (4096 + 64) /* PB_PATH_LEN and a file name under it */
+static atomic_int g_cleanup_state[PB_CLEANUP_SLOTS];
+static char g_cleanup_path[PB_CLEANUP_SLOTS][CLEANUP_PATH_LEN];
+
+int pb_cleanup_on_exit(const char *path) {
+  if (strlen(path) >= CLEANUP_PATH_LEN) return -1;
+  for (int i = 0; i < PB_CLEANUP_SLOTS; i++) {
+    int expected = SLOT_FREE;
+    if (!atomic_compare_exchange_strong(&g_cleanup_state[i], &expected, SLOT_FILLING)) continue;
+    memcpy(g_cleanup_path[i], path, strlen(path) + 1);
+    atomic_store_explicit(&g_cleanup_state[i], SLOT_HELD, memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void pb_cleanup_forget(int slot) {
+  if (slot < 0 || slot >= PB_CLEANUP_SLOTS) return;
+  int expected = SLOT_HELD; /* fails only when the handler took it: the process is ending */
+  atomic_compare_exchange_strong(&g_cleanup_state[slot], &expected, SLOT_FREE);
+}
+
+/* From the handler, just before _exit. */
+static void cleanup_now(void) {
+  for (int i = 0; i < PB_CLEANUP_SLOTS; i++) {
+    int expected = SLOT_HELD;
+    if (atomic_compare_exchange_strong(&g_cleanup_state[i], &expected, SLOT_TAKEN)) unlink(g_cleanup_path[i]);
+  }
+}
+
 /* ---------- signals ---------- */
 
 /* Lock-free atomics (asserted below) are safe in a handler; the time is stored before the flag (release),
@@ -215,6 +262,7 @@ static void on_signal(int sig) {
   if (atomic_load_explicit(&g_signalled, memory_order_acquire)) {
     /* `timeout` and job runners signal the process and then its group: one event, two deliveries */
     if (now_ns - atomic_load_explicit(&g_signal_ns, memory_order_relaxed) < PB_SIGNAL_REPEAT_NS) return;
+    cleanup_now(); /* a half-written NAME.tmp (a trace of tens of MB) must not stay behind */
     say("pipebench: second signal: exiting at once, without finishing the report\n");
     _exit(130); /* PB_EXIT_INTERRUPTED */
   }
@@ -235,4 +283,10 @@ void pb_signals_install(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL); /* a closed terminal: stop and write the report, as for SIGTERM */
+  /* Their default is to kill the process mid-write without a word: ignored, the write fails instead
+   * (EPIPE on a closed stdout pipe, EFBIG past `ulimit -f`), and the error names the file. */
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
+  sigaction(SIGXFSZ, &sa, NULL);
 }

@@ -64,15 +64,30 @@ double pb_rng_normal(pb_rng *r, double mean, double stdev);
 
 /* Writes path through path.tmp renamed into place, so a reader never sees half a file: body(f, arg)
  * writes the content (it may set f's buffer first) and returns 0 or -errno; a failed write, flush or
- * close counts.  On failure the temporary file is removed.  0 or -errno. */
+ * close counts.  On failure the temporary file is removed, and so it is when a second signal ends the
+ * process while it is written (pb_cleanup_on_exit).  0 or -errno.
+ * PB_DEBUG_HOLD_TMP_MS=N holds each write N ms with its temporary file open, deaf to signals, standing in
+ * for a long trace so the end-to-end tests can signal mid-write (test_e2e_signals.c). */
 typedef int (*pb_write_body)(FILE *f, const void *arg);
 int pb_write_atomic(const char *path, pb_write_body body, const void *arg);
 
-/* SIGINT/SIGTERM (CONTRACT §1: exit 130).  main installs the handlers before any command: the first signal
+/* Files that must not outlive the process: a temporary file being written, the output directory's lock.
+ * A second signal ends the process from its handler (below), which then unlinks each one named here
+ * (unlink is async-signal-safe; nothing else runs after it).  Returns a slot for pb_cleanup_forget, or -1
+ * when the path is too long or all PB_CLEANUP_SLOTS are taken (the file is then not removed on such an
+ * exit, as before).  Thread-safe. */
+#define PB_CLEANUP_SLOTS 8
+int pb_cleanup_on_exit(const char *path);
+void pb_cleanup_forget(int slot);
+
+/* SIGINT/SIGTERM/SIGHUP (CONTRACT §1: exit 130; SIGHUP, a closed terminal, is one more way to stop a run
+ * and is treated as SIGTERM).  main installs the handlers before any command: the first signal
  * only sets a flag that every long loop polls (the run's wait, gen's workers, the trace writer, the
  * multi-run commands between runs); a second one exits at once with 130, unless it follows the first within
  * PB_SIGNAL_REPEAT_NS: `timeout` and job runners send one signal to the process and then to its group, and
- * that pair must not cost the report. */
+ * that pair must not cost the report.  SIGPIPE and SIGXFSZ are ignored: a closed stdout pipe or a file past
+ * `ulimit -f` then fails its write (EPIPE, EFBIG), and the command names the file and exits 1 instead of
+ * dying silently with a half-written file. */
 #define PB_SIGNAL_REPEAT_NS 200000000ull
 void pb_signals_install(void);
 bool pb_signalled(void);

@@ -125,17 +125,20 @@ cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir) {
   return pb_multi_figures_json(&f, out_dir);
 }
 
+static int text_body(FILE *f, const void *text) {
+  return fprintf(f, "%s\n", (const char *)text) < 0 ? (errno ? -errno : -EIO) : 0;
+}
+
 int pb_multi_write_json(const pb_multi *m, const char *name, cJSON *json) {
   char path[PB_PATH_LEN + 64];
   snprintf(path, sizeof path, "%s/%s", m->out_dir, name);
   char *text = json ? pb_json_print(json, true) : NULL;
-  FILE *f = text ? fopen(path, "w") : NULL;
-  int rc = 0;
-  if (!f || fprintf(f, "%s\n", text) < 0) rc = text ? -errno : -ENOMEM;
-  if (f && fclose(f) != 0 && !rc) rc = -errno;
+  /* whole or not at all, and no NAME.tmp after a second signal (pb_write_atomic) */
+  int rc = text ? pb_write_atomic(path, text_body, text) : -ENOMEM;
   free(text);
   if (rc) {
-    fprintf(stderr, "pipebench: %s: cannot write: %s\n", path, strerror(-rc));
+    fprintf(stderr, "pipebench: %s: cannot write: %s (expected a writable output directory with room for it)\n",
+            path, strerror(-rc));
     return PB_EXIT_RUNTIME;
   }
   if (!(m->run.formats & PB_FMT_HTML)) return 0;
