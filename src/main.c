@@ -17,6 +17,7 @@
 #include "ranks.h"
 #include "ab.h"
 #include "multirun.h"
+#include "outdir.h"
 #include "repeat.h"
 #include "run.h"
 #include "sweep.h"
@@ -542,6 +543,7 @@ int main(int argc, char **argv) {
   rc = parse_args(&c, argc, argv);
   if (!rc) rc = dispatch(&c);
   if (pb_signalled() && rc != PB_EXIT_USAGE) rc = PB_EXIT_INTERRUPTED; /* any command, e.g. a long analyze */
+  pb_outdir_unlock_all(); /* a multi-run command's directory, held to the end (pb_run_make_out_dir) */
   pb_world_finalize();
   return finish_stdout(rc);
 }

@@ -16,6 +16,7 @@
 #include "machine.h"
 #include "engine.h"
 #include "metrics.h"
+#include "outdir.h"
 #include "record.h"
 #include "trace_json.h"
 #include "report.h"
@@ -46,13 +47,15 @@ int pb_parse_formats(const char *list, unsigned *formats, pb_err *err) {
 }
 
 /* pipebench-out/<name>-<UTC yyyymmdd-HHMMSS>, made here; -2, -3.. when a run in the same second already
- * took the name (mkdir fails with EEXIST, so two runs can never share a directory). */
+ * took the name (mkdir fails with EEXIST, so two runs can never share a directory).  On failure `out`
+ * names the directory that could not be made. */
 static int make_default_out_dir(const pb_config *cfg, const char *kind, char *out, size_t len) {
   char stamp[32];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  snprintf(out, len, "pipebench-out");
   int rc = pb_mkdir_p("pipebench-out");
   for (int k = 1; !rc && k < 1000; k++) {
     char name[160];
@@ -77,6 +80,40 @@ static int make_given_out_dir(const char *dir) {
   return rc;
 }
 
+/* The directory as the error names it: the default one under the current directory, in full (a relative
+ * "pipebench-out" says nothing about where the run was started). */
+static const char *dir_for_message(const char *dir, bool given, char *buf, size_t len) {
+  char cwd[PB_PATH_LEN];
+  if (given || dir[0] == '/' || !getcwd(cwd, sizeof cwd)) return dir;
+  snprintf(buf, len, "%s/%s", cwd, dir);
+  return buf;
+}
+
+/* Made (--out DIR, or the default name) and locked for this process: 0, or the exit status after one line
+ * (1 when it cannot be made or locked, 2 when another run holds it). */
+static int make_and_lock(const pb_config *cfg, const char *given, const char *kind, char *out, size_t len) {
+  int rc;
+  if (given) {
+    snprintf(out, len, "%s", given);
+    rc = make_given_out_dir(out);
+  } else {
+    rc = make_default_out_dir(cfg, kind, out, len);
+  }
+  if (rc) {
+    char full[PB_PATH_LEN * 2];
+    fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory%s)\n",
+            dir_for_message(out, given, full, sizeof full), strerror(-rc), given ? "" : ": run from one, or give --out DIR");
+    return PB_EXIT_RUNTIME;
+  }
+  pb_err err;
+  rc = pb_outdir_lock(out, &err);
+  if (rc) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
+    return rc == -EBUSY ? PB_EXIT_USAGE : PB_EXIT_RUNTIME;
+  }
+  return 0;
+}
+
 /* ---------- the run ---------- */
 
 typedef struct run_ctx {
@@ -86,6 +123,8 @@ typedef struct run_ctx {
   pb_device device;
   pb_steps steps;
   bool device_open, steps_ready, interrupted;
+  bool locked;                  /* out_dir's lock is this run's (pb_outdir_lock) */
+  char nothing_measured[PB_PATH_LEN + 512]; /* why, when the run ended without a measured step (exit 1) */
   uint64_t queued_samples;
   char out_dir[PB_PATH_LEN];
   pb_timeline timeline;         /* queue fill over time, sampled while waiting for the end */
@@ -102,20 +141,56 @@ static double cpu_seconds(void) {
          ru.ru_stime.tv_usec / 1e6;
 }
 
+/* A plan's byte count as the refusal prints it.  A shape whose bytes overflow 64 bits saturates at
+ * UINT64_MAX (pb_shape_bytes): that is no figure to print ("18446744073710 MB"). */
+static const char *mb_text(uint64_t bytes, int decimals, char *buf, size_t len) {
+  if (bytes == UINT64_MAX) snprintf(buf, len, "more than 2^64 bytes");
+  else snprintf(buf, len, "%.*f MB", decimals, (double)bytes / 1e6);
+  return buf;
+}
+
+/* One element of the stage (a sample, or a batch after `batch`) is 2^64 bytes or more: its buffers' byte
+ * count, a product of 64-bit integers, has saturated or wrapped around and says nothing. */
+static bool element_overflows(const pb_engine *e, const pb_stage *s) {
+  size_t sample = pb_shape_bytes(&s->sample_shape);
+  if (sample == SIZE_MAX) return true; /* saturated */
+  double batch = s->batched ? (double)e->cfg->stages[pb_config_batch_index(e->cfg)].size : 1.0;
+  return (double)sample * batch >= 18446744073709551616.0;
+}
+
+/* The stages' buffers summed without wrapping around (a stage that overflows counts as UINT64_MAX and
+ * keeps the sum there), and the stages of 1 MB or more named in who.  pb_engine_memory_bytes sums with
+ * plain additions: fine for a plan that runs, not for the refusal of one that overflows. */
+static uint64_t planned_bytes(const pb_engine *e, char *who, size_t who_len) {
+  uint64_t total = 0;
+  size_t used = 0;
+  who[0] = '\0';
+  for (int i = 0; i < e->nstages; i++) {
+    const pb_stage *s = &e->stages[i];
+    uint64_t bytes = s->ops->memory_bytes ? s->ops->memory_bytes(s) : 0;
+    if (bytes && element_overflows(e, s)) bytes = UINT64_MAX;
+    total = total > UINT64_MAX - bytes ? UINT64_MAX : total + bytes;
+    char figure[32];
+    if (bytes >= 1000000 && used < who_len)
+      used += (size_t)snprintf(who + used, who_len - used, "%s%s %s", used ? ", " : "", s->name,
+                               mb_text(bytes, 0, figure, sizeof figure));
+  }
+  return total;
+}
+
 int pb_run_check_memory(const pb_config *cfg, const pb_engine *e) {
-  char who[512];
-  uint64_t bytes = pb_engine_memory_bytes(e, who, sizeof who);
+  char who[512], figure[32];
+  uint64_t bytes = planned_bytes(e, who, sizeof who);
   if (bytes <= (uint64_t)cfg->max_memory_mb * 1000000u) return 0;
   /* as many decimals as it takes to differ from the limit: "1 MB, more than the limit of 1 MB" says nothing */
-  double mb = (double)bytes / 1e6;
   int decimals = 0;
   for (uint64_t unit = 1000000, limit = (uint64_t)cfg->max_memory_mb; decimals < 6 && bytes / unit <= limit;
        unit /= 10, limit *= 10)
     decimals++;
   fprintf(stderr,
-          "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %.*f MB, more than the limit of "
+          "pipebench: %s: limits.max_memory_mb: the pipeline may buffer %s, more than the limit of "
           "%lld MB (expected a larger limit or smaller buffers; %s)\n",
-          cfg->file, decimals, mb, (long long)cfg->max_memory_mb, who[0] ? who : "-");
+          cfg->file, mb_text(bytes, decimals, figure, sizeof figure), (long long)cfg->max_memory_mb, who[0] ? who : "-");
   return PB_EXIT_USAGE;
 }
 
@@ -232,24 +307,31 @@ static int execute(run_ctx *c) {
 }
 
 int pb_run_make_out_dir(const pb_config *cfg, const char *given, const char *kind, char *out, size_t len) {
-  int rc;
-  if (given) {
-    snprintf(out, len, "%s", given);
-    rc = make_given_out_dir(out);
-  } else {
-    rc = make_default_out_dir(cfg, kind, out, len);
-  }
-  if (rc) {
-    fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory)\n",
-            out, strerror(-rc));
+  int rc = make_and_lock(cfg, given, kind, out, len);
+  if (rc) return rc;
+  pb_err err; /* its runs write below it, one by one: what an earlier command left goes now */
+  if (pb_outdir_clear(out, NULL, &err)) {
+    fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_RUNTIME;
   }
   return 0;
 }
 
-/* Made before the run, so that a bad --out fails in a second, not after a long run. */
+/* Made before the run, so that a bad --out fails in a second, not after a long run.  An earlier run's files
+ * stay until this run's replace them: then the ones it did not rewrite go (write_outputs). */
 static int make_out_dir(run_ctx *c) {
-  return pb_run_make_out_dir(c->cfg, c->opts->out_dir, NULL, c->out_dir, sizeof c->out_dir);
+  int rc = make_and_lock(c->cfg, c->opts->out_dir, NULL, c->out_dir, sizeof c->out_dir);
+  c->locked = rc == 0;
+  return rc;
+}
+
+/* One line for a file that could not be written, with what would let it be. */
+static int write_failed(const char *path, const char *what, int rc) {
+  const char *expected = rc == -EFBIG ? "a file size limit (ulimit -f) that fits it"
+                       : rc == -ENOSPC || rc == -EDQUOT ? "free space (and quota) on its file system"
+                                                        : "a writable output directory";
+  fprintf(stderr, "pipebench: %s: cannot write %s: %s (expected %s)\n", path, what, strerror(-rc), expected);
+  return PB_EXIT_RUNTIME;
 }
 
 /* trace.json (CONTRACT §5): written when asked for and the run was traced.  A signal while it is being
@@ -260,33 +342,36 @@ static int write_trace(run_ctx *c, const pb_record *rec, bool *done) {
   int rc = pb_trace_write_file(rec, path);
   *done = rc == 0;
   if (rc == -ECANCELED) return 0; /* the signal's budget ran out: write_outputs says so */
-  if (rc) {
-    fprintf(stderr, "pipebench: %s: cannot write the trace: %s\n", path, strerror(-rc));
-    return PB_EXIT_RUNTIME;
-  }
-  return 0;
+  return rc ? write_failed(path, "the trace", rc) : 0;
 }
 
-int pb_run_write_views(unsigned formats, const char *out_dir, const pb_report *r, const pb_record *rec) {
+/* The views of `formats`, in order; the first that fails ends them.  *written (may be NULL) gets the
+ * names of those written, NULL-terminated (at most 3). */
+static int write_views(unsigned formats, const char *out_dir, const pb_report *r, const pb_record *rec,
+                       const char **written) {
   static const struct {
     unsigned format;
     const char *file, *what;
   } views[] = {{PB_FMT_HTML, "report.html", "the HTML report"},
                {PB_FMT_CSV, "stages.csv", "the stage table"},
                {PB_FMT_CSV, "steps.csv", "the step table"}};
-  for (size_t i = 0; i < PB_ARRAY_LEN(views); i++) {
+  int n = 0, rc = 0;
+  for (size_t i = 0; !rc && i < PB_ARRAY_LEN(views); i++) {
     if (!(formats & views[i].format)) continue;
     char path[PB_PATH_LEN + 32];
     snprintf(path, sizeof path, "%s/%s", out_dir, views[i].file);
-    int rc = i == 0 ? pb_report_write_html(r, rec, path)
-           : i == 1 ? pb_csv_write_stages(r, path)
-                    : pb_csv_write_steps(rec, path);
-    if (rc) {
-      fprintf(stderr, "pipebench: %s: cannot write %s: %s\n", path, views[i].what, strerror(-rc));
-      return PB_EXIT_RUNTIME;
-    }
+    rc = i == 0 ? pb_report_write_html(r, rec, path)
+       : i == 1 ? pb_csv_write_stages(r, path)
+                : pb_csv_write_steps(rec, path);
+    if (rc) rc = write_failed(path, views[i].what, rc);
+    else if (written) written[n++] = views[i].file;
   }
-  return 0;
+  if (written) written[n] = NULL;
+  return rc;
+}
+
+int pb_run_write_views(unsigned formats, const char *out_dir, const pb_report *r, const pb_record *rec) {
+  return write_views(formats, out_dir, r, rec, NULL);
 }
 
 static int write_json(run_ctx *c, const pb_report *r) {
@@ -294,11 +379,7 @@ static int write_json(run_ctx *c, const pb_report *r) {
   char path[PB_PATH_LEN + 32];
   snprintf(path, sizeof path, "%s/report.json", c->out_dir);
   int rc = pb_report_write_json(r, path);
-  if (rc) {
-    fprintf(stderr, "pipebench: %s: cannot write the report: %s\n", path, strerror(-rc));
-    return PB_EXIT_RUNTIME;
-  }
-  return 0;
+  return rc ? write_failed(path, "the report", rc) : 0;
 }
 
 /* PB_DEBUG_HOLD_OUTPUTS_MS=N: sleep N ms after report.json, deaf to signals, standing in for a slow disk
@@ -313,17 +394,20 @@ static void debug_hold_outputs(void) {
 /* report.json first (small, and what scripts read), then the trace and the views.  After a signal they are
  * written only within its time budget (pb_signal_overdue), and stderr names what was left out.  The
  * measurement itself is not changed by a signal that came after it (the record and every file agree on
- * "interrupted"); the exit status says 130. */
-static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
+ * "interrupted"); the exit status says 130.  *written gets the names of the files written (at most 5). */
+static int write_files(run_ctx *c, const pb_report *r, const pb_record *rec, const char **written) {
   const pb_run_opts *o = c->opts;
-  snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
-  int rc = write_json(c, r);
+  int n = 0, rc = write_json(c, r);
+  if (!rc && (o->formats & PB_FMT_JSON)) written[n++] = "report.json";
+  written[n] = NULL;
   debug_hold_outputs();
   bool want_trace = (o->formats & PB_FMT_TRACE) && rec->traced, want_views = o->formats & (PB_FMT_HTML | PB_FMT_CSV);
   bool trace_done = false, views_done = false;
   if (!rc && want_trace && !pb_signal_overdue()) rc = write_trace(c, rec, &trace_done);
+  if (trace_done) written[n++] = "trace.json";
+  written[n] = NULL;
   if (!rc && want_views && !pb_signal_overdue()) {
-    rc = pb_run_write_views(o->formats, c->out_dir, r, rec);
+    rc = write_views(o->formats, c->out_dir, r, rec, written + n);
     views_done = !rc;
   }
   if (rc) return rc;
@@ -331,6 +415,20 @@ static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
     fprintf(stderr, "pipebench: %s: left out to exit promptly after the signal (report.json is written):%s%s\n",
             c->out_dir,
             want_trace && !trace_done ? " trace.json" : "", want_views && !views_done ? " report.html/CSV tables" : "");
+  return 0;
+}
+
+/* The directory now holds this run's files: what an earlier run left that this one did not rewrite (a
+ * format not asked for now, a trace left out after a signal or a failed write) goes, so that nothing in it
+ * is of another run (`analyze DIR` reproduces this one). */
+static int remove_earlier_files(run_ctx *c, const char *const *written) {
+  pb_err err;
+  if (!pb_outdir_clear(c->out_dir, written, &err)) return 0;
+  fprintf(stderr, "pipebench: %s\n", err.msg);
+  return PB_EXIT_RUNTIME;
+}
+
+static void print_summary(const pb_run_opts *o, const pb_report *r) {
   if (o->json_stdout) {
     cJSON *json = pb_report_to_json(r);
     char *text = json ? pb_json_print(json, true) : NULL;
@@ -342,7 +440,16 @@ static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
   } else if ((o->formats & PB_FMT_TEXT) && !o->quiet) {
     pb_report_print_text(r, stdout);
   }
-  return 0;
+}
+
+static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
+  const char *written[8];
+  snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
+  int rc = write_files(c, r, rec, written);
+  int removed = remove_earlier_files(c, written);
+  if (!rc) rc = removed;
+  if (!rc) print_summary(c->opts, r);
+  return rc;
 }
 
 /* A run that read samples and saw every one of them fail measured nothing: with on_error skip it may still
@@ -357,6 +464,23 @@ static bool note_all_failed(run_ctx *c, const pb_report *r) {
            (unsigned long long)r->errors, (unsigned long long)r->samples_read);
   pb_engine_fail(&c->engine, why); /* pb_run says it and exits 1, as for the engine's own stops */
   return true;
+}
+
+/* A run that ended by itself (its epochs done, its time up) before one step past the warm-up measured
+ * nothing: every figure would be n/a, and a script reading exit 0 would take it for a result.  It exits 1
+ * as a run whose every sample failed does (note_all_failed); the report is still written. */
+static void note_nothing_measured(run_ctx *c, const pb_report *r) {
+  if (c->interrupted || c->steps.measured_count > 0) return;
+  size_t n = c->steps.n;
+  char ended[96];
+  if (n == 0) snprintf(ended, sizeof ended, "before its first step");
+  else snprintf(ended, sizeof ended, "after %zu step%s warm-up", n, n == 1 ? ", a" : "s, all");
+  snprintf(c->nothing_measured, sizeof c->nothing_measured,
+           "%s: nothing was measured: the run ended %s (run.warmup_steps %lld; %llu samples read, %llu dropped as "
+           "a short batch) (expected at least one step after the warm-up: more data or time, a smaller batch or "
+           "fewer warm-up steps; the report was written)",
+           c->cfg->file, ended, (long long)c->cfg->run.warmup_steps, (unsigned long long)r->samples_read,
+           (unsigned long long)r->samples_dropped);
 }
 
 static int report(run_ctx *c, double cpu0) {
@@ -394,9 +518,7 @@ static int report(run_ctx *c, double cpu0) {
   bool all_failed = note_all_failed(c, r);
   /* not when the run stopped on an error: that error is the one line to say (pb_run prints it) */
   bool stopped = all_failed || pb_engine_failed(&c->engine) || c->steps.failed;
-  if (c->steps.measured_count == 0 && !c->opts->quiet && !stopped)
-    fprintf(stderr, "pipebench: warning: the run ended before any measured step (%zu steps, %lld warm-up)\n",
-            c->steps.n, (long long)c->cfg->run.warmup_steps);
+  if (!stopped) note_nothing_measured(c, r);
   rc = write_outputs(c, r, rec);
   cJSON_Delete(r->config);
   r->config = NULL;
@@ -433,6 +555,11 @@ int pb_run(const pb_config *cfg, const pb_run_opts *opts) {
     rc = PB_EXIT_RUNTIME;
   }
   if (!rc && (c->interrupted || pb_signalled())) rc = PB_EXIT_INTERRUPTED;
+  if (!rc && c->nothing_measured[0]) {
+    fprintf(stderr, "pipebench: %s\n", c->nothing_measured);
+    rc = PB_EXIT_RUNTIME;
+  }
+  if (c->locked) pb_outdir_unlock(c->out_dir);
   if (c->steps_ready) pb_steps_close(&c->steps);
   pb_engine_close(&c->engine);
   if (c->device_open) pb_device_close(&c->device);
