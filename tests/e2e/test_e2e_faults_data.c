@@ -6,7 +6,8 @@
  *   a FIFO swapped in for a data file: one sample error naming it ("not a regular file: a FIFO"), no reader
  *     stuck in open(), the run completes; a SIGINT with the FIFO there writes the report within the signal
  *     budget;
- *   a file name with control characters: shown with '?' for them on stderr, on one line.
+ *   a file name with control characters: shown with '?' for them on stderr, on one line;
+ *   procfs files, whose size says 0: read to their end, not 'empty file'.
  *
  * "Mid-run" is made certain, whatever the machine's speed, by watching the dataset directory with inotify:
  * the fault comes after the run has read two epochs' worth of files.  Sanitizer builds run several times
@@ -245,6 +246,27 @@ static void test_control_characters_in_a_name_are_escaped(void **state) {
   if (strchr(r->err, '\033')) fail_msg("a raw escape on stderr: %s", r->err);
 }
 
+/* ---------- files whose size says 0 ---------- */
+
+/* procfs files say 0 bytes and hold text: each is read to its end, one sample of what it holds. */
+static void test_proc_files_are_read_to_their_end(void **state) {
+  const char *list = tmp_path("proc.list");
+  FILE *f = fopen(list, "w");
+  assert_non_null(f);
+  fputs("/proc/self/status\n/proc/version\n", f);
+  fclose(f);
+  const char *cfg = write_config("proc",
+                                 "{'name':'proc','dataset':{'path':'@%s','format':'jpeg'},"
+                                 "'stages':[{'type':'read'},{'type':'batch','size':1}],"
+                                 "'device':{'kind':'emulated','step_ms':0},"
+                                 "'run':{'epochs':1,'warmup_steps':0,'on_error':'fail'}}",
+                                 list);
+  cJSON *rep = run_report(cfg, "proc", NULL);
+  expect_count(rep, "errors", 0);
+  expect_count(rep, "samples_consumed", 2);
+  if (num(stage(rep, "read"), "bytes_in") < 100) fail_msg("read %.0f bytes", num(stage(rep, "read"), "bytes_in"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_dataset_removed_mid_run, free_reports),
@@ -253,6 +275,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_fifo_is_a_sample_error, free_reports),
       cmocka_unit_test_teardown(test_sigint_with_fifo_writes_report, free_reports),
       cmocka_unit_test_teardown(test_control_characters_in_a_name_are_escaped, free_reports),
+      cmocka_unit_test_teardown(test_proc_files_are_read_to_their_end, free_reports),
   };
   return cmocka_run_group_tests(tests, setup, remove_tmp);
 }
