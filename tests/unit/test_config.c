@@ -457,8 +457,8 @@ static void test_error_rate_and_time_ranges(void **state) {
   parse_ok(EXAMPLE, "stages.read.bandwidth_mb_per_s=0.001");
   expect_error(EXAMPLE, "device.allreduce={\"mode\": \"model\", \"bytes\": 1000, \"gb_per_s\": 1e-300}",
                "cfg.json: device.allreduce.gb_per_s: 1e-300 is out of range (expected a number from 0.001 to 1000000)");
-  expect_error(EXAMPLE, "run={\"duration_s\": 1e-300}",
-               "cfg.json: run.duration_s: 1e-300 is out of range (expected a number from 0.001 to 1000000)");
+  expect_error(EXAMPLE, "run={\"duration_s\": 2e6}",
+               "cfg.json: run.duration_s: 2000000 is out of range (expected a number > 0 and <= 1000000)");
   expect_error_has(EXAMPLE, "stages.augment.ops[2].std=[1e-300]",
                    "stages[2].ops[2].std[0]: 1e-300 is out of range (expected a number from 1e-06 to 1000000)");
   expect_error_has(EXAMPLE, "stages.augment.ops[2].mean=[1e300]",
