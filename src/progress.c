@@ -1,7 +1,9 @@
 #include "progress.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@ bool pb_progress_wanted(bool quiet, bool no_progress) {
 void pb_progress_init(pb_progress *p, bool on, const char *label) {
   memset(p, 0, sizeof *p);
   p->on = on;
+  p->ansi = pb_progress_term_ansi(getenv("TERM"));
   p->last_ns = pb_now_ns(); /* the first line after one interval: a phase shorter than that shows none */
   snprintf(p->label, sizeof p->label, "%s", label ? label : "");
 }
@@ -26,31 +29,66 @@ bool pb_progress_due(pb_progress *p, uint64_t now_ns) {
   return true;
 }
 
-/* Columns of the terminal on stderr, or 0 when it does not say. */
-static int terminal_columns(void) {
+/* A dumb terminal (Emacs' shell, a serial console) prints escape codes as text. */
+bool pb_progress_term_ansi(const char *term) { return term && term[0] && strcmp(term, "dumb") != 0; }
+
+#define MAX_COLUMNS 4096 /* a $COLUMNS past this is not a terminal's width */
+
+int pb_progress_columns(int fd) {
   struct winsize ws;
-  return ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+  if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  const char *env = getenv("COLUMNS");
+  if (!env || !env[0]) return 0;
+  char *end;
+  long n = strtol(env, &end, 10);
+  return *end == '\0' && n > 0 && n <= MAX_COLUMNS ? (int)n : 0;
+}
+
+/* Bytes of s that hold at most max_chars characters, never ending inside one (UTF-8: a continuation byte
+ * starts none); *chars gets how many they hold. */
+static size_t prefix_bytes(const char *s, int max_chars, int *chars) {
+  size_t i = 0;
+  int n = 0;
+  for (; s[i]; i++) {
+    bool starts = ((unsigned char)s[i] & 0xC0) != 0x80;
+    if (starts && n == max_chars) break;
+    n += starts;
+  }
+  *chars = n;
+  return i;
+}
+
+void pb_progress_render(const pb_progress *p, const char *text, int cols, char *out, size_t len, int *shown) {
+  char line[512];
+  snprintf(line, sizeof line, "pipebench: %s%s%s", p->label, p->label[0] ? "  " : "", text);
+  /* A line that wraps could not be redrawn in place (\r goes back to the start of its last row only):
+   * cut it to the terminal's width, less one column (a character in the last one wraps on some terminals),
+   * however narrow the terminal is. */
+  int chars;
+  size_t n = prefix_bytes(line, cols > 0 ? cols - 1 : INT_MAX, &chars);
+  /* \033[K clears to the end of the line, so a shorter line leaves nothing of the longer one behind; a
+   * dumb terminal gets spaces over what the last line had past this one's end instead. */
+  int blank = p->ansi || p->shown_chars <= chars ? 0 : p->shown_chars - chars;
+  snprintf(out, len, "\r%.*s%*s%s", (int)n, line, blank, "", p->ansi ? "\033[K" : "");
+  *shown = chars;
 }
 
 void pb_progress_draw(pb_progress *p, const char *text) {
   if (!p->on) return;
-  char line[512];
-  int len = snprintf(line, sizeof line, "pipebench: %s%s%s", p->label, p->label[0] ? "  " : "", text);
-  /* A line that wraps could not be redrawn in place (\r goes back to the start of its last row only):
-   * cut it to the terminal's width, less one column for the cursor. */
-  int cols = terminal_columns();
-  if (cols > 10 && len >= cols) line[cols - 1] = '\0';
-  /* \033[K clears to the end of the line: a shorter line leaves nothing of the longer one behind. */
-  fprintf(stderr, "\r%s\033[K", line);
+  char out[1200]; /* the line (511 bytes at most), spaces over the last one (at most as many), the escape */
+  pb_progress_render(p, text, pb_progress_columns(STDERR_FILENO), out, sizeof out, &p->shown_chars);
+  fputs(out, stderr);
   fflush(stderr);
   p->drawn = true;
 }
 
 void pb_progress_end(pb_progress *p) {
   if (!p->drawn) return;
-  fputs("\r\033[K", stderr);
+  if (p->ansi) fputs("\r\033[K", stderr);
+  else fprintf(stderr, "\r%*s\r", p->shown_chars, "");
   fflush(stderr);
   p->drawn = false;
+  p->shown_chars = 0;
 }
 
 void pb_progress_eta(char *buf, size_t len, double seconds) {

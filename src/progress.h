@@ -1,5 +1,7 @@
 /* Live progress on stderr: one line, redrawn in place, only when stderr is a terminal (never in a pipe or
- * a log file) and neither --quiet nor --no-progress was given.  `run` shows its phase, steps, samples/s,
+ * a log file) and neither --quiet nor --no-progress was given.  The line is cut to the terminal's width
+ * (TIOCGWINSZ, else $COLUMNS), since a wrapped line cannot be redrawn; under TERM=dumb or no TERM it uses
+ * no escape codes, only \r and spaces over what the last line left.  `run` shows its phase, steps, samples/s,
  * device idle % and ETA; `gen` its files; ab, sweep and tune prefix each run's line with the run's label. */
 #ifndef PB_PROGRESS_H
 #define PB_PROGRESS_H
@@ -15,6 +17,8 @@
 typedef struct pb_progress {
   bool on;
   bool drawn;                   /* a line is on the screen (to be cleared at the end) */
+  bool ansi;                    /* the terminal takes \033[K (TERM set, and not "dumb") */
+  int shown_chars;              /* characters of the line on the screen: a shorter next one blanks the rest */
   uint64_t last_ns;             /* last redraw */
   char label[192];              /* printed before the figures ("" for a plain run) */
 } pb_progress;
@@ -24,8 +28,16 @@ bool pb_progress_wanted(bool quiet, bool no_progress);
 void pb_progress_init(pb_progress *p, bool on, const char *label);
 /* True (and the clock reset) when it is time to redraw. */
 bool pb_progress_due(pb_progress *p, uint64_t now_ns);
-/* Redraws the line: "\rpipebench: <label> <text>" and clears the rest of the terminal line. */
+/* Redraws the line: "\rpipebench: <label> <text>", cut to the terminal's width, and clears the rest of the
+ * terminal line. */
 void pb_progress_draw(pb_progress *p, const char *text);
+/* What pb_progress_draw writes for a terminal `cols` wide (0: unknown, no cut), into out (always
+ * terminated); *shown gets the characters the line leaves on screen. */
+void pb_progress_render(const pb_progress *p, const char *text, int cols, char *out, size_t len, int *shown);
+/* True when a terminal called `term` (getenv("TERM"), may be NULL) takes ANSI escape codes. */
+bool pb_progress_term_ansi(const char *term);
+/* Columns of the terminal on fd (TIOCGWINSZ), else a positive $COLUMNS, else 0. */
+int pb_progress_columns(int fd);
 /* Clears the line when one was drawn, so that what is printed next starts on a clean line. */
 void pb_progress_end(pb_progress *p);
 

@@ -1,5 +1,6 @@
 /* The live progress line's text (src/progress.c): phase, steps done / total, samples/s and device idle %
- * of the measured window so far, and an ETA from steps, duration or the files an epochs run has taken. */
+ * of the measured window so far, and an ETA from steps, duration or the files an epochs run has taken;
+ * and how it is drawn: no escape codes under TERM=dumb, cut to the terminal's width. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +8,10 @@
 /* cmocka needs the four headers above first */
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "progress.h"
 
@@ -74,6 +78,79 @@ static void test_off_when_not_wanted(void **state) {
   assert_false(p.drawn);
 }
 
+/* What pb_progress_draw (and, with `end`, pb_progress_end) write to stderr, caught in a file (not a
+ * terminal: the width then comes from $COLUMNS). */
+static const char *drawn(pb_progress *p, const char *text, bool end) {
+  static char got[2048];
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  fflush(stderr);
+  int saved = dup(STDERR_FILENO);
+  assert_true(saved >= 0 && dup2(fileno(f), STDERR_FILENO) >= 0);
+  pb_progress_draw(p, text);
+  if (end) pb_progress_end(p);
+  fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  rewind(f);
+  size_t n = fread(got, 1, sizeof got - 1, f);
+  got[n] = '\0';
+  fclose(f);
+  return got;
+}
+
+static pb_progress on_terminal(const char *term, const char *columns, const char *label) {
+  if (term) setenv("TERM", term, 1);
+  else unsetenv("TERM");
+  if (columns) setenv("COLUMNS", columns, 1);
+  else unsetenv("COLUMNS");
+  pb_progress p;
+  pb_progress_init(&p, true, label);
+  return p;
+}
+
+/* Issue 32: the line wrote \033[K under TERM=dumb (Emacs' shell shows it as text).  A dumb terminal, or
+ * none named, gets \r and spaces over what the longer last line left. */
+static void test_dumb_terminal_no_escapes(void **state) {
+  (void)state;
+  pb_progress p = on_terminal("dumb", "200", "");
+  assert_string_equal(drawn(&p, "measuring  step 40/100", false), "\rpipebench: measuring  step 40/100");
+  assert_string_equal(drawn(&p, "warm-up", false), "\rpipebench: warm-up               "); /* 15 blanked */
+  assert_string_equal(drawn(&p, "warm-up 2", true), "\rpipebench: warm-up 2\r                    \r");
+  p = on_terminal(NULL, "200", "");
+  assert_null(strchr(drawn(&p, "step 1", true), '\033'));
+  p = on_terminal("", "200", "");
+  assert_null(strchr(drawn(&p, "step 1", true), '\033'));
+  p = on_terminal("xterm-256color", "200", ""); /* a real terminal still clears with the escape */
+  assert_string_equal(drawn(&p, "step 1", true), "\rpipebench: step 1\033[K\r\033[K");
+  unsetenv("COLUMNS");
+}
+
+/* Issue 32: a terminal narrower than the line got it whole (it wraps, and \r cannot redraw a wrapped line):
+ * the width came only from the ioctl, and a terminal of 10 columns or fewer was ignored.  The line is cut
+ * to width - 1 characters, from $COLUMNS when the ioctl has none, never inside a UTF-8 character. */
+static void test_cut_to_terminal_width(void **state) {
+  (void)state;
+  pb_progress p = on_terminal("xterm", "20", "");
+  assert_string_equal(drawn(&p, "measuring  step 40/100", false), "\rpipebench: measurin\033[K");
+  p = on_terminal("xterm", "8", "");
+  assert_string_equal(drawn(&p, "measuring", false), "\rpipeben\033[K");
+  p = on_terminal("dumb", "1", "");
+  assert_string_equal(drawn(&p, "measuring", false), "\r");
+  p = on_terminal("xterm", "80x", ""); /* not a width: no cut */
+  assert_string_equal(drawn(&p, "measuring", false), "\rpipebench: measuring\033[K");
+  char out[256];
+  int shown;
+  p = on_terminal("dumb", NULL, "\xc3\xa9\xc3\xa9\xc3\xa9"); /* "ééé": 3 characters in 6 bytes */
+  pb_progress_render(&p, "x", 14, out, sizeof out, &shown);
+  assert_string_equal(out, "\rpipebench: \xc3\xa9\xc3\xa9");
+  assert_int_equal(shown, 13);
+  pb_progress_render(&p, "x", 0, out, sizeof out, &shown); /* width unknown: whole */
+  assert_string_equal(out, "\rpipebench: \xc3\xa9\xc3\xa9\xc3\xa9  x");
+  assert_int_equal(shown, 17);
+  unsetenv("COLUMNS");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eta_format),
@@ -81,6 +158,8 @@ int main(void) {
       cmocka_unit_test(test_measuring_steps),
       cmocka_unit_test(test_measuring_duration_and_epochs),
       cmocka_unit_test(test_off_when_not_wanted),
+      cmocka_unit_test(test_dumb_terminal_no_escapes),
+      cmocka_unit_test(test_cut_to_terminal_width),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
