@@ -294,6 +294,8 @@ static void print_engine(const pb_report *r, FILE *out) {
     fprintf(out, "%-*splanned %.0f MB of the %.0f MB limit (+ trace %.0f MB), peak RSS %s\n", LABEL, "memory",
             (double)r->memory_planned_bytes / 1e6, (double)r->memory_limit_bytes / 1e6,
             (double)r->memory_trace_bytes / 1e6, rss);
+    if (r->memory_limit_bytes && r->memory_peak_rss_bytes > r->memory_limit_bytes)
+      fprintf(out, "%-*speak RSS over the limit: the plan bounds the buffers, not the whole process\n", LABEL, "");
   }
   if (r->out_dir[0]) line(out, "%-*s%s", LABEL, "output", r->out_dir);
 }

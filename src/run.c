@@ -483,6 +483,19 @@ static void note_nothing_measured(run_ctx *c, const pb_report *r) {
            (unsigned long long)r->samples_dropped);
 }
 
+/* The plan bounds the pooled buffers; what it leaves out (decoder state, thread stacks, the trace rings,
+ * the binary) is small, but a user who set limits.max_memory_mb should hear when the process went past it.
+ * Not for a run inside ab/sweep/tune/--repeat (opts->result set): the peak is the process's so far, the
+ * earlier runs' included. */
+static void warn_over_memory_limit(const run_ctx *c, const pb_report *r) {
+  if (c->opts->result || !r->memory_peak_rss_bytes || r->memory_peak_rss_bytes <= r->memory_limit_bytes) return;
+  fprintf(stderr,
+          "pipebench: %s: warning: peak RSS %.0f MB was over limits.max_memory_mb (%.0f MB; planned buffers %.0f MB, "
+          "trace %.0f MB) (expected the process within the limit: a smaller plan or a larger limit)\n",
+          c->cfg->file, (double)r->memory_peak_rss_bytes / 1e6, (double)r->memory_limit_bytes / 1e6,
+          (double)r->memory_planned_bytes / 1e6, (double)r->memory_trace_bytes / 1e6);
+}
+
 static int report(run_ctx *c, double cpu0) {
   pb_report *r = calloc(1, sizeof *r);
   pb_record *rec = calloc(1, sizeof *rec);
@@ -512,6 +525,7 @@ static int report(run_ctx *c, double cpu0) {
   rec->timeline = malloc(sizeof *rec->timeline);
   if (rec->timeline) *rec->timeline = c->timeline; /* without it the report just has no fill-over-time chart */
   pb_metrics_compute(r, rec);
+  warn_over_memory_limit(c, r);
   r->config = pb_config_to_json(c->cfg);
   if (!r->balanced)
     fprintf(stderr, "pipebench: internal error: the sample accounting does not balance (see report)\n");

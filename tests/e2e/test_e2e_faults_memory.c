@@ -114,6 +114,26 @@ static void test_large_photos_planned_from_headers(void **state) {
   assert_accounting_balances(rep);
 }
 
+/* A process over the limit (the plan bounds its buffers, not the binary and the libraries) says so: one
+ * warning line on stderr and a line in the text summary, exit 0.  Regression: a run at 3.36 GB under a
+ * 300 MB limit said nothing. */
+static void test_rss_over_the_limit_warns(void **state) {
+  (void)state;
+  const char *cfg = write_config("tiny-limit",
+                                 "{'name':'tiny','dataset':{'format':'synthetic','shape':[16],'dtype':'uint8'},"
+                                 "'stages':[{'name':'batch','type':'batch','size':4},{'name':'h2d','type':'h2d'}],"
+                                 "'device':{'kind':'emulated','step_ms':0.1},'run':{'steps':20,'warmup_steps':1},"
+                                 "'limits':{'max_memory_mb':1}}");
+  const char *dir = out_dir("tiny-limit");
+  result *r = run_pb(ARGS("run", "--config", cfg, "--no-progress", "--out", dir, "--format", "text,json"));
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  printf("%s", r->err);
+  if (!strstr(r->err, "warning: peak RSS") || !strstr(r->err, "limits.max_memory_mb"))
+    fail_msg("no warning for a peak RSS over a 1 MB limit: %s", r->err);
+  assert_non_null(strstr(r->out, "peak RSS over the limit")); /* the text summary, on stdout */
+  assert_true(num(load_report(dir), "memory.peak_rss_bytes") > 1e6);
+}
+
 static int make_tmp(void **state) {
   (void)state;
   return e2e_make_tmp("pipebench-e2e-faults-memory");
@@ -124,6 +144,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_outsized_file_200mb, free_reports),
       cmocka_unit_test_teardown(test_outsized_file_3gb, free_reports),
       cmocka_unit_test_teardown(test_large_photos_planned_from_headers, free_reports),
+      cmocka_unit_test_teardown(test_rss_over_the_limit_warns, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }
