@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "jpeg.h"
+#include "sat.h"
 #include "stage_decode.h"
 
 #define QUEUE_BUDGET_BYTES (64u << 20)
@@ -155,7 +156,7 @@ static uint64_t read_bytes_estimate(const pb_engine *e) {
 static uint64_t stage_bytes_estimate(const pb_stage *s, uint64_t input_bytes) {
   const pb_config *cfg = s->engine->cfg;
   uint64_t shape_bytes = pb_shape_bytes(&s->sample_shape);
-  if (s->batched) return shape_bytes * (uint64_t)cfg->stages[pb_config_batch_index(cfg)].size;
+  if (s->batched) return pb_sat_mul_u64(shape_bytes, (uint64_t)cfg->stages[pb_config_batch_index(cfg)].size);
   if (s->cfg && s->cfg->type == PB_STAGE_READ) return read_bytes_estimate(s->engine);
   if (shape_bytes) return shape_bytes;
   if (!s->cfg || s->cfg->type != PB_STAGE_DECODE) return input_bytes;
@@ -327,7 +328,7 @@ uint64_t pb_engine_memory_bytes(const pb_engine *e, char *who, size_t who_len) {
   for (int i = 0; i < e->nstages; i++) {
     const pb_stage *s = &e->stages[i];
     uint64_t bytes = s->ops->memory_bytes ? s->ops->memory_bytes(s) : 0;
-    total += bytes;
+    total = pb_sat_add_u64(total, bytes); /* a shape past 2^64 bytes keeps the sum at the top, not wrapped */
     if (bytes >= 1000000 && used < who_len)
       used += (size_t)snprintf(who + used, who_len - used, "%s%s %.0f MB", used ? ", " : "", s->name,
                                (double)bytes / 1e6);

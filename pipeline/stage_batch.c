@@ -15,6 +15,7 @@
 
 #include "device.h"
 #include "engine.h"
+#include "sat.h"
 #include "stage_batch.h"
 
 typedef struct batch_worker batch_worker;
@@ -86,7 +87,7 @@ static int pool_buffers(const pb_stage *s) {
 
 static size_t batch_bytes(const pb_stage *s) { return (size_t)s->sample_bytes; }
 
-static uint64_t batch_memory(const pb_stage *s) { return (uint64_t)pool_buffers(s) * batch_bytes(s); }
+static uint64_t batch_memory(const pb_stage *s) { return pb_sat_mul_u64((uint64_t)pool_buffers(s), batch_bytes(s)); }
 
 static void free_workers(const pb_stage *s, batch_worker *ws) {
   for (int k = 0; ws && k < s->threads; k++) free(ws[k].sizes);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "sat.h"
 #include "jpeg.h"
 #include "ops.h"
 #include "stage_decode.h"
@@ -69,7 +70,9 @@ static void find_crop(const pb_stage *s, decode_state *st) {
   }
 }
 
-static uint64_t decode_memory(const pb_stage *s) { return (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes; }
+static uint64_t decode_memory(const pb_stage *s) {
+  return pb_sat_mul_u64((uint64_t)pb_stage_pool_buffers(s), s->sample_bytes);
+}
 
 static int decode_init(pb_stage *s, pb_err *err) {
   decode_state *st = calloc(1, sizeof *st);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "sat.h"
 #include "ops.h"
 #include "stage_batch.h"
 
@@ -67,7 +68,7 @@ static bool needs_pool(const pb_stage_cfg *sc) {
 /* With fuse_map the results live in the batch stage's buffers (it plans them), not in a pool here. */
 static uint64_t map_memory(const pb_stage *s) {
   if (pb_map_writes_into_batch(s)) return 0;
-  return needs_pool(s->cfg) ? (uint64_t)pb_stage_pool_buffers(s) * s->sample_bytes : 0;
+  return needs_pool(s->cfg) ? pb_sat_mul_u64((uint64_t)pb_stage_pool_buffers(s), s->sample_bytes) : 0;
 }
 
 static int map_init(pb_stage *s, pb_err *err) {

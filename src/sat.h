@@ -28,4 +28,7 @@ static inline int pb_sat_int_from_double(double x) {
 /* a + b, or UINT64_MAX where the sum would wrap (a deadline that far off is "never"). */
 static inline uint64_t pb_sat_add_u64(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
+/* a * b, or UINT64_MAX where the product would wrap (a plan's bytes for a shape of 10^6 x 10^6 x 10^6). */
+static inline uint64_t pb_sat_mul_u64(uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
+
 #endif
