@@ -79,10 +79,13 @@ static int write_manifest(const char *dir, cJSON *spec, bool complete, uint64_t 
   cJSON_AddNumberToObject(m, "bytes", (double)bytes);
   char *text = pb_json_print(m, true);
   cJSON_Delete(m);
+  int slot = pb_cleanup_on_exit(tmp);
   FILE *f = fopen(tmp, "w");
   int rc = !f ? -errno : text && fputs(text, f) >= 0 ? 0 : -EIO; /* fopen's own reason: ENOTDIR, EACCES */
   if (f && fclose(f)) rc = -errno;
   if (!rc && rename(tmp, path)) rc = -errno;
+  if (rc) unlink(tmp);
+  pb_cleanup_forget(slot);
   free(text);
   return rc;
 }
@@ -363,11 +366,14 @@ static void gen_worker_main(void *arg) {
     snprintf(final, sizeof final, "%s/%s", d->path, name);
     snprintf(tmp, sizeof tmp, "%s/.tmp-%s", d->path, name); /* a reader never sees half a file */
     pb_err err = {{0}};
+    int slot = pb_cleanup_on_exit(tmp); /* a second signal's exit removes it too */
     int rc = write_file(gw, file, tmp, &err);
     if (!rc && rename(tmp, final)) rc = -errno;
     struct stat st;
-    if (rc || stat(final, &st)) {
-      unlink(tmp);
+    bool failed = rc || stat(final, &st);
+    if (failed) unlink(tmp);
+    pb_cleanup_forget(slot);
+    if (failed) {
       if (rc == -ECANCELED) break; /* interrupted: pb_gen says so */
       fail_job(job, final, rc, &err);
       break;

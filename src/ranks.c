@@ -242,6 +242,8 @@ static void print_job(const cJSON *job, const char *dir, const char *name, FILE 
 }
 
 /* Rank 0: the job's report.json, and the summary. */
+static int write_text_line(FILE *f, const void *text) { return fprintf(f, "%s\n", (const char *)text) < 0 ? -EIO : 0; }
+
 static int write_job(char **texts, int n, const pb_config *cfg, const pb_run_opts *opts, const char *dir) {
   cJSON **reports = calloc((size_t)n, sizeof *reports);
   int rc = reports ? 0 : PB_EXIT_RUNTIME;
@@ -264,10 +266,13 @@ static int write_job(char **texts, int n, const pb_config *cfg, const pb_run_opt
     cJSON_AddItemToObject(job, "config", pb_config_to_json(cfg));
     char path[PB_PATH_LEN + 32], *text = pb_json_print(job, true);
     snprintf(path, sizeof path, "%s/report.json", dir);
-    FILE *f = text ? fopen(path, "w") : NULL;
-    if (!f || fprintf(f, "%s\n", text) < 0) rc = PB_EXIT_RUNTIME;
-    if (f && fclose(f) != 0) rc = PB_EXIT_RUNTIME;
-    if (rc) fprintf(stderr, "pipebench: %s: cannot write the job's report\n", path);
+    /* whole or not at all, as a run's own report.json (a reader never sees half of it) */
+    int wrc = text ? pb_write_atomic(path, write_text_line, text) : -ENOMEM;
+    if (wrc) {
+      fprintf(stderr, "pipebench: %s: cannot write the job's report: %s (expected a writable directory)\n", path,
+              strerror(-wrc));
+      rc = PB_EXIT_RUNTIME;
+    }
     if (!rc && (opts->formats & PB_FMT_HTML)) { /* the ranks side by side, linking each rank's own page */
       snprintf(path, sizeof path, "%s/report.html", dir);
       if (pb_html_write_command("job", cfg->name, cfg->file, dir, true, job, path) != 0) {

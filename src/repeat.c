@@ -342,15 +342,20 @@ static char *read_file(const char *path, size_t *len) {
 }
 
 /* Written whole or not at all: to path.tmp, then renamed (as the run's own files). */
+typedef struct bytes_arg {
+  const char *data;
+  size_t len;
+} bytes_arg;
+
+static int write_bytes(FILE *f, const void *arg) {
+  const bytes_arg *b = arg;
+  return fwrite(b->data, 1, b->len, f) == b->len ? 0 : -(errno ? errno : EIO);
+}
+
+/* Through pb_write_atomic: its temporary file never outlives the process, even on a second signal. */
 static int write_file(const char *path, const char *data, size_t len) {
-  char tmp[PB_PATH_LEN + 96];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  int rc = f && fwrite(data, 1, len, f) == len ? 0 : -(errno ? errno : EIO);
-  if (f && fclose(f) != 0 && !rc) rc = -errno;
-  if (!rc && rename(tmp, path) != 0) rc = -errno;
-  if (rc) unlink(tmp);
-  return rc;
+  bytes_arg b = {data, len};
+  return pb_write_atomic(path, write_bytes, &b);
 }
 
 cJSON *pb_repeat_report(const char *median_dir, cJSON *repeats, bool interrupted) {
