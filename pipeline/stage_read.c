@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "sat.h"
 #include "npy.h"
 #include "tfrecord.h"
 
@@ -113,7 +114,7 @@ static void apply_caps(pb_stage *s, size_t bytes) {
   uint64_t now = pb_now_ns(), until = now;
   if (sc->latency_us) until += (uint64_t)sc->latency_us * 1000u;
   if (sc->bandwidth_mb_per_s > 0) { /* MB/s = bytes/us: bytes / (MB/s) x 1000 ns */
-    uint64_t cost_ns = (uint64_t)((double)bytes * 1000.0 / sc->bandwidth_mb_per_s);
+    uint64_t cost_ns = pb_sat_u64_from_double((double)bytes * 1000.0 / sc->bandwidth_mb_per_s);
     uv_mutex_lock(&st->bw_lock);
     uint64_t start = st->bw_free_at_ns > now ? st->bw_free_at_ns : now;
     st->bw_free_at_ns = start + cost_ns;

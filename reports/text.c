@@ -279,9 +279,11 @@ static void print_accounting(const pb_report *r, FILE *out) {
   fprintf(out, "%-*sfiles %" PRIu64 "   decoded %" PRIu64 "   batched %" PRIu64 "\n", LABEL, "",
           r->files_read, r->samples_decoded, r->samples_batched);
   int n = r->nfirst_errors < PB_MAX_FIRST_ERRORS ? r->nfirst_errors : PB_MAX_FIRST_ERRORS;
-  for (int i = 0; i < n; i++)
-    line(out, "%-*s%s: %s", LABEL, i == 0 ? "first errors" : "", r->first_errors[i].file,
-         r->first_errors[i].message);
+  for (int i = 0; i < n; i++) {
+    char file[PB_PATH_LEN]; /* a file name may hold control characters: shown as '?', one line each */
+    line(out, "%-*s%s: %s", LABEL, i == 0 ? "first errors" : "",
+         pb_cfg_clean(r->first_errors[i].file, sizeof file - 4, file, sizeof file), r->first_errors[i].message);
+  }
 }
 
 static void print_engine(const pb_report *r, FILE *out) {

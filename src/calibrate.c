@@ -137,7 +137,10 @@ static void loaded_free(loaded *l) {
 static int load_sample(const pb_file_list *files, loaded *l, pb_err *err) {
   size_t total = 0, stride = files->count > DECODE_MAX_FILES ? files->count / DECODE_MAX_FILES : 1;
   for (size_t i = 0; i < files->count && l->n < DECODE_MAX_FILES && total < DECODE_MAX_BYTES; i += stride) {
-    FILE *f = fopen(files->files[i].path, "rb");
+    struct stat st; /* opened as the read stage does: never blocking on a FIFO, regular files only */
+    int fd = pb_data_file_open(files->files[i].path, 0, &st);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (fd >= 0 && !f) close(fd);
     size_t bytes = (size_t)files->files[i].bytes;
     uint8_t *data = malloc(bytes ? bytes : 1);
     bool ok = f && data && fread(data, 1, bytes, f) == bytes;
@@ -359,9 +362,10 @@ static double measure_read(const pb_file_list *files, pb_read_mode mode, size_t 
     const pb_file *f = &files->files[random ? order[i] : i];
     if (!direct) evict_file(f, evicted);
     uint64_t t0 = pb_now_ns();
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+    struct stat st;
+    int fd = pb_data_file_open(f->path, direct ? O_DIRECT : 0, &st); /* never blocking on a FIFO */
     if (fd < 0) {
-      rc = -errno;
+      rc = fd == PB_ENOTREG ? -EINVAL : fd;
       break;
     }
     rc = read_file_blocks(fd, f->bytes, buf, block, random, &r, &got);

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
+
 /* mincore works on a mapping; a file is mapped a window at a time so that a huge file needs neither a huge
  * address range nor a huge residency vector (1 GiB = 256 Ki pages of 4 KiB). */
 #define WINDOW_BYTES ((uint64_t)1 << 30)
@@ -20,9 +22,12 @@ static int fail(pb_err *err, const char *path, const char *what, int e) {
   return -e;
 }
 
+/* As the read stage opens data files: never blocking in open() (a FIFO swapped in), regular files only. */
 static int open_ro(const char *path, pb_err *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(err, path, "cannot open", errno);
+  struct stat st;
+  int fd = pb_data_file_open(path, 0, &st);
+  if (fd == PB_ENOTREG) return pb_err_set(err, "%s: not a regular file: %s", path, pb_file_kind(st.st_mode)), -EINVAL;
+  if (fd < 0) return fail(err, path, "cannot open", -fd);
   return fd;
 }
 
