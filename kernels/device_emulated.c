@@ -38,7 +38,7 @@ static int emulated_h2d(pb_device *d, int index, pb_elem *batch, pb_h2d_times *t
 }
 
 /* The step's sleep, in slices: a long emulated step (step_ms in seconds) must not hold a SIGINT/SIGTERM
- * up for its whole length (CONTRACT: exit 130 promptly, the partial report written), nor a run stopped
+ * up for its whole length (docs/CONTRACT.md: exit 130 promptly, the partial report written), nor a run stopped
  * by an error (pb_device_cancel).  True when one of them cut it short. */
 #define STEP_SLICE_NS 20000000ull
 static bool sleep_unless_signalled(pb_device *d, uint64_t until_ns) {

@@ -1,4 +1,4 @@
-/* `map`: applies its ops to each sample in order (CONTRACT §2).
+/* `map`: applies its ops to each sample in order (docs/CONTRACT.md §2).
  *
  * Image ops (ops/ops.h) run on the decoded image: random_resized_crop, resize, center_crop, flip,
  * normalize, to_chw.  Ops that make a new image write into one of two per-worker scratch buffers, the

@@ -1,4 +1,4 @@
-/* `read`: the source of a real-data run (CONTRACT §2).  N threads take files in a seeded per-epoch
+/* `read`: the source of a real-data run (docs/CONTRACT.md §2).  N threads take files in a seeded per-epoch
  * shuffled order, read each with pread in block_bytes pieces (O_DIRECT with aligned buffers when
  * `direct`), and split it into samples by dataset.format:
  *   jpeg      one sample per file, read straight into the sample's pooled buffer;

@@ -1,4 +1,4 @@
-/* The in-memory source (CONTRACT §4): one sample of the configured shape is generated once, seeded, and
+/* The in-memory source (docs/CONTRACT.md §4): one sample of the configured shape is generated once, seeded, and
  * every element points at it, so the source costs only the element hand-off.  It ends after
  * run.epochs x the epoch size when epochs are asked for, and is endless otherwise (tf.data's repeat()). */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* report.json (CONTRACT §3): the pb_report as a cJSON tree, and its atomic write to disk.
+/* report.json (docs/CONTRACT.md §3): the pb_report as a cJSON tree, and its atomic write to disk.
  *
  * Every section is built by one small function that returns NULL when anything in it failed to allocate;
  * put() propagates that up, so pb_report_to_json returns either a complete tree or NULL, never a report

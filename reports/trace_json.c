@@ -1,4 +1,4 @@
-/* trace.json (CONTRACT §5, docs/TRACE.md): the Chrome Trace Event Format view of a run's record, with the
+/* trace.json (docs/CONTRACT.md §5, docs/TRACE.md): the Chrome Trace Event Format view of a run's record, with the
  * record itself in the header so that `pipebench analyze` reproduces the report from this file alone.
  *
  * Line layout (the loader streams it line by line; a trace holds up to ~1M events, so events are never

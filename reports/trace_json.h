@@ -1,4 +1,4 @@
-/* trace.json (CONTRACT §5): the Chrome Trace Event Format view of a run's record, and the record itself
+/* trace.json (docs/CONTRACT.md §5): the Chrome Trace Event Format view of a run's record, and the record itself
  * (so that `pipebench analyze` can reproduce the report from this file alone). */
 #ifndef PB_TRACE_JSON_H
 #define PB_TRACE_JSON_H

@@ -1,4 +1,4 @@
-/* `pipebench ab` (CONTRACT §1): the same config run three times, DS-Analyzer's method: synthetic (in-memory
+/* `pipebench ab` (docs/CONTRACT.md §1): the same config run three times, DS-Analyzer's method: synthetic (in-memory
  * samples, the ceiling of everything after the per-sample stages), real with the dataset's files evicted from
  * the page cache, and real with them cached; one table, the ratios, the lost throughput split into fetch
  * (storage) and preprocessing (CPU) stalls, and a one-line verdict.  With --repeat N the three run N times,
@@ -56,7 +56,7 @@ void pb_ab_compute(pb_ab_numbers *x);
 void pb_ab_verdict(const pb_ab_numbers *x, char *out, size_t len);
 
 /* m: command "ab", the config file, the command line's --set overrides and options.  Returns the exit
- * status (CONTRACT §1). */
+ * status (docs/CONTRACT.md §1). */
 int pb_ab(pb_multi *m);
 
 #endif

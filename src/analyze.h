@@ -1,4 +1,4 @@
-/* `pipebench analyze PATH` (CONTRACT §1): the report recomputed from a saved trace.json (or the run
+/* `pipebench analyze PATH` (docs/CONTRACT.md §1): the report recomputed from a saved trace.json (or the run
  * directory holding one), through the same code path as a live run (pb_metrics_compute on a pb_record). */
 #ifndef PB_ANALYZE_H
 #define PB_ANALYZE_H

@@ -9,7 +9,7 @@
 
 #define PB_VERSION "0.1.0"
 
-/* Exit statuses of CONTRACT §1. */
+/* Exit statuses of docs/CONTRACT.md §1. */
 enum { PB_EXIT_OK = 0, PB_EXIT_RUNTIME = 1, PB_EXIT_USAGE = 2, PB_EXIT_INTERRUPTED = 130 };
 
 /* One error line, without the leading "pipebench: ".  Functions that can fail on user input fill one and
@@ -80,7 +80,7 @@ int pb_write_atomic(const char *path, pb_write_body body, const void *arg);
 int pb_cleanup_on_exit(const char *path);
 void pb_cleanup_forget(int slot);
 
-/* SIGINT/SIGTERM/SIGHUP (CONTRACT §1: exit 130; SIGHUP, a closed terminal, is one more way to stop a run
+/* SIGINT/SIGTERM/SIGHUP (docs/CONTRACT.md §1: exit 130; SIGHUP, a closed terminal, is one more way to stop a run
  * and is treated as SIGTERM).  main installs the handlers before any command: the first signal
  * only sets a flag that every long loop polls (the run's wait, gen's workers, the trace writer, the
  * multi-run commands between runs); a second one exits at once with 130, unless it follows the first within

@@ -1,4 +1,4 @@
-/* Config loading (CONTRACT §2): JSON text -> --set overrides on the cJSON tree -> every key validated by
+/* Config loading (docs/CONTRACT.md §2): JSON text -> --set overrides on the cJSON tree -> every key validated by
  * the tables of config_schema.c -> pipeline order rules -> per-sample shapes.  The first problem found
  * becomes the one-line error; nothing after it runs. */
 #include "config.h"

@@ -1,4 +1,4 @@
-/* The validated configuration (CONTRACT §2): cJSON in, a plain struct out, every value checked.
+/* The validated configuration (docs/CONTRACT.md §2): cJSON in, a plain struct out, every value checked.
  *
  * Loading is table driven (config_schema.c): one table row per key with its type, range, default and help;
  * the same tables drive parsing, defaults, unknown-key suggestions and the resolved config that `validate`
@@ -188,7 +188,7 @@ typedef struct pb_config {
   int64_t max_memory_mb;        /* limits.max_memory_mb, default 8192 */
 } pb_config;
 
-/* Read FILE, apply each "PATH=VALUE" of `sets` (CONTRACT §1 --set), validate, fill defaults and infer
+/* Read FILE, apply each "PATH=VALUE" of `sets` (docs/CONTRACT.md §1 --set), validate, fill defaults and infer
  * shapes.  Returns 0, or -EINVAL with `err` holding one line "<file>: <json.path>: <what> (expected ..)"
  * (or "--set <arg>: ..." for a bad override; "<file>: line L, column C: ..." for bad JSON). */
 int pb_config_load(pb_config *cfg, const char *file, const char *const *sets, int nsets, pb_err *err);

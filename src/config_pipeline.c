@@ -1,4 +1,4 @@
-/* The order of stages (CONTRACT §2): a source, per-sample stages, exactly one batch, then only prefetch
+/* The order of stages (docs/CONTRACT.md §2): a source, per-sample stages, exactly one batch, then only prefetch
  * and h2d.  Each error names the offending stage's "type", since that is what has to change. */
 #include <stdio.h>
 

@@ -1,4 +1,4 @@
-/* Every config key, one row each (CONTRACT §2): the same rows drive parsing, defaults, unknown-key
+/* Every config key, one row each (docs/CONTRACT.md §2): the same rows drive parsing, defaults, unknown-key
  * suggestions, pb_config_to_json and docs/CONFIG.md (keep that file in step with this one).
  * Defaults are JSON text parsed by the same code as user values, so a default can never be out of range. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* --set PATH=VALUE (CONTRACT §1): edits the cJSON tree before validation, so an override is checked
+/* --set PATH=VALUE (docs/CONTRACT.md §1): edits the cJSON tree before validation, so an override is checked
  * exactly like the same value written in the file.
  *
  * PATH is dotted; a segment may carry [N] indices; on the top-level "stages" array a name selects the

@@ -1,4 +1,4 @@
-/* `pipebench gen` (CONTRACT §1): writes the dataset that the config's dataset.generate describes into
+/* `pipebench gen` (docs/CONTRACT.md §1): writes the dataset that the config's dataset.generate describes into
  * dataset.path, in dataset.format, so the real path has files to read and decode. */
 #ifndef PB_GEN_H
 #define PB_GEN_H

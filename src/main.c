@@ -1,4 +1,4 @@
-/* pipebench: the command line (CONTRACT §1).  Parses arguments, loads the config and hands over to the
+/* pipebench: the command line (docs/CONTRACT.md §1).  Parses arguments, loads the config and hands over to the
  * subcommand.  Every error is one line on stderr and the contract's exit status. */
 #include <errno.h>
 #include <stdio.h>

@@ -201,7 +201,7 @@ typedef struct pb_report {
   pb_efficiency efficiency;
 } pb_report;
 
-/* reports/json.c: the report as a cJSON tree with every CONTRACT §3 key (null where not available). */
+/* reports/json.c: the report as a cJSON tree with every docs/CONTRACT.md §3 key (null where not available). */
 cJSON *pb_report_to_json(const pb_report *r);
 /* Writes pb_report_to_json() to PATH (pretty printed).  0 or -errno. */
 int pb_report_write_json(const pb_report *r, const char *path);

@@ -334,7 +334,7 @@ static int write_failed(const char *path, const char *what, int rc) {
   return PB_EXIT_RUNTIME;
 }
 
-/* trace.json (CONTRACT §5): written when asked for and the run was traced.  A signal while it is being
+/* trace.json (docs/CONTRACT.md §5): written when asked for and the run was traced.  A signal while it is being
  * written (a long run's trace takes seconds) abandons it: the run must end within a second. */
 static int write_trace(run_ctx *c, const pb_record *rec, bool *done) {
   char path[PB_PATH_LEN + 32];

@@ -1,4 +1,4 @@
-/* One run (CONTRACT §1 `pipebench run`): plan the pipeline, open the device, run warm-up and measured
+/* One run (docs/CONTRACT.md §1 `pipebench run`): plan the pipeline, open the device, run warm-up and measured
  * steps, stop on the run's limit, end of data or a signal, then write the report. */
 #ifndef PB_RUN_H
 #define PB_RUN_H
@@ -30,7 +30,7 @@ typedef struct pb_run_opts {
                                  * prints the median repeat's) */
 } pb_run_opts;
 
-/* Returns the process exit status (CONTRACT §1); prints its own errors. */
+/* Returns the process exit status (docs/CONTRACT.md §1); prints its own errors. */
 int pb_run(const pb_config *cfg, const pb_run_opts *opts);
 
 

@@ -1,4 +1,4 @@
-/* `pipebench sweep` (CONTRACT §1): every combination of the --set PATH=V1,V2,.. lists, one run each, one
+/* `pipebench sweep` (docs/CONTRACT.md §1): every combination of the --set PATH=V1,V2,.. lists, one run each, one
  * table (text on stdout, sweep.csv and sweep.json in the output directory), the best marked. */
 #ifndef PB_SWEEP_H
 #define PB_SWEEP_H

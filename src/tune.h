@@ -1,4 +1,4 @@
-/* `pipebench tune` (CONTRACT §1): searches thread counts per stage and prefetch depth for the most samples/s
+/* `pipebench tune` (docs/CONTRACT.md §1): searches thread counts per stage and prefetch depth for the most samples/s
  * within the machine's cores and limits.max_memory_mb, each step chosen by the analysis' capacity model and
  * verified by a measured run.  See docs/TUNING.md. */
 #ifndef PB_TUNE_H

@@ -1,4 +1,4 @@
-/* The dataset's file list (CONTRACT §2 dataset.path), with per-epoch shuffling and sharding across ranks.
+/* The dataset's file list (docs/CONTRACT.md §2 dataset.path), with per-epoch shuffling and sharding across ranks.
  *
  * dataset.path is one of:
  *   - a directory: walked recursively; hidden entries (names starting with '.') skipped; symlinks to files

@@ -1,6 +1,6 @@
 /* Deterministic synthetic photographs: what `pipebench gen` encodes as the JPEG dataset.
  *
- * The point is that they cost what real photos cost to store and decode (CONTRACT §2: a 500x375 image at
+ * The point is that they cost what real photos cost to store and decode (docs/CONTRACT.md §2: a 500x375 image at
  * quality 90 lands near 100-130 KB), so they imitate the statistics a JPEG encoder sees in photographs rather
  * than any particular scene: a "dead leaves" layout of occluding objects at every scale (sharp edges, a 1/f
  * spectrum), textures whose strength and hue vary per object, smooth shading and colour casts from noise

@@ -1,4 +1,4 @@
-/* The `map` image ops of CONTRACT §2 (random_resized_crop, resize, center_crop, flip, normalize, to_chw) as
+/* The `map` image ops of docs/CONTRACT.md §2 (random_resized_crop, resize, center_crop, flip, normalize, to_chw) as
  * pure functions on a packed image view.
  *
  * Nothing here allocates: the caller sizes the output (and, for the antialiased resampler, a scratch

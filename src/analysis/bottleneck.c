@@ -6,7 +6,7 @@
  * mean device time.  The cores bound the pipeline at cores / (CPU seconds per sample, summed over every
  * stage): cpu_limit_per_s.
  *
- * The verdict (CONTRACT §3, docs/METRICS.md "bottleneck"), in order:
+ * The verdict (docs/CONTRACT.md §3, docs/METRICS.md "bottleneck"), in order:
  *   device      the run is not input-bound;
  *   transient   it was input-bound only during a transient inside the window (a cache's first epoch, a
  *               shuffle buffer's fill, a slow start): "device", and the reason says so;

@@ -1,5 +1,5 @@
 /* End-to-end: runs the built pipebench binary as a user would and checks exit codes, the one-line errors
- * of CONTRACT §1 and the report.json of §3.  Configs are written into a temporary directory. */
+ * of docs/CONTRACT.md §1 and the report.json of §3.  Configs are written into a temporary directory. */
 #include <math.h>
 
 #include "e2e_util.h"

@@ -474,7 +474,7 @@ static void test_recommendation_applied(void **state) {
 
 /* ---------- 11. trace.json, and `pipebench analyze` reproducing the report from it alone ---------- */
 
-/* Reads DIR/trace.json whole (small here) and checks the Chrome Trace Event Format shape of CONTRACT §5. */
+/* Reads DIR/trace.json whole (small here) and checks the Chrome Trace Event Format shape of docs/CONTRACT.md §5. */
 static void expect_chrome_trace(const char *dir) {
   char path[512];
   snprintf(path, sizeof path, "%s/trace.json", dir);

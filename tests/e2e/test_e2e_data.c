@@ -1,4 +1,4 @@
-/* End-to-end tests of the real-data path (CONTRACT §1-§3): `pipebench gen` writes small datasets into a
+/* End-to-end tests of the real-data path (docs/CONTRACT.md §1-§3): `pipebench gen` writes small datasets into a
  * temporary directory, and runs read them back (jpeg, tfrecord, npy, npz, raw), with corrupt files mixed
  * in, the error policies (run.on_error, run.max_errors), O_DIRECT and the read stage's emulation caps.
  * The runs check their exit status, exact counts in report.json's accounting, and that the accounting

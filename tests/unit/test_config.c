@@ -17,7 +17,7 @@
 #include "config.h"
 #include "config_internal.h"
 
-/* CONTRACT §2's example. */
+/* docs/CONTRACT.md §2's example. */
 static const char *EXAMPLE =
     "{\n"
     "  \"name\": \"resnet50\",\n"

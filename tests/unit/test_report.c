@@ -143,7 +143,7 @@ static void assert_null_at(const cJSON *j, const char *path) {
   if (!cJSON_IsNull(at(j, path))) fail_msg("%s is not null", path);
 }
 
-/* Every key of CONTRACT §3 (plus the ones the brief adds), as dotted paths. */
+/* Every key of docs/CONTRACT.md §3 (plus the ones the brief adds), as dotted paths. */
 static const char *const contract_paths[] = {
     "pipebench_version", "config", "data", "interrupted", "device.kind", "device.name", "device.count",
     "device.timing_source", "measured_s", "warmup_steps", "throughput.samples_per_s",

@@ -1,4 +1,4 @@
-/* pb_synth_*: determinism, JPEG sizes like photographs (CONTRACT §2), scaling with size and quality, images
+/* pb_synth_*: determinism, JPEG sizes like photographs (docs/CONTRACT.md §2), scaling with size and quality, images
  * that are neither flat nor white noise, and clean refusals. */
 #include <errno.h>
 #include <math.h>
