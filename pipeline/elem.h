@@ -1,5 +1,6 @@
 /* The element that moves between stages: a sample, or (after `batch`) a batch of samples.
- * Elements are passed BY VALUE through the queues (64 bytes), so the engine allocates nothing per element;
+ * Elements are passed BY VALUE through the queues (112 bytes, asserted below), so the engine allocates nothing
+ * per element;
  * the payload they point at lives in a pooled buffer (`buf`) or in memory shared for the whole run. */
 #ifndef PB_ELEM_H
 #define PB_ELEM_H
@@ -40,6 +41,9 @@ typedef struct pb_elem {
   uint64_t h2d_end_ns;
   uint64_t handoff_ns;       /* when the last stage handed this batch to the device (0 before) */
 } pb_elem;
+
+/* Queues copy elements by value: a field added here costs every hop, so its size is stated, not drifting. */
+_Static_assert(sizeof(pb_elem) == 112, "pb_elem grew: update this, elem.h's comment and ARCHITECTURE.md");
 
 /* The seed of a sample's random augmentations in map stage `stage_index`: from its key (file, record,
  * epoch; or its id in memory), so that draws do not depend on thread scheduling, and so that the decode

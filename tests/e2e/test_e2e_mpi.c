@@ -10,7 +10,7 @@
  *   - device.allreduce mpi: a real exchange every step, measured and set beside its model; with uneven
  *     shards the ranks' step counts differ, and the rank with more steps stops one step after the other
  *     (allreduce.h) instead of waiting for it forever.
- * Built without MPI (no PB_MPIEXEC), the tests are skipped. */
+ * Built without MPI (no PB_MPIEXEC), the suite exits 77: ctest reports it skipped (SKIP_RETURN_CODE). */
 #include <dirent.h>
 #include <math.h>
 
@@ -278,19 +278,20 @@ static void test_only_run_under_mpirun(void **state) {
   assert_int_equal(r->status, 2);
   assert_non_null(strstr(r->err, "sweep: runs in one process"));
 }
-#else
-static void test_shards_cover_the_dataset_once(void **state) { skip(); }
-static void test_a_failing_rank_fails_the_job(void **state) { skip(); }
-static void test_only_run_under_mpirun(void **state) { skip(); }
-static void test_allreduce_with_uneven_shards(void **state) { skip(); }
-static void test_a_failing_rank_with_a_barrier(void **state) { skip(); }
-static void test_allreduce_needs_one_device_per_rank(void **state) { skip(); }
-static void test_a_rank_failing_before_its_steps(void **state) { skip(); }
 #endif
 
+
+#ifdef PB_MPIEXEC
 static int setup(void **state) { return e2e_make_tmp("pb-e2e-mpi"); }
+#endif
 
 int main(void) {
+#ifndef PB_MPIEXEC
+  /* Built without MPI: nothing here can run.  77 is the suite's SKIP_RETURN_CODE, so ctest shows it as
+   * skipped rather than counting seven empty cases as passed. */
+  printf("test_e2e_mpi: skipped: built without MPI (no mpiexec found at configure time)\n");
+  return 77;
+#else
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_shards_cover_the_dataset_once, free_reports),
       cmocka_unit_test_teardown(test_a_failing_rank_fails_the_job, free_reports),
@@ -301,4 +302,5 @@ int main(void) {
       cmocka_unit_test_teardown(test_a_rank_failing_before_its_steps, free_reports),
   };
   return cmocka_run_group_tests(tests, setup, remove_tmp);
+#endif
 }
