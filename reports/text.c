@@ -299,7 +299,8 @@ static void print_engine(const pb_report *r, FILE *out) {
     if (r->memory_limit_bytes && r->memory_peak_rss_bytes > r->memory_limit_bytes)
       fprintf(out, "%-*speak RSS over the limit: the plan bounds the buffers, not the whole process\n", LABEL, "");
   }
-  if (r->out_dir[0]) line(out, "%-*s%s", LABEL, "output", r->out_dir);
+  char dir[PB_PATH_LEN]; /* control characters in --out shown as '?' */
+  if (r->out_dir[0]) line(out, "%-*s%s", LABEL, "output", pb_cfg_clean(r->out_dir, sizeof dir - 4, dir, sizeof dir));
 }
 
 void pb_report_print_text(const pb_report *r, FILE *out) {

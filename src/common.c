@@ -14,13 +14,23 @@
 #include <unistd.h>
 #include <uv.h>
 
+static void err_vset(pb_err *err, const char *fmt, va_list ap) {
+  if (err) vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+}
+
+int pb_err_setc(pb_err *err, int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  err_vset(err, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
 int pb_err_set(pb_err *err, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  err_vset(err, fmt, ap);
+  va_end(ap);
   return -EINVAL;
 }
 
@@ -155,11 +165,16 @@ static void debug_hold_tmp(void) {
   while (pb_now_ns() < end) pb_sleep_until_ns(PB_MIN(end, pb_now_ns() + 10000000u));
 }
 
+static pb_written_hook g_written_hook;
+
+void pb_set_written_hook(pb_written_hook hook) { g_written_hook = hook; }
+
 int pb_write_atomic(const char *path, pb_write_body body, const void *arg) {
   size_t len = strlen(path) + sizeof ".tmp";
   char *tmp = malloc(len);
   if (!tmp) return -ENOMEM;
   snprintf(tmp, len, "%s.tmp", path);
+  if (g_written_hook) g_written_hook(path); /* recorded before it exists: a kill after the rename leaves it known */
   int slot = pb_cleanup_on_exit(tmp); /* before it exists: a second signal at any point removes it */
   FILE *f = fopen(tmp, "we");
   int rc = f ? 0 : -errno;

@@ -18,7 +18,11 @@ typedef struct pb_err {
   char msg[1024];
 } pb_err;
 
-/* printf-style; always returns -EINVAL so callers can `return pb_err_set(...)`. */
+/* The error convention: a library function returns 0 or a negative errno and, on failure, fills its pb_err
+ * with one line.  pb_err_setc does both: `return pb_err_setc(err, -ENOMEM, "out of memory for %s", what);`.
+ * pb_err_set is the same with -EINVAL (bad input: the common case).  Command files (main.c, run.c, ab.c, ...)
+ * turn these into the contract's PB_EXIT_* statuses at their edge. */
+int pb_err_setc(pb_err *err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int pb_err_set(pb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Monotonic nanoseconds (uv_hrtime: CLOCK_MONOTONIC). */
@@ -70,6 +74,10 @@ double pb_rng_normal(pb_rng *r, double mean, double stdev);
  * for a long trace so the end-to-end tests can signal mid-write (test_e2e_signals.c). */
 typedef int (*pb_write_body)(FILE *f, const void *arg);
 int pb_write_atomic(const char *path, pb_write_body body, const void *arg);
+/* Called with each path pb_write_atomic has put in place (the output directory's record of what pipebench
+ * wrote there: src/outdir.c); NULL for none.  Set once, before any thread writes. */
+typedef void (*pb_written_hook)(const char *path);
+void pb_set_written_hook(pb_written_hook hook);
 
 /* Files that must not outlive the process: a temporary file being written, the output directory's lock.
  * A second signal ends the process from its handler (below), which then unlinks each one named here

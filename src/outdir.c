@@ -102,6 +102,8 @@ static int lock_failed(const char *dir, const char *file, int rc, pb_err *err) {
   return rc;
 }
 
+static void note_subdir(const char *dir);
+
 static int lock_locked(const char *dir, pb_err *err) {
   held_lock *h = find_lock(dir);
   if (h) { /* this process holds it already (a command's directory named again): one more user */
@@ -120,6 +122,7 @@ static int lock_locked(const char *dir, pb_err *err) {
   int fd = open_locked(file);
   if (fd == -ENOLCK) fd = -1; /* no locks here: run unlocked rather than not at all */
   else if (fd < 0) return lock_failed(dir, file, fd, err);
+  note_subdir(dir);
   *h = (held_lock){.refs = 1, .fd = fd, .cleanup_slot = fd >= 0 ? pb_cleanup_on_exit(file) : -1};
   snprintf(h->dir, sizeof h->dir, "%s", dir);
   snprintf(h->file, sizeof h->file, "%s", file);
@@ -127,7 +130,10 @@ static int lock_locked(const char *dir, pb_err *err) {
   return 0;
 }
 
+static void note_written(const char *path);
+
 int pb_outdir_lock(const char *dir, pb_err *err) {
+  pb_set_written_hook(note_written); /* from the first lock on, what pipebench writes is recorded */
   pthread_mutex_lock(&g_locks_mutex);
   int rc = lock_locked(dir, err);
   pthread_mutex_unlock(&g_locks_mutex);
@@ -161,41 +167,83 @@ void pb_outdir_unlock_all(void) {
 
 /* ---------- an earlier run's files ---------- */
 
-/* Every file a run or a multi-run command writes at the top of its directory. */
-static const char *const k_files[] = {"report.json", "trace.json", "report.html", "stages.csv", "steps.csv",
-                                      "ab.json", "sweep.json", "sweep.csv", "tune.json", "tuned.json", "repeats.csv"};
+/* What pipebench wrote in a directory it held: one name a line (files, and the sub-run directories of a
+ * multi-run command), appended as each is written (pb_write_atomic's hook) or locked.  Only these are ever
+ * removed: a user's file of the same name as one of ours (a steps.csv of their own) was never written by
+ * us, so it is not listed, and stays. */
+#define MANIFEST_LINE 256
+
+static void manifest_path(const char *dir, char *out, size_t len) { snprintf(out, len, "%s/%s", dir, PB_OUTDIR_MANIFEST); }
+
+static bool manifest_has(const char *file, const char *name) {
+  FILE *f = fopen(file, "re");
+  bool found = false;
+  char line[MANIFEST_LINE + 2];
+  while (f && !found && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    found = strcmp(line, name) == 0;
+  }
+  if (f) fclose(f);
+  return found;
+}
+
+/* Adds name to dir's manifest (once).  A failure costs only the removal of this file by a later run. */
+static void manifest_add(const char *dir, const char *name) {
+  char file[DIR_LEN + 32];
+  if (strlen(name) >= MANIFEST_LINE || strchr(name, '\n')) return;
+  manifest_path(dir, file, sizeof file);
+  if (manifest_has(file, name)) return;
+  FILE *f = fopen(file, "ae");
+  if (!f) return;
+  fprintf(f, "%s\n", name);
+  fclose(f);
+}
+
+/* dir and the last component of path, split at the last '/' ("." for a bare name). */
+static void split_path(const char *path, char *dir, size_t len, const char **name) {
+  const char *slash = strrchr(path, '/');
+  *name = slash ? slash + 1 : path;
+  snprintf(dir, len, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+}
+
+/* pb_write_atomic's hook: a file written in a directory this process holds goes into its manifest. */
+static void note_written(const char *path) {
+  char dir[DIR_LEN];
+  const char *name;
+  split_path(path, dir, sizeof dir, &name);
+  pthread_mutex_lock(&g_locks_mutex);
+  if (find_lock(dir)) manifest_add(dir, name);
+  pthread_mutex_unlock(&g_locks_mutex);
+}
+
+void pb_outdir_record(const char *dir, const char *name) {
+  pthread_mutex_lock(&g_locks_mutex);
+  manifest_add(dir, name);
+  pthread_mutex_unlock(&g_locks_mutex);
+}
+
+/* A directory locked below one this process holds is a sub-run's: the parent's manifest lists it. */
+static void note_subdir(const char *dir) {
+  char parent[DIR_LEN];
+  const char *name;
+  split_path(dir, parent, sizeof parent, &name);
+  if (find_lock(parent)) manifest_add(parent, name);
+}
+
+/* A file of a killed writer: a step spill file (steps_spill.c) whose unlink never came, or NAME.tmp of a
+ * NAME the manifest lists. */
+static bool is_leftover(const char *name, const char *manifest) {
+  if (strncmp(name, ".pipebench-steps-", 17) == 0) return true;
+  size_t len = strlen(name);
+  if (len < 5 || strcmp(name + len - 4, ".tmp") != 0) return false;
+  char base[MANIFEST_LINE + 8];
+  snprintf(base, sizeof base, "%.*s", (int)(len - 4), name);
+  return manifest_has(manifest, base);
+}
 
 static bool in_list(const char *name, const char *const *list) {
   for (; list && *list; list++)
     if (strcmp(name, *list) == 0) return true;
-  return false;
-}
-
-/* "<prefix><digits>", e.g. repeat-3, trial-001, rank-0. */
-static bool numbered(const char *name, const char *prefix) {
-  size_t len = strlen(prefix);
-  return strncmp(name, prefix, len) == 0 && name[len] && strspn(name + len, "0123456789") == strlen(name + len);
-}
-
-static bool is_subrun_dir(const char *name) {
-  static const char *const fixed[] = {"synthetic", "real-cold", "real-warm", NULL}; /* ab's three runs */
-  return numbered(name, "repeat-") || numbered(name, "trial-") || numbered(name, "rank-") || in_list(name, fixed);
-}
-
-/* A file of a killed writer: NAME.tmp of a known NAME, or a step spill file (steps_spill.c) whose unlink
- * never came. */
-static bool is_leftover(const char *name) {
-  if (strncmp(name, ".pipebench-steps-", 17) == 0) return true;
-  size_t len = strlen(name);
-  if (len < 5 || strcmp(name + len - 4, ".tmp") != 0) return false;
-  for (size_t i = 0; i < PB_ARRAY_LEN(k_files); i++)
-    if (strlen(k_files[i]) == len - 4 && strncmp(name, k_files[i], len - 4) == 0) return true;
-  return false;
-}
-
-static bool is_known_file(const char *name) {
-  for (size_t i = 0; i < PB_ARRAY_LEN(k_files); i++)
-    if (strcmp(name, k_files[i]) == 0) return true;
   return false;
 }
 
@@ -219,25 +267,58 @@ static int clear_subrun(const char *path, int depth, pb_err *err) {
   return rc;
 }
 
-static int clear_entry(const char *dir, const char *name, const char *const *keep, int depth, pb_err *err) {
-  char path[DIR_LEN + 256];
+/* One listed name: removed (a directory cleared first) unless kept; true in *listed_still when it stays. */
+static int clear_listed(const char *dir, const char *name, const char *const *keep, int depth, bool *stays,
+                        pb_err *err) {
+  char path[DIR_LEN + MANIFEST_LINE + 2];
   snprintf(path, sizeof path, "%s/%s", dir, name);
+  *stays = in_list(name, keep);
   struct stat st;
-  if (lstat(path, &st) != 0) return 0; /* gone meanwhile */
-  if (S_ISDIR(st.st_mode)) /* a link is never followed: only a real directory of ours is cleared */
-    return is_subrun_dir(name) && depth < MAX_DEPTH ? clear_subrun(path, depth, err) : 0;
-  bool stale = is_leftover(name) || (is_known_file(name) && !in_list(name, keep));
-  if (stale && unlink(path) != 0 && errno != ENOENT) return remove_failed(path, errno, err);
+  if (*stays || lstat(path, &st) != 0) return 0; /* kept, or gone meanwhile */
+  if (S_ISDIR(st.st_mode)) { /* a link is never followed: only a real directory of ours is cleared */
+    int rc = depth < MAX_DEPTH ? clear_subrun(path, depth, err) : 0;
+    *stays = lstat(path, &st) == 0; /* the user's files kept it */
+    return rc;
+  }
+  if (unlink(path) != 0 && errno != ENOENT) return remove_failed(path, errno, err);
   return 0;
 }
 
-static int clear_dir(const char *dir, const char *const *keep, int depth, pb_err *err) {
+/* The killed writers' leftovers in dir. */
+static int clear_leftovers(const char *dir, const char *manifest, pb_err *err) {
   DIR *d = opendir(dir);
   if (!d) return errno == ENOENT ? 0 : remove_failed(dir, errno, err);
   int rc = 0;
-  for (struct dirent *e; !rc && (e = readdir(d));)
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) rc = clear_entry(dir, e->d_name, keep, depth, err);
+  for (struct dirent *e; !rc && (e = readdir(d));) {
+    char path[DIR_LEN + 256];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (is_leftover(e->d_name, manifest) && unlink(path) != 0 && errno != ENOENT) rc = remove_failed(path, errno, err);
+  }
   closedir(d);
+  return rc;
+}
+
+static int clear_dir(const char *dir, const char *const *keep, int depth, pb_err *err) {
+  char manifest[DIR_LEN + 32], kept[DIR_LEN + 40];
+  manifest_path(dir, manifest, sizeof manifest);
+  int rc = clear_leftovers(dir, manifest, err);
+  FILE *in = rc ? NULL : fopen(manifest, "re");
+  if (!in) return rc; /* nothing of ours recorded here: nothing to remove */
+  snprintf(kept, sizeof kept, "%s.new", manifest);
+  FILE *out = fopen(kept, "we");
+  char line[MANIFEST_LINE + 2];
+  while (!rc && fgets(line, sizeof line, in)) {
+    line[strcspn(line, "\n")] = '\0';
+    bool stays = false;
+    if (!line[0] || strchr(line, '/') || strcmp(line, ".") == 0 || strcmp(line, "..") == 0) continue;
+    rc = clear_listed(dir, line, keep, depth, &stays, err);
+    if (stays && out) fprintf(out, "%s\n", line);
+  }
+  fclose(in);
+  bool empty = out && ftell(out) == 0;
+  if (out && fclose(out) == 0 && !rc) rename(kept, manifest);
+  else unlink(kept);
+  if (!rc && empty) unlink(manifest);
   return rc;
 }
 

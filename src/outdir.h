@@ -20,13 +20,20 @@ void pb_outdir_unlock(const char *dir);
 /* Every lock this process still holds (main, before it returns). */
 void pb_outdir_unlock_all(void);
 
-/* Removes from dir pipebench's output files (report.json, trace.json, report.html, stages.csv,
- * steps.csv, ab.json, sweep.json, sweep.csv, tune.json, tuned.json, repeats.csv) whose names are not in
- * keep (NULL-terminated; NULL keeps none), every NAME.tmp of them a killed writer left, a lost step spill
- * file, and the subdirectories of an earlier multi-run command (repeat-N, trial-N, rank-N, synthetic,
- * real-cold, real-warm): each emptied of pipebench's files the same way (under its lock) and removed when
- * nothing else is left in it.  0; or -EBUSY / -errno with err set (a subdirectory another run holds, a
- * file that cannot be removed). */
+/* The record of what pipebench wrote in a directory it held (one name a line): every file pb_write_atomic
+ * put there and every sub-run directory locked below it.  Only what it lists is ever removed. */
+#define PB_OUTDIR_MANIFEST ".pipebench-files"
+
+/* Records in dir's manifest that pipebench writes `name` there (a file or directory written another way
+ * than pb_write_atomic, or by another process: an MPI job's rank-N directories). */
+void pb_outdir_record(const char *dir, const char *name);
+
+/* Removes from dir what an earlier pipebench run wrote there (its manifest) whose names are not in keep
+ * (NULL-terminated; NULL keeps none), every NAME.tmp of them a killed writer left, and a lost step spill
+ * file; a listed sub-run directory (repeat-N, trial-N, ...) is emptied the same way under its own lock and
+ * removed when nothing of the user's is left in it.  A user's files are never listed, so never removed,
+ * whatever their names.  0; or -EBUSY / -errno with err set (a subdirectory another run holds, a file that
+ * cannot be removed). */
 int pb_outdir_clear(const char *dir, const char *const *keep, pb_err *err);
 
 #endif

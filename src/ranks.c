@@ -10,6 +10,7 @@
 
 #include "allreduce.h"
 #include "files.h"
+#include "outdir.h"
 #include "html.h"
 #include "trace_merge.h"
 #include "multirun.h"
@@ -357,6 +358,11 @@ int pb_ranks_run(const pb_config *cfg, const pb_run_opts *opts) {
   /* rank 0 names and makes the job's directory (a default name holds the time: one clock decides) */
   char top[PB_PATH_LEN] = "";
   if (w->rank == 0 && pb_run_make_out_dir(cfg, opts->out_dir, NULL, top, sizeof top)) top[0] = '\0';
+  for (int r = 0; top[0] && w->rank == 0 && r < w->size; r++) { /* the ranks' directories are the job's */
+    char name[32];
+    snprintf(name, sizeof name, "rank-%d", r);
+    pb_outdir_record(top, name);
+  }
   pb_world_bcast_str(top, sizeof top);
   if (!top[0]) return pb_world_max_status(PB_EXIT_RUNTIME); /* rank 0 said why */
 

@@ -100,9 +100,10 @@ static int make_and_lock(const pb_config *cfg, const char *given, const char *ki
     rc = make_default_out_dir(cfg, kind, out, len);
   }
   if (rc) {
-    char full[PB_PATH_LEN * 2];
+    char full[PB_PATH_LEN * 2], clean[PB_PATH_LEN * 2];
     fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory%s)\n",
-            dir_for_message(out, given, full, sizeof full), strerror(-rc), given ? "" : ": run from one, or give --out DIR");
+            pb_cfg_clean(dir_for_message(out, given, full, sizeof full), sizeof clean - 4, clean, sizeof clean),
+            strerror(-rc), given ? "" : ": run from one, or give --out DIR");
     return PB_EXIT_RUNTIME;
   }
   pb_err err;
@@ -310,9 +311,10 @@ int pb_run_make_out_dir(const pb_config *cfg, const char *given, const char *kin
   int rc = make_and_lock(cfg, given, kind, out, len);
   if (rc) return rc;
   pb_err err; /* its runs write below it, one by one: what an earlier command left goes now */
-  if (pb_outdir_clear(out, NULL, &err)) {
+  int cleared = pb_outdir_clear(out, NULL, &err);
+  if (cleared) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
-    return PB_EXIT_RUNTIME;
+    return cleared == -EBUSY ? PB_EXIT_USAGE : PB_EXIT_RUNTIME; /* a sub-run's directory another run holds */
   }
   return 0;
 }
@@ -421,11 +423,12 @@ static int write_files(run_ctx *c, const pb_report *r, const pb_record *rec, con
 /* The directory now holds this run's files: what an earlier run left that this one did not rewrite (a
  * format not asked for now, a trace left out after a signal or a failed write) goes, so that nothing in it
  * is of another run (`analyze DIR` reproduces this one). */
-static int remove_earlier_files(run_ctx *c, const char *const *written) {
+static int remove_earlier_files(run_ctx *c, const char *const *keep) {
   pb_err err;
-  if (!pb_outdir_clear(c->out_dir, written, &err)) return 0;
+  int rc = pb_outdir_clear(c->out_dir, keep, &err);
+  if (!rc) return 0;
   fprintf(stderr, "pipebench: %s\n", err.msg);
-  return PB_EXIT_RUNTIME;
+  return rc == -EBUSY ? PB_EXIT_USAGE : PB_EXIT_RUNTIME; /* a sub-directory another run holds, as the lock */
 }
 
 static void print_summary(const pb_run_opts *o, const pb_report *r) {
@@ -445,9 +448,11 @@ static void print_summary(const pb_run_opts *o, const pb_report *r) {
 static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
   const char *written[8];
   snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
-  int rc = write_files(c, r, rec, written);
-  int removed = remove_earlier_files(c, written);
-  if (!rc) rc = removed;
+  /* before this run's files, not after: a second signal mid-write must not leave the directory holding
+   * this run's report.json beside an earlier run's trace.json */
+  int rc = remove_earlier_files(c, NULL);
+  int wrote = write_files(c, r, rec, written);
+  if (!rc) rc = wrote;
   if (!rc) print_summary(c->opts, r);
   return rc;
 }

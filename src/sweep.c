@@ -378,20 +378,24 @@ static void csv_row(const sweep *s, int t, FILE *f) {
   fputc('\n', f);
 }
 
-/* sweep.csv: one row per trial run, the swept values as columns. */
-static int write_csv(const sweep *s) {
-  char path[PB_PATH_LEN + 32];
-  snprintf(path, sizeof path, "%s/sweep.csv", s->m->out_dir);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, "pipebench: %s: cannot write the table: %s (expected a writable output directory)\n", path,
-            strerror(errno));
-    return PB_EXIT_RUNTIME;
-  }
+static int csv_body(FILE *f, const void *arg) {
+  const sweep *s = arg;
   csv_header(s, f);
   for (int t = 0; t < s->ntrials; t++)
     if (s->status[t] >= 0) csv_row(s, t, f);
-  return fclose(f) == 0 ? 0 : PB_EXIT_RUNTIME;
+  return 0;
+}
+
+/* sweep.csv: one row per trial run, the swept values as columns (whole or not at all, and recorded in the
+ * directory's manifest as pipebench's, pb_write_atomic). */
+static int write_csv(const sweep *s) {
+  char path[PB_PATH_LEN + 32];
+  snprintf(path, sizeof path, "%s/sweep.csv", s->m->out_dir);
+  int rc = pb_write_atomic(path, csv_body, s);
+  if (!rc) return 0;
+  fprintf(stderr, "pipebench: %s: cannot write the table: %s (expected a writable output directory)\n", path,
+          strerror(-rc));
+  return PB_EXIT_RUNTIME;
 }
 
 static cJSON *trial_json(const sweep *s, int t) {

@@ -211,6 +211,40 @@ static void test_rerun_with_fewer_formats(void **state) {
   assert_one_error_line(r, 2, "no trace.json");
 }
 
+static void write_mine(const char *dir, const char *name) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("mine\n", f);
+  fclose(f);
+}
+
+/* Only what pipebench wrote goes: a user's own files named as ours (a steps.csv, a report.html), and a
+ * directory of theirs named as a sub-run's, stay.  Regression: the names alone decided, and a plain run
+ * deleted the user's steps.csv, stages.csv, report.html, sweep.csv, tune.json and synthetic/report.json. */
+static void test_users_files_with_our_names_stay(void **state) {
+  const char *out = out_dir("users-names");
+  char sub[600];
+  snprintf(sub, sizeof sub, "%s/synthetic", out);
+  assert_int_equal(mkdir(out, 0755), 0);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  static const char *names[] = {"steps.csv", "stages.csv", "report.html", "sweep.csv", "tune.json", "trace.json"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) write_mine(out, names[i]);
+  write_mine(sub, "report.json");
+  const char *cfg = short_config("users-names", 10);
+  result *r = run_pb(ARGS("run", "--config", cfg, "--quiet", "--out", out, "--format", "json"));
+  if (r->status != 0) fail_msg("run: exit %d: %s", r->status, r->err);
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!exists(out, names[i])) fail_msg("the user's %s was removed from %s", names[i], out);
+  assert_true(exists(out, "synthetic/report.json") && exists(out, "report.json"));
+  /* and what this run wrote is what the next run removes: report.json, not the user's files */
+  r = run_pb(ARGS("run", "--config", cfg, "--quiet", "--out", out, "--format", "csv"));
+  if (r->status != 0) fail_msg("second run: exit %d: %s", r->status, r->err);
+  assert_false(exists(out, "report.json"));
+  assert_true(exists(out, "tune.json") && exists(out, "synthetic/report.json"));
+}
+
 /* Reads a pid from dir/.pipebench.lock once the holder has written it. */
 static long lock_holder(pid_t pid, const char *dir, const char *err_path) {
   char path[600], text[64];
@@ -303,6 +337,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_json_into_closed_pipe, free_reports),
       cmocka_unit_test_teardown(test_double_sigint_leaves_no_tmp, free_reports),
       cmocka_unit_test_teardown(test_rerun_with_fewer_formats, free_reports),
+      cmocka_unit_test_teardown(test_users_files_with_our_names_stay, free_reports),
       cmocka_unit_test_teardown(test_locked_out_dir, free_reports),
       cmocka_unit_test_teardown(test_multirun_into_a_runs_dir, free_reports),
       cmocka_unit_test_teardown(test_smaller_than_one_batch, free_reports),
