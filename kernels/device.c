@@ -23,7 +23,7 @@ int pb_cuda_h2d_gb_per_s(size_t bytes, bool pinned, int reps, double *gb_per_s, 
 
 int pb_device_cuda_open(pb_device *d, const pb_config *cfg, int gpus_found, pb_err *err) {
   (void)d, (void)cfg, (void)gpus_found;
-  return pb_err_set(err, "device.kind: gpu: this pipebench was built without CUDA"), -ENODEV;
+  return pb_err_setc(err, -ENODEV, "device.kind: gpu: this pipebench was built without CUDA");
 }
 #endif
 
@@ -33,9 +33,10 @@ int pb_device_open(pb_device *d, const pb_config *cfg, pb_device_kind kind, char
   int gpus = kind == PB_DEVICE_EMULATED ? 0 : pb_cuda_device_count(gpu_name, sizeof gpu_name, why, sizeof why);
   if (notice_len) notice[0] = '\0';
   if (kind == PB_DEVICE_GPU && gpus <= 0)
-    return pb_err_set(err, "device.kind: gpu was asked for, but no usable CUDA GPU was found: %s (expected a "
-                           "machine with an NVIDIA GPU and driver, or --device emulated)", why),
-           -ENODEV;
+    return pb_err_setc(err, -ENODEV,
+                       "device.kind: gpu was asked for, but no usable CUDA GPU was found: %s (expected a "
+                       "machine with an NVIDIA GPU and driver, or --device emulated)",
+                       why);
   if (gpus > 0) {
     int rc = pb_device_cuda_open(d, cfg, gpus, err);
     if (rc == 0 || kind == PB_DEVICE_GPU) return rc;

@@ -601,9 +601,8 @@ static int resolve_ids(pb_device *d, const pb_config *cfg, int gpus_found, pb_er
   for (int i = 0; i < d->count; i++) {
     d->ids[i] = cfg->device.nids ? cfg->device.ids[i] : pb_device_default_id(local_rank, d->count, i, gpus_found);
     if (d->ids[i] < 0 || d->ids[i] >= gpus_found)
-      return pb_err_set(err, "device.%s: GPU %d does not exist (this machine has %d: ids 0..%d)",
-                        cfg->device.nids ? "ids" : "count", d->ids[i], gpus_found, gpus_found - 1),
-             -ENODEV;
+      return pb_err_setc(err, -ENODEV, "device.%s: GPU %d does not exist (this machine has %d: ids 0..%d)",
+                         cfg->device.nids ? "ids" : "count", d->ids[i], gpus_found, gpus_found - 1);
   }
   return 0;
 }
@@ -652,7 +651,7 @@ int pb_device_cuda_open(pb_device *d, const pb_config *cfg, int gpus_found, pb_e
   int rc = resolve_ids(d, cfg, gpus_found, err);
   if (rc) return rc;
   cuda_state *cs = calloc(1, sizeof *cs);
-  if (!cs) return pb_err_set(err, "out of memory"), -ENOMEM;
+  if (!cs) return pb_err_setc(err, -ENOMEM, "out of memory");
   uv_mutex_init(&cs->lock);
   uv_cond_init(&cs->slot_freed);
   d->impl = cs;

@@ -563,18 +563,18 @@ int pb_engine_workers(const pb_engine *e) {
 static int init_stage(pb_engine *e, int i, pb_err *err) {
   pb_stage *s = &e->stages[i];
   int rc = pb_queue_init(&e->queues[i], pb_stage_out_capacity(s), s->threads, pb_engine_next_consumers(e, i));
-  if (rc) return pb_err_set(err, "cannot allocate the queue after stage %s", s->name), -ENOMEM;
+  if (rc) return pb_err_setc(err, -ENOMEM, "cannot allocate the queue after stage %s", s->name);
   pb_queue_set_window(&e->queues[i], &e->window_start_ns, &e->window_end_ns);
   s->out = &e->queues[i];
   s->in = i > 0 ? &e->queues[i - 1] : NULL;
   s->workers = calloc((size_t)s->threads, sizeof *s->workers);
-  if (!s->workers) return pb_err_set(err, "out of memory for stage %s", s->name), -ENOMEM;
+  if (!s->workers) return pb_err_setc(err, -ENOMEM, "out of memory for stage %s", s->name);
   for (int k = 0; k < s->threads; k++) {
     s->workers[k] = (pb_worker){.stage = s, .index = k};
     pb_rng_seed(&s->workers[k].rng, e->cfg->seed ^ ((uint64_t)i << 32) ^ (uint64_t)k);
     pb_hist_reset(&s->workers[k].hist);
     if (e->tracing && pb_trace_ring_init(&s->workers[k].trace, pb_trace_ring_capacity(pb_engine_workers(e))))
-      return pb_err_set(err, "out of memory for the trace of stage %s (expected --no-trace)", s->name), -ENOMEM;
+      return pb_err_setc(err, -ENOMEM, "out of memory for the trace of stage %s (expected --no-trace)", s->name);
   }
   return s->ops->init ? s->ops->init(s, err) : 0;
 }
@@ -605,8 +605,8 @@ int pb_engine_start(pb_engine *e, pb_err *err) {
     for (int k = 0; k < s->threads; k++) {
       if (uv_thread_create(&s->workers[k].thread, worker_main, &s->workers[k]) != 0) {
         pb_engine_cancel(e); /* the threads already running stop; join waits for exactly those */
-        return pb_err_set(err, "cannot start a thread for stage %s (expected the system to allow %d more)",
-                          s->name, s->threads - k), -EAGAIN;
+        return pb_err_setc(err, -EAGAIN, "cannot start a thread for stage %s (expected the system to allow %d more)",
+                           s->name, s->threads - k);
       }
       s->threads_started++;
     }

@@ -120,11 +120,10 @@ static int pinned_failed(const pb_stage *s, batch_state *st, batch_worker *ws, p
   free_forming(st);
   free(st);
   free_workers(s, ws);
-  return pb_err_set(err,
-                    "cannot allocate %d pinned batch buffers of %zu bytes (%.1f MB in all): %s (expected less: "
-                    "lower the prefetch depth or the batch size, or set stages.<h2d>.pinned=false)",
-                    n, batch_bytes(s), (double)n * (double)batch_bytes(s) / 1e6, dev->error),
-         -ENOMEM;
+  return pb_err_setc(err, -ENOMEM,
+                     "cannot allocate %d pinned batch buffers of %zu bytes (%.1f MB in all): %s (expected less: "
+                     "lower the prefetch depth or the batch size, or set stages.<h2d>.pinned=false)",
+                     n, batch_bytes(s), (double)n * (double)batch_bytes(s) / 1e6, dev->error);
 }
 
 /* Everything that can fail (the workers' size arrays, then the pool) comes before anything that needs
@@ -154,8 +153,7 @@ oom:
   if (st) free_forming(st);
   free(st);
   free_workers(s, ws);
-  return pb_err_set(err, "out of memory for %d batch buffers of %zu bytes", pool_buffers(s), batch_bytes(s)),
-         -ENOMEM;
+  return pb_err_setc(err, -ENOMEM, "out of memory for %d batch buffers of %zu bytes", pool_buffers(s), batch_bytes(s));
 }
 
 /* Every batch handed on, copied or formed in place, is counted (a flood of errors with none is a broken run). */

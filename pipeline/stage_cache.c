@@ -49,7 +49,7 @@ static uint64_t cache_budget(const pb_stage *s) {
 
 static int cache_init(pb_stage *s, pb_err *err) {
   cache_state *st = calloc(1, sizeof *st);
-  if (!st) return pb_err_set(err, "out of memory for the cache"), -ENOMEM;
+  if (!st) return pb_err_setc(err, -ENOMEM, "out of memory for the cache");
   st->budget_bytes = cache_budget(s);
   s->state = st;
   s->workers[0].state = st;

@@ -78,7 +78,7 @@ static int decode_init(pb_stage *s, pb_err *err) {
   decode_state *st = calloc(1, sizeof *st);
   if (!st || pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
     free(st);
-    return pb_err_set(err, "out of memory for the decode stage's buffers"), -ENOMEM;
+    return pb_err_setc(err, -ENOMEM, "out of memory for the decode stage's buffers");
   }
   st->pool_ready = true;
   pb_pool_plan(&st->pool, s->sample_bytes, &s->engine->mem_budget); /* an image past the plan: its excess, or refused */
@@ -87,7 +87,7 @@ static int decode_init(pb_stage *s, pb_err *err) {
   s->state = st;
   for (int k = 0; k < s->threads; k++) {
     decode_worker *dw = calloc(1, sizeof *dw);
-    if (!dw) return pb_err_set(err, "out of memory for the decode stage's decoders"), -ENOMEM;
+    if (!dw) return pb_err_setc(err, -ENOMEM, "out of memory for the decode stage's decoders");
     s->workers[k].state = dw;
     if (pb_jpeg_decoder_init(&dw->dec, err)) return -ENOMEM;
     if (st->crop && pb_jpeg_region_init(&dw->region, err)) return -ENOMEM;

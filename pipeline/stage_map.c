@@ -77,7 +77,7 @@ static int map_init(pb_stage *s, pb_err *err) {
   if (!st || !ws) {
     free(st);
     free(ws);
-    return pb_err_set(err, "out of memory for stage %s", s->name), -ENOMEM;
+    return pb_err_setc(err, -ENOMEM, "out of memory for stage %s", s->name);
   }
   st->last_new_image = last_new_image(s->cfg);
   st->tail = fusable_tail(s->cfg);
@@ -87,7 +87,7 @@ static int map_init(pb_stage *s, pb_err *err) {
     if (pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
       free(st);
       free(ws);
-      return pb_err_set(err, "out of memory for stage %s's buffers", s->name), -ENOMEM;
+      return pb_err_setc(err, -ENOMEM, "out of memory for stage %s's buffers", s->name);
     }
     st->pool_ready = true;
   }

@@ -585,7 +585,7 @@ static int read_init(pb_stage *s, pb_err *err) {
   if (!st || !ws || pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, sample_align(s))) {
     free(st);
     free(ws);
-    return pb_err_set(err, "out of memory for the read stage's buffers"), -ENOMEM;
+    return pb_err_setc(err, -ENOMEM, "out of memory for the read stage's buffers");
   }
   st->pool_ready = true;
   /* Files read whole are the samples: their buffers start at the largest file's size (up to the plan's
@@ -598,7 +598,7 @@ static int read_init(pb_stage *s, pb_err *err) {
   st->epochs = pb_engine_source_epochs(e);
   s->state = st;
   for (int k = 0; k < s->threads; k++) s->workers[k].state = &ws[k];
-  if (!shuffle_epoch(st, e)) return pb_err_set(err, "out of memory for the read stage's file order"), -ENOMEM;
+  if (!shuffle_epoch(st, e)) return pb_err_setc(err, -ENOMEM, "out of memory for the read stage's file order");
   return 0;
 }
 

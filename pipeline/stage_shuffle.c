@@ -17,8 +17,7 @@ static int shuffle_init(pb_stage *s, pb_err *err) {
   if (sw) sw->held = malloc((size_t)s->cfg->buffer * sizeof *sw->held);
   if (!sw || !sw->held) {
     free(sw);
-    return pb_err_set(err, "out of memory for a shuffle buffer of %lld samples", (long long)s->cfg->buffer),
-           -ENOMEM;
+    return pb_err_setc(err, -ENOMEM, "out of memory for a shuffle buffer of %lld samples", (long long)s->cfg->buffer);
   }
   sw->capacity = (size_t)s->cfg->buffer;
   s->workers[0].state = sw;

@@ -54,7 +54,7 @@ static void describe_image(pb_elem *e, const pb_shape *shape) {
 static int source_init(pb_stage *s, pb_err *err) {
   const pb_config *cfg = s->engine->cfg;
   source_state *st = calloc(1, sizeof *st);
-  if (!st) return pb_err_set(err, "out of memory for the source"), -ENOMEM;
+  if (!st) return pb_err_setc(err, -ENOMEM, "out of memory for the source");
   st->sample_bytes = pb_shape_bytes(&s->sample_shape);
   st->sample = aligned_alloc(64, (st->sample_bytes + 63) / 64 * 64);
   if (!st->sample) {

@@ -908,7 +908,7 @@ static int load_config(loader *l, const cJSON *v) {
   if (!text || !cfg) {
     free(text);
     free(cfg);
-    return pb_err_set(l->err, "%s: out of memory for the config", l->path), -ENOMEM;
+    return pb_err_setc(l->err, -ENOMEM, "%s: out of memory for the config", l->path);
   }
   l->rec->owned_cfg = cfg;
   l->rec->cfg = cfg;
@@ -1005,7 +1005,7 @@ static int load_steps_text(loader *l) {
   if (n < 0) return bad(l, "pipebench.steps: not an array of arrays (expected [[...], ...])");
   pb_record *rec = l->rec;
   rec->steps = calloc(n ? (size_t)n : 1, sizeof *rec->steps);
-  if (!rec->steps) return pb_err_set(l->err, "%s: out of memory for %ld steps", l->path, n), -ENOMEM;
+  if (!rec->steps) return pb_err_setc(l->err, -ENOMEM, "%s: out of memory for %ld steps", l->path, n);
   const char *p = l->steps_text + 1, *end = l->steps_text + l->steps_len;
   for (long i = 0; i < n; i++) {
     while (p < end && (*p == ',' || *p == ' ')) p++;
@@ -1030,7 +1030,7 @@ static int load_steps(loader *l, const cJSON *v) {
   if (rc) return rc;
   pb_record *rec = l->rec;
   rec->steps = calloc(n ? (size_t)n : 1, sizeof *rec->steps);
-  if (!rec->steps) return pb_err_set(l->err, "%s: out of memory for %d steps", l->path, n), -ENOMEM;
+  if (!rec->steps) return pb_err_setc(l->err, -ENOMEM, "%s: out of memory for %d steps", l->path, n);
   size_t i = 0;
   for (const cJSON *a = v->child; a; a = a->next, i++)
     if ((rc = load_step(l, a, i, &rec->steps[i]))) return rc;
@@ -1110,7 +1110,7 @@ static int load_workers(loader *l, const cJSON *v, const char *at, pb_stage_rec 
   if (rc) return rc;
   if (n != s->threads) return bad(l, "%s: %d entries (expected one per thread: %d)", where, n, s->threads);
   s->workers = calloc(n ? (size_t)n : 1, sizeof *s->workers);
-  if (!s->workers) return pb_err_set(l->err, "%s: out of memory", l->path), -ENOMEM;
+  if (!s->workers) return pb_err_setc(l->err, -ENOMEM, "%s: out of memory", l->path);
   int k = 0;
   for (const cJSON *w = v->child; w; w = w->next, k++) {
     snprintf(where, sizeof where, "%s.workers[%d]", at, k);
@@ -1132,7 +1132,8 @@ static int load_workers(loader *l, const cJSON *v, const char *at, pb_stage_rec 
     snprintf(where, sizeof where, "%s.workers[%d].dropped", at, k);
     if ((rc = v_u64(l, member(w, "dropped"), where, &t->dropped))) return rc;
     t->ev = calloc(ev_n ? (size_t)ev_n : 1, sizeof *t->ev);
-    if (!t->ev) return pb_err_set(l->err, "%s: out of memory for %llu events", l->path, (unsigned long long)ev_n), -ENOMEM;
+    if (!t->ev)
+      return pb_err_setc(l->err, -ENOMEM, "%s: out of memory for %llu events", l->path, (unsigned long long)ev_n);
     t->n = (uint32_t)ev_n;
     l->nworkers++;
   }
@@ -1269,7 +1270,7 @@ static int load_timeline(loader *l, const cJSON *v) {
   int rc = v_object(l, v, "pipebench.queue_fill");
   if (rc) return rc;
   pb_timeline *tl = calloc(1, sizeof *tl);
-  if (!tl) return pb_err_set(l->err, "%s: out of memory", l->path), -ENOMEM;
+  if (!tl) return pb_err_setc(l->err, -ENOMEM, "%s: out of memory", l->path);
   l->rec->timeline = tl;
   uint64_t start = l->rec->start_ns;
   int64_t t0 = 0;
@@ -1358,10 +1359,11 @@ static int load_header(loader *l, const cJSON *h) {
   /* the tid -> worker table for the events */
   l->by_tid = calloc((size_t)l->nworkers + 1, sizeof *l->by_tid);
   l->filled = calloc((size_t)l->nworkers + 1, sizeof *l->filled);
-  if (!l->by_tid || !l->filled) return pb_err_set(l->err, "%s: out of memory", l->path), -ENOMEM;
+  if (!l->by_tid || !l->filled) return pb_err_setc(l->err, -ENOMEM, "%s: out of memory", l->path);
   int tid = 1;
   for (int i = 0; i < rec->nstages; i++)
-    for (int k = 0; rec->stages[i].workers && k < rec->stages[i].threads; k++) l->by_tid[tid++] = &rec->stages[i].workers[k];
+    for (int k = 0; rec->stages[i].workers && k < rec->stages[i].threads; k++)
+      l->by_tid[tid++] = &rec->stages[i].workers[k];
   return 0;
 }
 

@@ -232,7 +232,7 @@ static int merge_body(FILE *f, const void *arg) {
 
 int pb_trace_merge(const char *path, const pb_trace_part *parts, int n, pb_err *err) {
   part_scan *scans = calloc(n > 0 ? (size_t)n : 1, sizeof *scans);
-  if (!scans) return pb_err_set(err, "%s: out of memory", path), -ENOMEM;
+  if (!scans) return pb_err_setc(err, -ENOMEM, "%s: out of memory", path);
   uint64_t t0 = 0;
   int merged = 0;
   for (int r = 0; r < n; r++) {

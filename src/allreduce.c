@@ -17,23 +17,22 @@ int pb_exchange_init(pb_exchange *x, const pb_config *cfg, int world_size, pb_er
   /* One exchange per step per rank: with several device threads a rank's exchanges would interleave with
    * no order the other ranks could match (and MPI is initialised for one calling thread at a time). */
   if (cfg->device.count > 1)
-    return pb_err_set(err, "device.allreduce.mode %s: device.count is %d (expected 1 device per rank in a job "
-                           "of %d ranks: run one rank per GPU, as data-parallel training does)",
-                      pb_allreduce_mode_name(a->mode), cfg->device.count, world_size),
-           -EINVAL;
+    return pb_err_setc(err, -EINVAL,
+                       "device.allreduce.mode %s: device.count is %d (expected 1 device per rank in a job "
+                       "of %d ranks: run one rank per GPU, as data-parallel training does)",
+                       pb_allreduce_mode_name(a->mode), cfg->device.count, world_size);
   if (!pb_world_get()->threads_ok)
-    return pb_err_set(err, "device.allreduce.mode %s: this MPI library does not allow calls from the device "
-                           "thread (expected MPI_THREAD_SERIALIZED support; OpenMPI has it)",
-                      pb_allreduce_mode_name(a->mode)),
-           -EINVAL;
+    return pb_err_setc(err, -EINVAL,
+                       "device.allreduce.mode %s: this MPI library does not allow calls from the device "
+                       "thread (expected MPI_THREAD_SERIALIZED support; OpenMPI has it)",
+                       pb_allreduce_mode_name(a->mode));
   /* barrier: only the flag; mpi: the gradient as float32 (rounded up) and the flag */
   uint64_t grad = a->mode == PB_ALLREDUCE_MPI ? (pb_allreduce_bytes(a) + 3) / 4 : 0;
   x->nfloats = (size_t)grad + 1;
   x->buf = calloc(x->nfloats, sizeof *x->buf);
   if (!x->buf)
-    return pb_err_set(err, "device.allreduce: out of memory for %llu gradient bytes",
-                      (unsigned long long)pb_allreduce_bytes(a)),
-           -ENOMEM;
+    return pb_err_setc(err, -ENOMEM, "device.allreduce: out of memory for %llu gradient bytes",
+                       (unsigned long long)pb_allreduce_bytes(a));
   x->active = true;
   return 0;
 }

@@ -147,9 +147,8 @@ static int load_sample(const pb_file_list *files, loaded *l, pb_err *err) {
     if (f) fclose(f);
     if (!ok) {
       free(data);
-      return pb_err_set(err, "%s: cannot read it for the decode measurement (expected a readable file)",
-                        files->files[i].path),
-             -EIO;
+      return pb_err_setc(err, -EIO, "%s: cannot read it for the decode measurement (expected a readable file)",
+                         files->files[i].path);
     }
     l->data[l->n] = data;
     l->bytes[l->n] = bytes;
@@ -195,23 +194,21 @@ static int decode_one(decoder *d, const pb_stage_cfg *dec, int min_side, const u
   int w, h, ow, oh;
   if (pb_jpeg_header(d->whole, data, bytes, &w, &h, err)) return -EINVAL;
   if (dec->max_pixels > 0 && (int64_t)w * h > dec->max_pixels)
-    return pb_err_set(err, "image of %dx%d is over max_pixels %lld (expected at most that many pixels)", w, h,
-                      (long long)dec->max_pixels),
-           -EFBIG;
+    return pb_err_setc(err, -EFBIG, "image of %dx%d is over max_pixels %lld (expected at most that many pixels)", w, h,
+                       (long long)dec->max_pixels);
   int denom = pb_decode_denom(dec, min_side, w, h);
   if (d->crop) {
     int sw = pb_jpeg_scaled_dim(w, denom), sh = pb_jpeg_scaled_dim(h, denom), i, j, ch, cw;
     pb_rrc_params(&d->rng, sh, sw, d->crop->scale, d->crop->ratio, &i, &j, &ch, &cw);
     pb_jpeg_rect rect = {.x = j, .y = i, .w = cw, .h = ch}, got;
-    if (out_room(d, pb_jpeg_region_capacity(&rect, sw))) return pb_err_set(err, "out of memory"), -ENOMEM;
-    return pb_jpeg_decode_region(d->region, data, bytes, &rect, denom, dec->max_pixels, d->out, d->out_bytes, &got,
-                                 err)
+    if (out_room(d, pb_jpeg_region_capacity(&rect, sw))) return pb_err_setc(err, -ENOMEM, "out of memory");
+    return pb_jpeg_decode_region(d->region, data, bytes, &rect, denom, dec->max_pixels, d->out, d->out_bytes, &got, err)
                ? -EINVAL
                : 0;
   }
-  if (out_room(d, pb_jpeg_decoded_bytes(w, h, denom))) return pb_err_set(err, "out of memory"), -ENOMEM;
+  if (out_room(d, pb_jpeg_decoded_bytes(w, h, denom))) return pb_err_setc(err, -ENOMEM, "out of memory");
   return pb_jpeg_decode(d->whole, data, bytes, denom, dec->max_pixels, d->out, d->out_bytes, &ow, &oh, err) ? -EINVAL
-                                                                                                             : 0;
+                                                                                                            : 0;
 }
 
 /* Which of the loaded files decode (a corrupt or refused one is an error on that sample in a run, not a
@@ -223,7 +220,7 @@ static int usable_files(decoder *d, const pb_stage_cfg *dec, int min_side, const
   for (int i = 0; i < l->n; i++) {
     pb_err e;
     int rc = decode_one(d, dec, min_side, l->data[i], l->bytes[i], &e);
-    if (rc == -ENOMEM) return pb_err_set(first_bad, "out of memory"), -ENOMEM;
+    if (rc == -ENOMEM) return pb_err_setc(first_bad, -ENOMEM, "out of memory");
     ok[i] = rc == 0;
     good += ok[i];
     if (!ok[i] && !first_bad->msg[0]) pb_err_set(first_bad, "%s: %s", l->path[i], e.msg);

@@ -200,7 +200,7 @@ int pb_calib_load(const char *file, const char *machine, pb_calibration *c, pb_e
   size_t len;
   int rc = pb_read_file(file, 16u << 20, &text, &len);
   if (rc == -ENOENT) return rc;
-  if (rc) return pb_err_set(err, "%s: cannot read: %s", file, strerror(-rc)), -EINVAL;
+  if (rc) return pb_err_setc(err, -EINVAL, "%s: cannot read: %s", file, strerror(-rc));
   cJSON *j = cJSON_Parse(text);
   free(text);
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "machine");
@@ -208,8 +208,8 @@ int pb_calib_load(const char *file, const char *machine, pb_calibration *c, pb_e
   if (!cJSON_IsObject(j) || !cJSON_IsString(m) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "memcpy")) ||
       !cJSON_IsNumber(cores) || !(cores->valuedouble >= 1 && cores->valuedouble <= (1 << 20))) {
     cJSON_Delete(j);
-    return pb_err_set(err, "%s: not a calibration (expected the calibration.json `pipebench calibrate` writes)", file),
-           -EINVAL;
+    return pb_err_setc(err, -EINVAL,
+                       "%s: not a calibration (expected the calibration.json `pipebench calibrate` writes)", file);
   }
   if (machine && strcmp(m->valuestring, machine) != 0) {
     pb_err_set(err, "%s: measured on another machine (\"%s\"; expected \"%s\")", file, m->valuestring, machine);
@@ -229,7 +229,7 @@ int pb_calib_save(const char *file, const pb_calibration *c, pb_err *err) {
   cJSON *j = pb_calib_to_json(c);
   char *text = j ? pb_json_print(j, true) : NULL;
   cJSON_Delete(j);
-  if (!text) return pb_err_set(err, "%s: out of memory", file), -ENOMEM;
+  if (!text) return pb_err_setc(err, -ENOMEM, "%s: out of memory", file);
   int rc = pb_write_atomic(file, write_text, text); /* a reader never sees half a file */
   free(text);
   if (rc) return pb_err_set(err, "%s: cannot write: %s", file, strerror(-rc)), rc;

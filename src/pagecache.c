@@ -26,7 +26,7 @@ static int fail(pb_err *err, const char *path, const char *what, int e) {
 static int open_ro(const char *path, pb_err *err) {
   struct stat st;
   int fd = pb_data_file_open(path, 0, &st);
-  if (fd == PB_ENOTREG) return pb_err_set(err, "%s: not a regular file: %s", path, pb_file_kind(st.st_mode)), -EINVAL;
+  if (fd == PB_ENOTREG) return pb_err_setc(err, -EINVAL, "%s: not a regular file: %s", path, pb_file_kind(st.st_mode));
   if (fd < 0) return fail(err, path, "cannot open", -fd);
   return fd;
 }

@@ -383,7 +383,7 @@ int pb_steps_start(pb_steps *s, pb_err *err) {
       uv_mutex_lock(&s->lock);
       s->active_devices -= s->device->count - i;
       uv_mutex_unlock(&s->lock);
-      return pb_err_set(err, "cannot start the device thread"), -EAGAIN;
+      return pb_err_setc(err, -EAGAIN, "cannot start the device thread");
     }
     s->threads_started++;
   }

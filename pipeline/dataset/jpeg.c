@@ -50,7 +50,7 @@ static int tj_error(pb_jpeg_decoder *dec, const char *what, pb_err *err) {
 
 int pb_jpeg_decoder_init(pb_jpeg_decoder **dec, pb_err *err) {
   *dec = calloc(1, sizeof **dec);
-  if (!*dec) return pb_err_set(err, "jpeg decoder: out of memory (expected a few bytes free)"), -ENOMEM;
+  if (!*dec) return pb_err_setc(err, -ENOMEM, "jpeg decoder: out of memory (expected a few bytes free)");
   int rc = fresh_handle(*dec, err);
   if (rc < 0) {
     free(*dec);
@@ -68,9 +68,9 @@ void pb_jpeg_decoder_free(pb_jpeg_decoder *dec) {
 /* Cheap checks that TurboJPEG would report less clearly.  (Sizes pass as unsigned long, which on the LP64 and
  * ILP32 targets we build for is as wide as size_t.) */
 static int check_input(const uint8_t *data, size_t bytes, pb_err *err) {
-  if (!data || bytes == 0) return pb_err_set(err, "empty sample: 0 bytes (expected a JPEG image)"), -EBADMSG;
+  if (!data || bytes == 0) return pb_err_setc(err, -EBADMSG, "empty sample: 0 bytes (expected a JPEG image)");
   if (bytes < 2 || data[0] != 0xFF || data[1] != 0xD8)
-    return pb_err_set(err, "not a JPEG: no SOI marker at byte 0 (expected a file starting FF D8)"), -EBADMSG;
+    return pb_err_setc(err, -EBADMSG, "not a JPEG: no SOI marker at byte 0 (expected a file starting FF D8)");
   return 0;
 }
 
@@ -108,7 +108,7 @@ static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t byte
   }
   /* libjpeg cannot convert CMYK/YCCK to RGB; say so here rather than after a failed decode. */
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
-    return pb_err_set(err, "CMYK JPEG (expected a YCbCr, RGB or grayscale JPEG)"), -EBADMSG;
+    return pb_err_setc(err, -EBADMSG, "CMYK JPEG (expected a YCbCr, RGB or grayscale JPEG)");
   if (*width <= 0 || *height <= 0) { /* e.g. a file that ends after its SOI: libjpeg saw a fake EOI */
     pb_err_set(err,
                "JPEG header gives a %dx%d image: the %zu bytes end before a frame header, or it is damaged "
@@ -158,9 +158,8 @@ int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int 
   int sw = pb_jpeg_scaled_dim(width, scale_denom), sh = pb_jpeg_scaled_dim(height, scale_denom);
   size_t need = (size_t)sw * (size_t)sh * 3u;
   if (!out || out_capacity_bytes < need)
-    return pb_err_set(err, "output buffer of %zu bytes for a %dx%d RGB image (expected at least %zu bytes)",
-                      out_capacity_bytes, sw, sh, need),
-           -ENOBUFS;
+    return pb_err_setc(err, -ENOBUFS, "output buffer of %zu bytes for a %dx%d RGB image (expected at least %zu bytes)",
+                       out_capacity_bytes, sw, sh, need);
   /* Asking for exactly the scaled size makes TurboJPEG pick the 1/scale_denom DCT scaling.  STOPONWARNING
    * stops at the first corrupt-data warning instead of decoding the rest of a file we will reject anyway. */
   if (tjDecompress2(dec->tj, data, (unsigned long)bytes, out, sw, sw * 3, sh, TJPF_RGB, TJFLAG_STOPONWARNING) != 0)
@@ -181,11 +180,10 @@ int pb_jpeg_auto_scale(int width, int height, int min_side) {
 
 int pb_jpeg_encoder_init(pb_jpeg_encoder **enc, pb_err *err) {
   *enc = calloc(1, sizeof **enc);
-  if (!*enc) return pb_err_set(err, "jpeg encoder: out of memory (expected a few bytes free)"), -ENOMEM;
+  if (!*enc) return pb_err_setc(err, -ENOMEM, "jpeg encoder: out of memory (expected a few bytes free)");
   (*enc)->tj = tjInitCompress();
   if (!(*enc)->tj) {
-    pb_err_set(err, "jpeg encoder: tjInitCompress failed: %s (expected a TurboJPEG handle)",
-               tjGetErrorStr2(NULL));
+    pb_err_set(err, "jpeg encoder: tjInitCompress failed: %s (expected a TurboJPEG handle)", tjGetErrorStr2(NULL));
     free(*enc);
     *enc = NULL;
     return -ENOMEM;
@@ -210,7 +208,7 @@ static int reserve_output(pb_jpeg_encoder *enc, int width, int height, pb_err *e
   tjFree(enc->buf);
   enc->buf = tjAlloc((int)need);
   enc->buf_cap = enc->buf ? need : 0;
-  if (!enc->buf) return pb_err_set(err, "jpeg encoder: out of memory (expected %lu bytes free)", need), -ENOMEM;
+  if (!enc->buf) return pb_err_setc(err, -ENOMEM, "jpeg encoder: out of memory (expected %lu bytes free)", need);
   return 0;
 }
 
@@ -229,7 +227,7 @@ int pb_jpeg_encode_rgb(pb_jpeg_encoder *enc, const uint8_t *rgb, int width, int 
     return pb_err_set(err, "jpeg encoder: tjCompress2 failed: %s (expected to encode a %dx%d image)",
                       tjGetErrorStr2(enc->tj), width, height);
   *jpeg = malloc(size);
-  if (!*jpeg) return pb_err_set(err, "jpeg encoder: out of memory (expected %lu bytes free)", size), -ENOMEM;
+  if (!*jpeg) return pb_err_setc(err, -ENOMEM, "jpeg encoder: out of memory (expected %lu bytes free)", size);
   memcpy(*jpeg, enc->buf, size);
   *jpeg_bytes = size;
   return 0;

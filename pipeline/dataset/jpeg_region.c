@@ -47,7 +47,7 @@ int pb_jpeg_region_init(pb_jpeg_region **r, pb_err *err) {
     free(*r);
     *r = NULL;
   }
-  if (!*r) return pb_err_set(err, "jpeg region decoder: out of memory"), -ENOMEM;
+  if (!*r) return pb_err_setc(err, -ENOMEM, "jpeg region decoder: out of memory");
   (*r)->cinfo.err = jpeg_std_error(&(*r)->err.pub);
   (*r)->err.pub.error_exit = on_error;
   (*r)->err.pub.emit_message = on_message;
@@ -98,14 +98,13 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   jpeg_mem_src(c, data, (unsigned long)bytes);
   jpeg_read_header(c, TRUE);
   if (!c->progressive_mode && !has_eoi_after(data, bytes, (size_t)(c->src->next_input_byte - data)))
-    return pb_err_set(err, "decoding: bad JPEG: Premature end of JPEG file (no end-of-image marker after the "
-                           "scan data; expected a complete, valid JPEG image)"),
-           -EBADMSG;
+    return pb_err_setc(err, -EBADMSG,
+                       "decoding: bad JPEG: Premature end of JPEG file (no end-of-image marker after the "
+                       "scan data; expected a complete, valid JPEG image)");
   if (max_pixels > 0 && (int64_t)c->image_width * c->image_height > max_pixels)
-    return pb_err_set(err, "image is %ux%u = %lld pixels, over max_pixels %lld (expected at most %lld pixels)",
-                      c->image_width, c->image_height, (long long)c->image_width * c->image_height,
-                      (long long)max_pixels, (long long)max_pixels),
-           -EFBIG;
+    return pb_err_setc(err, -EFBIG, "image is %ux%u = %lld pixels, over max_pixels %lld (expected at most %lld pixels)",
+                       c->image_width, c->image_height, (long long)c->image_width * c->image_height,
+                       (long long)max_pixels, (long long)max_pixels);
   c->out_color_space = JCS_RGB;
   c->scale_num = 1;
   c->scale_denom = (unsigned)scale_denom;
@@ -115,9 +114,8 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   pb_jpeg_huff_attach(r->huff, c, data, bytes); /* when the file is one it decodes; else libjpeg's own */
   if (rect->x < 0 || rect->y < 0 || rect->w <= 0 || rect->h <= 0 || (JDIMENSION)(rect->x + rect->w) > c->output_width ||
       (JDIMENSION)(rect->y + rect->h) > c->output_height)
-    return pb_err_set(err, "region %dx%d at (%d, %d) outside the %ux%u image (expected inside it)", rect->w, rect->h,
-                      rect->x, rect->y, c->output_width, c->output_height),
-           -EINVAL;
+    return pb_err_setc(err, -EINVAL, "region %dx%d at (%d, %d) outside the %ux%u image (expected inside it)", rect->w,
+                       rect->h, rect->x, rect->y, c->output_width, c->output_height);
   /* One more pixel on each side than asked for: fancy upsampling reads the chroma sample beyond a column,
    * and at the edge of a crop libjpeg replicates the edge instead, so the region's own edge columns
    * would differ from the whole decode's.  jpeg_crop_scanline then widens to whole iMCU columns. */
@@ -127,17 +125,16 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   jpeg_crop_scanline(c, &x0, &cw); /* x0 <= left, x0 + cw >= right */
   size_t row_bytes = (size_t)cw * 3u;
   if (row_bytes * (size_t)rect->h > out_capacity_bytes)
-    return pb_err_set(err, "output buffer of %zu bytes for a %ux%d region (expected at least %zu bytes)",
-                      out_capacity_bytes, cw, rect->h, row_bytes * (size_t)rect->h),
-           -ENOBUFS;
+    return pb_err_setc(err, -ENOBUFS, "output buffer of %zu bytes for a %ux%d region (expected at least %zu bytes)",
+                       out_capacity_bytes, cw, rect->h, row_bytes * (size_t)rect->h);
   if (rect->y > 0 && jpeg_skip_scanlines(c, (JDIMENSION)rect->y) != (JDIMENSION)rect->y)
-    return pb_err_set(err, "truncated image (expected rows down to %d)", rect->y + rect->h), -EBADMSG;
+    return pb_err_setc(err, -EBADMSG, "truncated image (expected rows down to %d)", rect->y + rect->h);
   for (int y = 0; y < rect->h;) {
     JSAMPROW rows[16];
     int n = PB_MIN(rect->h - y, 16);
     for (int k = 0; k < n; k++) rows[k] = out + (size_t)(y + k) * row_bytes;
     JDIMENSION done = jpeg_read_scanlines(c, rows, (JDIMENSION)n);
-    if (done == 0) return pb_err_set(err, "truncated image (expected rows down to %d)", rect->y + rect->h), -EBADMSG;
+    if (done == 0) return pb_err_setc(err, -EBADMSG, "truncated image (expected rows down to %d)", rect->y + rect->h);
     y += (int)done;
   }
   *got = (pb_jpeg_rect){.x = (int)x0, .y = rect->y, .w = (int)cw, .h = rect->h};
@@ -148,10 +145,10 @@ int pb_jpeg_decode_region(pb_jpeg_region *r, const uint8_t *data, size_t bytes, 
                           int scale_denom, int64_t max_pixels, uint8_t *out, size_t out_capacity_bytes,
                           pb_jpeg_rect *got, pb_err *err) {
   if (!data || bytes < 2 || data[0] != 0xFF || data[1] != 0xD8)
-    return pb_err_set(err, "not a JPEG: no SOI marker at byte 0 (expected a file starting FF D8)"), -EBADMSG;
+    return pb_err_setc(err, -EBADMSG, "not a JPEG: no SOI marker at byte 0 (expected a file starting FF D8)");
   if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8)
-    return pb_err_set(err, "scale 1/%d (expected 1, 1/2, 1/4 or 1/8)", scale_denom), -EINVAL;
-  if (!out) return pb_err_set(err, "no output buffer (expected one)"), -ENOBUFS;
+    return pb_err_setc(err, -EINVAL, "scale 1/%d (expected 1, 1/2, 1/4 or 1/8)", scale_denom);
+  if (!out) return pb_err_setc(err, -ENOBUFS, "no output buffer (expected one)");
   if (setjmp(r->err.jump)) { /* libjpeg gave up: the message, and the decompressor made ready again */
     pb_err_set(err, "decoding: bad JPEG: %s (expected a complete, valid JPEG image)", r->err.msg);
     jpeg_abort_decompress(&r->cinfo);

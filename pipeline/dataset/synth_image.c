@@ -488,9 +488,8 @@ int pb_synth_jpeg_with(pb_jpeg_encoder *enc, int width, int height, int quality,
   uint8_t *rgb = malloc((size_t)width * (size_t)height * 3u);
   if (!rgb || pb_synth_rgb(rgb, width, height, seed, index) < 0) {
     free(rgb);
-    return pb_err_set(err, "synthetic image: out of memory for %dx%d (expected about %zu MB free)", width,
-                      height, (size_t)width * (size_t)height * PB_SYNTH_BYTES_PER_PIXEL / 1000000u + 1u),
-           -ENOMEM;
+    return pb_err_setc(err, -ENOMEM, "synthetic image: out of memory for %dx%d (expected about %zu MB free)", width,
+                       height, (size_t)width * (size_t)height * PB_SYNTH_BYTES_PER_PIXEL / 1000000u + 1u);
   }
   int rc = pb_jpeg_encode_rgb(enc, rgb, width, height, quality, jpeg, jpeg_bytes, err);
   free(rgb);
