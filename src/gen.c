@@ -227,8 +227,17 @@ static void note_sample(gen_job *job, size_t bytes) {
 
 /* ---------- writers, one file each ---------- */
 
+/* stdio's own reason (EFBIG under ulimit -f, ENOSPC on a full disk), not a bare EIO. */
 static int write_all(FILE *f, const void *data, size_t bytes) {
-  return fwrite(data, 1, bytes, f) == bytes ? 0 : -EIO;
+  errno = 0;
+  return fwrite(data, 1, bytes, f) == bytes ? 0 : errno ? -errno : -EIO;
+}
+
+/* What would let a failed write through, for its message. */
+static const char *write_expected(int rc) {
+  return rc == -EFBIG    ? "a file size limit (ulimit -f) that fits the dataset"
+         : rc == -ENOSPC ? "free space for the dataset on its file system"
+                         : "a writable dataset directory";
 }
 
 static int write_jpeg_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
@@ -349,7 +358,8 @@ static void fail_job(gen_job *job, const char *path, int rc, const pb_err *err) 
     if (err->msg[0]) /* the writer said what went wrong */
       snprintf(job->error, sizeof job->error, "%s", err->msg);
     else
-      snprintf(job->error, sizeof job->error, "%s: cannot write: %s", path, strerror(rc < 0 ? -rc : EIO));
+      snprintf(job->error, sizeof job->error, "%s: cannot write: %s (expected %s)", path, strerror(rc < 0 ? -rc : EIO),
+               write_expected(rc < 0 ? rc : -EIO));
   }
   uv_mutex_unlock(&job->err_lock);
 }
@@ -643,8 +653,11 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
     cJSON_Delete(spec);
     return PB_EXIT_INTERRUPTED;
   }
-  if (!job.failed && write_manifest(cfg->dataset.path, spec, true, files, samples, bytes))
-    snprintf(job.error, sizeof job.error, "%.*s/%s: cannot write", PB_PATH_LEN, cfg->dataset.path, MANIFEST), job.failed = 1;
+  int mrc = job.failed ? 0 : write_manifest(cfg->dataset.path, spec, true, files, samples, bytes);
+  if (mrc)
+    snprintf(job.error, sizeof job.error, "%.*s/%s: cannot write: %s (expected %s)", PB_PATH_LEN, cfg->dataset.path,
+             MANIFEST, strerror(-mrc), write_expected(mrc)),
+        job.failed = 1;
   if (job.failed) fprintf(stderr, "pipebench: %s\n", job.error);
   else if (!opts->quiet)
     fprintf(stderr,
