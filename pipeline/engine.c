@@ -47,6 +47,7 @@ bool pb_streak_hopeless(uint64_t failures, uint64_t since_ns, uint64_t now_ns, u
                         uint64_t reorder_samples) {
   if (failures < PB_STREAK_MIN) return false;
   uint64_t whole = UINT64_MAX; /* saturates: an absurd epoch leaves the time rule */
+  if (epoch_samples == 0) epoch_samples = PB_STREAK_UNKNOWN_EPOCH / 2; /* not known yet: a generous stand-in */
   if (epoch_samples <= UINT64_MAX / 4 && reorder_samples <= UINT64_MAX / 4)
     whole = 2 * epoch_samples + reorder_samples + PB_STREAK_MIN;
   return failures >= whole || (now_ns > since_ns && now_ns - since_ns >= PB_STREAK_MAX_NS);
@@ -591,7 +592,8 @@ static uint64_t known_epoch_samples(const pb_engine *e) {
   }
   uint64_t record_bytes = (uint64_t)(d->record_bytes ? d->record_bytes : d->generate.record_bytes);
   if (d->format == PB_FMT_RAW && record_bytes) return PB_MAX(e->files.total_bytes / record_bytes, e->files.count);
-  return (uint64_t)e->files.count * per_file;
+  if (d->generate.present || d->format == PB_FMT_JPEG) return (uint64_t)e->files.count * per_file;
+  return 0; /* TFRecord, npy, npz of the user's: their records are counted as files are read (file_done) */
 }
 
 int pb_engine_start(pb_engine *e, pb_err *err) {

@@ -221,8 +221,12 @@ bool pb_engine_failed(pb_engine *e);
  * between, is hopeless at now_ns when the streak reaches twice an epoch, plus the samples shuffles ahead of
  * it can hold back (`reorder_samples`), plus PB_STREAK_MIN: every file was then tried and failed, whatever
  * the epochs' order and the threads' interleaving.  Or when it has lasted PB_STREAK_MAX_NS with at least
- * PB_STREAK_MIN failures (files that each take long to fail).  epoch_samples 0 (unknown) counts as none. */
+ * PB_STREAK_MIN failures (files that each take long to fail).  epoch_samples 0 (unknown: a user's TFRecord
+ * files before one was read through) stands for an epoch of PB_STREAK_UNKNOWN_EPOCH / 2, so 100 corrupt
+ * records at the head of the first file do not stop a run whose other records are fine, and data dead from
+ * the start still stops within milliseconds. */
 #define PB_STREAK_MIN 64
+#define PB_STREAK_UNKNOWN_EPOCH 10000
 #define PB_STREAK_MAX_NS 30000000000ull
 bool pb_streak_hopeless(uint64_t failures, uint64_t since_ns, uint64_t now_ns, uint64_t epoch_samples,
                         uint64_t reorder_samples);

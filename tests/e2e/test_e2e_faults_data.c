@@ -267,6 +267,57 @@ static void test_proc_files_are_read_to_their_end(void **state) {
   if (num(stage(rep, "read"), "bytes_in") < 100) fail_msg("read %.0f bytes", num(stage(rep, "read"), "bytes_in"));
 }
 
+/* Flips the data CRC of the first n records of a TFRecord file (u64 length, u32 length CRC, data, u32 data
+ * CRC): each becomes one bad record, the rest stay good. */
+static void corrupt_first_records(const char *path, int n) {
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  for (int i = 0; i < n; i++) {
+    uint64_t len = 0;
+    assert_int_equal(fread(&len, sizeof len, 1, f), 1);
+    assert_int_equal(fseek(f, 4 + (long)len, SEEK_CUR), 0);
+    long at = ftell(f);
+    unsigned char crc[4];
+    assert_int_equal(fread(crc, 1, 4, f), 4);
+    crc[0] ^= 0xFF;
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    assert_int_equal(fwrite(crc, 1, 4, f), 4);
+    assert_int_equal(fseek(f, at + 4, SEEK_SET), 0);
+  }
+  fclose(f);
+}
+
+/* A streak of bad records at the head of a user's TFRecord file, read before any file was read through (so
+ * the epoch's size is not known yet), is errors on those records, not "the data stopped working".
+ * Regression (a review): 68 corrupt records in a row stopped the run, exit 1, though 900 of 1,000 were fine. */
+static void test_bad_records_before_the_epoch_is_known(void **state) {
+  (void)state;
+  char dir[300], path[400];
+  snprintf(dir, sizeof dir, "%s", tmp_path("tfr-head"));
+  gen_ok(write_config("tfr-head-gen",
+                      "{'name':'tfr','dataset':{'path':'%s','format':'tfrecord','payload':'raw','feature':'x',"
+                      "'generate':{'num_files':2,'samples_per_file':500,'record_bytes':100}},"
+                      "'stages':[{'type':'read'},{'type':'batch','size':4}]}",
+                      dir));
+  snprintf(path, sizeof path, "%s/shard-00000.tfrecord", dir);
+  corrupt_first_records(path, 100);
+  const char *cfg = write_config("tfr-head",
+                                 "{'name':'tfr','dataset':{'path':'%s','format':'tfrecord','payload':'raw','feature':'x'},"
+                                 "'stages':[{'type':'read'},{'type':'batch','size':4}],"
+                                 "'device':{'kind':'emulated','step_ms':0.1},"
+                                 "'run':{'steps':300,'warmup_steps':0,'on_error':'skip'}}",
+                                 dir);
+  for (int seed = 1; seed <= 3; seed++) { /* the corrupt file first or second in the shuffled order */
+    char name[32], seed_s[8];
+    snprintf(name, sizeof name, "tfr-head-%d", seed);
+    snprintf(seed_s, sizeof seed_s, "%d", seed);
+    cJSON *rep = run_report(cfg, name, ARGS("--seed", seed_s));
+    assert_true(num(rep, "accounting.errors") >= 100);
+    assert_int_equal(num(rep, "steps.count"), 300);
+    assert_accounting_balances(rep);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_dataset_removed_mid_run, free_reports),
@@ -276,6 +327,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_sigint_with_fifo_writes_report, free_reports),
       cmocka_unit_test_teardown(test_control_characters_in_a_name_are_escaped, free_reports),
       cmocka_unit_test_teardown(test_proc_files_are_read_to_their_end, free_reports),
+      cmocka_unit_test_teardown(test_bad_records_before_the_epoch_is_known, free_reports),
   };
   return cmocka_run_group_tests(tests, setup, remove_tmp);
 }

@@ -793,7 +793,10 @@ static void test_failure_streak_rule(void **state) {
   assert_true(pb_streak_hopeless(2 * 100 + min, t, t, 100, 0));
   assert_false(pb_streak_hopeless(2 * 100 + 500 + min - 1, t, t, 100, 500)); /* a shuffle may hold a good one */
   assert_true(pb_streak_hopeless(2 * 100 + 500 + min, t, t, 100, 500));
-  assert_true(pb_streak_hopeless(min, t, t, 0, 0)); /* the epoch not known: the minimum */
+  /* the epoch not known (records per file not read yet): a generous stand-in, not the minimum (a review: 68
+   * corrupt records at the head of a TFRecord file stopped a run whose other 900 were fine) */
+  assert_false(pb_streak_hopeless(PB_STREAK_UNKNOWN_EPOCH + min - 1, t, t, 0, 0));
+  assert_true(pb_streak_hopeless(PB_STREAK_UNKNOWN_EPOCH + min, t, t, 0, 0));
   assert_false(pb_streak_hopeless(min, t, t + PB_STREAK_MAX_NS - 1, 1000000, 0));
   assert_true(pb_streak_hopeless(min, t, t + PB_STREAK_MAX_NS, 1000000, 0)); /* slow failures: the time */
   assert_false(pb_streak_hopeless(UINT64_MAX - 1, t, t, UINT64_MAX / 2, 0)); /* saturates, never wraps */
