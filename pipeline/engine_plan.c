@@ -7,17 +7,12 @@
  * hoarded.  A pool must cover every place its buffers can sit until a later stage releases them;
  * sized so, a stage waits on its pool only when the pipeline after it is full. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "engine.h"
-#include "jpeg.h"
+#include "plan_probe.h"
 #include "sat.h"
-#include "stage_decode.h"
 
 #define QUEUE_BUDGET_BYTES (64u << 20)
 
@@ -58,95 +53,14 @@ static bool passes_buffers_through(const pb_stage_cfg *sc) {
   return true;
 }
 
-/* ---------- what the samples weigh, from the dataset itself ---------- */
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Bytes of a file read whole as one sample, for the plan: the largest listed file, unless it is an outlier
- * (more than 4x the 99th percentile): then the 99th percentile, and the few larger files take their excess
- * from the run's memory budget when read (pb_pool_plan), or are refused as samples when it cannot cover them.
- * One 3 GB file in a directory of photos then costs one sample error, not every buffer of the plan. */
-static uint64_t listed_sample_bytes(const pb_file_list *l) {
-  if (l->count == 0) return 0;
-  uint64_t *sizes = malloc(l->count * sizeof *sizes);
-  if (!sizes) return 0;
-  for (size_t i = 0; i < l->count; i++) sizes[i] = l->files[i].bytes;
-  qsort(sizes, l->count, sizeof *sizes, cmp_u64);
-  uint64_t largest = sizes[l->count - 1], p99 = sizes[(l->count - 1) * 99 / 100];
-  free(sizes);
-  return largest > 4 * p99 ? p99 : largest;
-}
-
-#define PROBE_FILES 16                  /* headers read while planning: the 8 largest files, 8 spread out */
-#define PROBE_HEADER_BYTES (256u << 10) /* enough for the SOF after an EXIF block with a thumbnail */
-
-/* The first bytes of a regular file (never a FIFO or device: O_NONBLOCK, then checked); 0 when unreadable. */
-static size_t read_head(const char *path, uint8_t *buf, size_t cap) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return 0;
-  struct stat st;
-  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, buf, cap, 0) : -1;
-  close(fd);
-  return n > 0 ? (size_t)n : 0;
-}
-
-static int cmp_file_bytes_desc(const void *a, const void *b) {
-  uint64_t x = (*(const pb_file *const *)a)->bytes, y = (*(const pb_file *const *)b)->bytes;
-  return x > y ? -1 : x < y;
-}
-
-/* The files whose headers the plan reads: the largest (the likeliest largest images) and some spread over
- * the listing (in case size and pixels disagree).  Returns how many of `out` were filled. */
-static int probe_files(const pb_file_list *l, const pb_file **out) {
-  int n = 0;
-  const pb_file **by_size = malloc(l->count * sizeof *by_size);
-  if (by_size) {
-    for (size_t i = 0; i < l->count; i++) by_size[i] = &l->files[i];
-    qsort(by_size, l->count, sizeof *by_size, cmp_file_bytes_desc);
-    for (size_t i = 0; i < l->count && n < PROBE_FILES / 2; i++) out[n++] = by_size[i];
-    free(by_size);
-  }
-  for (int k = 0; k < PROBE_FILES / 2 && (size_t)n < l->count; k++) out[n++] = &l->files[l->count * (size_t)k / (PROBE_FILES / 2)];
-  return n;
-}
-
-/* Bytes of one image as `decode` emits it, from the headers of a few of the dataset's JPEGs (no pixel is
- * decoded): the largest found, 0 when no header could be read.  An image larger than any probed takes its
- * excess from the run's memory budget (pb_pool_plan), or is refused as a sample. */
-static uint64_t probed_decoded_bytes(const pb_engine *e, const pb_stage_cfg *decode) {
-  pb_jpeg_decoder *dec = NULL;
-  pb_err err;
-  uint8_t *head = malloc(PROBE_HEADER_BYTES);
-  if (!head || pb_jpeg_decoder_init(&dec, &err)) {
-    free(head);
-    return 0;
-  }
-  const pb_file *files[PROBE_FILES];
-  int n = probe_files(&e->files, files), min_side = pb_decode_min_side(e->cfg, decode);
-  uint64_t largest = 0;
-  for (int i = 0; i < n; i++) {
-    size_t got = read_head(files[i]->path, head, PROBE_HEADER_BYTES);
-    int w = 0, h = 0;
-    if (!got || pb_jpeg_header(dec, head, got, &w, &h, &err) || w <= 0 || h <= 0) continue;
-    if (decode->max_pixels > 0 && (int64_t)w * h > decode->max_pixels) continue; /* refused when met */
-    largest = PB_MAX(largest, (uint64_t)pb_jpeg_decoded_bytes(w, h, pb_decode_denom(decode, min_side, w, h)));
-  }
-  pb_jpeg_decoder_free(dec);
-  free(head);
-  return largest;
-}
-
-/* Bytes of one encoded/raw sample as the read stage emits it: the listed file sizes when every file is a
- * sample, else an estimate for planning. */
+/* Bytes of one encoded/raw sample as the read stage emits it: what the dataset itself says (plan_probe.c)
+ * where it is there to read, else an estimate for planning. */
 static uint64_t read_bytes_estimate(const pb_engine *e) {
   const pb_config *cfg = e->cfg;
   const pb_dataset_cfg *d = &cfg->dataset;
   bool jpeg = d->format == PB_FMT_JPEG || (d->format == PB_FMT_TFRECORD && d->payload == PB_PAYLOAD_JPEG);
-  uint64_t listed = e->have_files && d->format == PB_FMT_JPEG ? listed_sample_bytes(&e->files) : 0;
-  if (listed) return listed;
+  uint64_t probed = e->have_files ? pb_probe_sample_bytes(e) : 0;
+  if (probed) return probed;
   if (jpeg && d->generate.has_image) return (uint64_t)(d->generate.width * d->generate.height * 3 / 4);
   if (jpeg) return 256u << 10;
   uint64_t rec = (uint64_t)(d->record_bytes ? d->record_bytes : d->generate.record_bytes);
@@ -160,7 +74,7 @@ static uint64_t stage_bytes_estimate(const pb_stage *s, uint64_t input_bytes) {
   if (s->cfg && s->cfg->type == PB_STAGE_READ) return read_bytes_estimate(s->engine);
   if (shape_bytes) return shape_bytes;
   if (!s->cfg || s->cfg->type != PB_STAGE_DECODE) return input_bytes;
-  uint64_t probed = s->engine->have_files && cfg->dataset.format == PB_FMT_JPEG ? probed_decoded_bytes(s->engine, s->cfg) : 0;
+  uint64_t probed = s->engine->have_files ? pb_probe_decoded_bytes(s->engine, s->cfg) : 0;
   return probed ? probed : 6u << 20; /* unknown image: ~2 MP */
 }
 

@@ -114,6 +114,36 @@ static void test_large_photos_planned_from_headers(void **state) {
   assert_accounting_balances(rep);
 }
 
+/* The same for JPEGs inside a user's TFRecord files: the plan reads the first record of a few files (the
+ * feature's size, the JPEG header inside).  Regression (a review): the plan kept its 256 KB / 6 MB guesses,
+ * and 7 MB records under a 1000 MB limit spent the memory budget on read buffers until decode failed every
+ * image and the run stopped, exit 1. */
+static void test_tfrecord_of_photos_planned_from_records(void **state) {
+  (void)state;
+  const char *dir = tmp_path("tfr-photos");
+  gen_ok(write_config("tfr-photos-gen",
+                      "{'name':'tfr','dataset':{'path':'%s','format':'tfrecord','payload':'jpeg','generate':{'num_files':2,"
+                      "'samples_per_file':2,'image':{'width':3000,'height':2000,'quality':50}}},"
+                      "'stages':[{'name':'read','type':'read'},{'name':'decode','type':'decode'},{'name':'batch','type':'batch','size':2}]}",
+                      dir));
+  const char *cfg = write_config("tfr-photos",
+                                 "{'name':'tfr','seed':3,'dataset':{'path':'%s','format':'tfrecord','payload':'jpeg'},"
+                                 "'stages':[{'name':'read','type':'read','threads':2},{'name':'decode','type':'decode','threads':2},"
+                                 "{'name':'augment','type':'map','ops':[{'op':'random_resized_crop','size':64}]},"
+                                 "{'name':'batch','type':'batch','size':2},{'name':'h2d','type':'h2d'}],"
+                                 "'device':{'kind':'emulated','step_ms':0.2},'run':{'steps':10,'warmup_steps':1},"
+                                 "'limits':{'max_memory_mb':100}}",
+                                 dir);
+  char out[400];
+  result *r = run_named(cfg, "tfr-photos-tight", NULL, out);
+  assert_one_error_line(r, 2, "limits.max_memory_mb");
+  if (!strstr(r->err, "decode")) fail_msg("the refusal does not name decode's buffers: %s", r->err);
+  cJSON *rep = run_report(cfg, "tfr-photos-fits", ARGS("--set", "limits.max_memory_mb=600"));
+  assert_int_equal(num(rep, "accounting.errors"), 0);
+  expect_rss_within(rep, 600);
+  assert_accounting_balances(rep);
+}
+
 /* A process over the limit (the plan bounds its buffers, not the binary and the libraries) says so: one
  * warning line on stderr and a line in the text summary, exit 0.  Regression: a run at 3.36 GB under a
  * 300 MB limit said nothing. */
@@ -144,6 +174,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_outsized_file_200mb, free_reports),
       cmocka_unit_test_teardown(test_outsized_file_3gb, free_reports),
       cmocka_unit_test_teardown(test_large_photos_planned_from_headers, free_reports),
+      cmocka_unit_test_teardown(test_tfrecord_of_photos_planned_from_records, free_reports),
       cmocka_unit_test_teardown(test_rss_over_the_limit_warns, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
