@@ -88,6 +88,8 @@ def main():
     ap.add_argument("--trace", action="store_true")
     ap.add_argument("--no-augment", action="store_true", help="leave out the map stage (a control)")
     ap.add_argument("--load", type=int, default=0, help="busy-looping processes beside the run")
+    ap.add_argument("--slope-from", type=float, default=60.0,
+                    help="fit the slope from this many seconds on (a traced run's rings fill for minutes)")
     ap.add_argument("--csv")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="pipebench-soak-")
@@ -125,9 +127,10 @@ def main():
     steps_per_s = steps / max(a.seconds, 1)
     held = lambda t: min(steps_per_s * t, STEPS_IN_MEMORY)  # step records in memory at time t
     record_kb = (held(a.seconds) - held(60)) * STEP_RECORD_BYTES / 1024
-    late = [(s, m[0]) for s, m in samples if s >= 60]
+    late = [(s, m[0]) for s, m in samples if s >= a.slope_from]
     slope = fit_slope(late) if len(late) >= 3 else float("nan")
-    record_slope = (held(a.seconds) - held(60)) * STEP_RECORD_BYTES / 1024 / max((a.seconds - 60) / 60, 1e-9)
+    record_slope = ((held(a.seconds) - held(a.slope_from)) * STEP_RECORD_BYTES / 1024 /
+                    max((a.seconds - a.slope_from) / 60, 1e-9))
     print(f"machine: {platform.node()} ({os.cpu_count()} CPUs), {platform.platform()}")
     print(f"run: {a.seconds} s, step_ms {a.step_ms}, {'traced' if a.trace else 'untraced'}, "
           f"{steps} steps, {rep['throughput']['samples_per_s']:.1f} samples/s, {len(samples)} RSS samples")
@@ -138,8 +141,12 @@ def main():
           f"{record_kb / 1024:.2f} MiB; net {(last[0] - first[0] - record_kb) / 1024:+.2f} MiB "
           f"(anonymous {(last[1] - first[1]) / 1024:+.2f} MiB, file {(last[2] - first[2]) / 1024:+.2f} MiB; "
           f"mappings {first[3]} -> {last[3]})")
-    print(f"RSS slope after the first minute: {slope:+.1f} KiB/min raw, {slope - record_slope:+.1f} KiB/min net of "
+    print(f"RSS slope from {a.slope_from:.0f} s: {slope:+.1f} KiB/min raw, {slope - record_slope:+.1f} KiB/min net of "
           f"the step records ({len(late)} samples, least squares); load: {a.load} busy processes")
+    t = rep.get("trace") or {}
+    if t.get("enabled"):
+        print(f"trace rings: {t['events']} events kept, {t['events_dropped']} dropped (rings that dropped are full: "
+              f"their memory no longer grows; memory.trace_bytes {rep['memory']['trace_bytes'] / 1e6:.0f} MB is their whole size)")
     m = rep["memory"]
     print(f"report memory: planned {m['planned_bytes'] / 1e6:.0f} MB, trace {m['trace_bytes'] / 1e6:.0f} MB, "
           f"peak RSS {m['peak_rss_bytes'] / 1e6:.0f} MB; accounting balanced: {rep['accounting']['balanced']}")
