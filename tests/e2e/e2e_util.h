@@ -26,6 +26,8 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "../assert_values.h" /* assert_double_cmp and friends: failures print the values */
+
 #ifndef PB_BIN
 #error "PB_BIN (the pipebench binary under test) must be defined by the build"
 #endif

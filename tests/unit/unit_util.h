@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "../assert_values.h" /* assert_double_cmp and friends: failures print the values */
+
 /* A whole file as a new NUL-terminated string (fails the test when it cannot be read). */
 static inline char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
