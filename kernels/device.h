@@ -17,6 +17,7 @@
 #include "config.h"
 #include "elem.h"
 #include "pool.h"
+#include "record_types.h"
 
 typedef struct pb_device pb_device;
 struct pb_step;
@@ -54,11 +55,6 @@ typedef struct pb_device_ops {
   void (*close)(pb_device *d);
 } pb_device_ops;
 
-/* The step kernel's accuracy, measured when the device opens (GPU only). */
-typedef struct pb_step_kernel_check {
-  bool measured;
-  double target_ms, measured_ms, error_pct;
-} pb_step_kernel_check;
 
 struct pb_device {
   const pb_device_ops *ops;

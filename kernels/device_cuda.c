@@ -39,7 +39,7 @@
 #include "device.h"
 #include "engine.h"
 #include "gpu_timeline.h"
-#include "metrics.h"
+#include "record.h"
 #include "normalize_math.h"
 #include "steps.h"
 #include "world.h"

@@ -23,6 +23,7 @@
 #include "pool.h"
 #include "queue.h"
 #include "stats.h"
+#include "record_types.h"
 #include "trace.h"
 
 #define PB_CHUNK 64                     /* elements moved per queue operation at most */
@@ -57,23 +58,6 @@ typedef struct pb_stage_ops {
   void (*close)(pb_stage *s);
 } pb_stage_ops;
 
-/* Per-worker counters.  Times are clipped to the measured window; *_total counts are for the accounting
- * and cover the whole run. */
-typedef struct pb_counters {
-  uint64_t calls, samples_in, samples_out;
-  uint64_t busy_ns, wait_in_ns, blocked_out_ns;
-  uint64_t busy_total_ns;       /* service time over the whole run (not clipped): with cpu_ns, CPU vs wall */
-  uint64_t bytes_in, bytes_out;
-  uint64_t samples_out_total, samples_dropped_total, samples_in_flight, samples_error_total;
-  uint64_t files_read_total;
-  uint64_t samples_replayed_total; /* cache: samples handed on again after the first epoch */
-} pb_counters;
-
-#define PB_FIRST_ERRORS 10
-typedef struct pb_error_record {
-  char file[256];
-  char message[256];
-} pb_error_record;
 
 struct pb_worker {
   pb_stage *stage;

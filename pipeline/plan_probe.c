@@ -9,7 +9,7 @@
 
 #include "files.h"
 #include "jpeg.h"
-#include "stage_decode.h"
+#include "decode_scale.h"
 #include "tfrecord.h"
 
 static int cmp_u64(const void *a, const void *b) {

@@ -16,7 +16,7 @@
 #include "sat.h"
 #include "jpeg.h"
 #include "ops.h"
-#include "stage_decode.h"
+#include "decode_scale.h"
 
 typedef struct decode_state {
   pb_pool pool;
@@ -32,30 +32,7 @@ typedef struct decode_worker {
   pb_jpeg_region *region; /* fused_crop only */
 } decode_worker;
 
-int pb_decode_min_side(const pb_config *cfg, const pb_stage_cfg *decode) {
-  for (int i = (int)(decode - cfg->stages) + 1; i < cfg->nstages; i++) {
-    const pb_stage_cfg *sc = &cfg->stages[i];
-    for (int j = 0; sc->type == PB_STAGE_MAP && j < sc->nops; j++) {
-      pb_op_kind k = sc->ops[j].kind;
-      /* only a shorter-side resize gives nearly the same pixels from a smaller decode (PIL's draft());
-       * a crop first would see another part of the image (center_crop) or upsample a small region
-       * (random_resized_crop): full size */
-      if (k == PB_OP_RESIZE) return (int)sc->ops[j].size;
-      if (k == PB_OP_RANDOM_RESIZED_CROP || k == PB_OP_CENTER_CROP) return 0;
-    }
-  }
-  return 0;
-}
 
-int pb_decode_denom(const pb_stage_cfg *decode, int min_side, int width, int height) {
-  switch (decode->scale) {
-    case PB_SCALE_1_2: return 2;
-    case PB_SCALE_1_4: return 4;
-    case PB_SCALE_1_8: return 8;
-    case PB_SCALE_AUTO: return min_side ? pb_jpeg_auto_scale(width, height, min_side) : 1;
-    default: return 1;
-  }
-}
 
 /* fused_crop: the first map stage after this one opens with the crop (config_pipeline.c checks it). */
 static void find_crop(const pb_stage *s, decode_state *st) {

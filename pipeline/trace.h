@@ -26,33 +26,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PB_NO_KEY UINT64_MAX
-#define PB_BATCH_KEY(batch_id) ((batch_id) | (1ull << 63))
-#define PB_KEY_IS_BATCH(key) ((key) != PB_NO_KEY && ((key) >> 63))
+#include "record_types.h"
+
 
 /* Events kept in all rings together, by default (40 bytes each: 40 MB). */
 #define PB_TRACE_BUDGET_EVENTS (1u << 20)
-#define PB_TRACE_MIN_RING (1u << 12)
-#define PB_TRACE_MAX_RING (1u << 18)
 
-enum pb_event_kind { PB_EV_WAIT = 1, PB_EV_PROCESS = 2, PB_EV_BLOCKED = 3, PB_EV_HANDOFF = 4 };
-
-enum pb_event_flags {
-  PB_EVF_CALL_START = 1u << 0,   /* first segment of a call to process(): its input just arrived */
-  PB_EVF_EMITTED = 1u << 1,      /* handed `out` on at the end of this segment */
-  PB_EVF_JOINED = 1u << 2,       /* the input joined batch `out` */
-  PB_EVF_PRODUCE = 1u << 3,      /* a source's or flush's work, not a call on an input */
-  PB_EVF_BLOCKED_POOL = 1u << 4, /* BLOCKED on a buffer pool, not on a full queue */
-};
-
-typedef struct pb_event {
-  uint64_t t0_ns, t1_ns;  /* pb_now_ns() clock */
-  uint64_t key;           /* input element (PB_NO_KEY: none) */
-  uint64_t out;           /* produced or joined element (PB_NO_KEY: none) */
-  uint32_t bytes;         /* input bytes (saturated at 4 GB) */
-  uint8_t kind, flags;
-  uint16_t reserved;
-} pb_event;
 
 typedef struct pb_trace_ring {
   pb_event *ev;           /* NULL: tracing off */

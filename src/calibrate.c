@@ -26,7 +26,7 @@
 #include "jpeg.h"
 #include "ops.h"
 #include "pagecache.h"
-#include "stage_decode.h"
+#include "decode_scale.h"
 #include "stats.h"
 
 #define PB_CALIB_SECONDS 1.0

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stage_decode.h"
+#include "decode_scale.h"
 
 static const char *k_mode_names[PB_READ_MODES] = {"buffered_sequential", "buffered_random", "direct_sequential",
                                                   "direct_random"};

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "config_internal.h"
-#include "stage_decode.h"
+#include "decode_scale.h"
 
 size_t pb_dtype_size(pb_dtype d) {
   switch (d) {

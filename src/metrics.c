@@ -123,14 +123,6 @@ static void fill_allreduce(pb_report *r, const pb_record *rec, const step_sums *
   x->busbw_gb_per_s = real ? algbw * 2.0 * (world - 1) / world : NAN;
 }
 
-double pb_steps_idle_pct(const pb_step *v, size_t n, int devices, int device, uint64_t ws, uint64_t we) {
-  if (we <= ws || devices < 1) return NAN;
-  uint64_t busy = 0;
-  for (size_t i = 0; i < n; i++)
-    if (device < 0 || v[i].device == device) busy += pb_overlap_ns(v[i].compute_start_ns, v[i].compute_end_ns, ws, we);
-  double span = (double)(we - ws) * (device < 0 ? devices : 1);
-  return 100.0 - (double)busy / span * 100.0;
-}
 
 /* Per device: its idle %, input wait and copy bandwidth; the most idle one is named. */
 static void fill_devices(pb_report *r, const pb_record *rec) {

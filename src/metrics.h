@@ -4,11 +4,8 @@
 #define PB_METRICS_H
 
 #include "config.h"
-#include "device.h"
-#include "engine.h"
-#include "report.h"
 #include "record.h"
-#include "steps.h"
+#include "report.h"
 
 /* Fills r (which the caller zeroed) from what the run recorded, analysis included; r->config is left
  * for the caller.  `rec` must outlive r (r points at its strings). */
@@ -25,8 +22,5 @@ pb_step_parts pb_step_breakdown(const pb_step *st);
 
 const char *pb_classify(double input_bound_pct);
 
-/* Device idle % over [ws, we): 100 - compute time inside it / (devices x its length) x 100, over every
- * step of `device` (-1: all devices, then `devices` of them).  NAN for an empty window. */
-double pb_steps_idle_pct(const pb_step *v, size_t n, int devices, int device, uint64_t ws, uint64_t we);
 
 #endif

@@ -10,10 +10,8 @@
 
 #include "calibration.h"
 #include "config.h"
-#include "engine.h"
+#include "record_types.h"
 #include "stats.h"
-#include "steps.h"
-#include "trace.h"
 
 typedef struct pb_worker_trace {
   pb_event *ev;                 /* kept events, oldest first (owned) */
@@ -92,12 +90,12 @@ typedef struct pb_record {
   pb_ceilings ceilings;         /* the machine's calibration, when there is one (calibration.h) */
 } pb_record;
 
-/* Builds the record of a joined, finished run (pb_steps_finish): copies what it needs and takes the step
- * record over from `s`.  0 or -ENOMEM. */
-int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e, pb_steps *s,
-                       const pb_device *d, bool synthetic, bool interrupted, uint64_t queued_samples,
-                       double cpu_s);
 void pb_record_free(pb_record *rec);
+
+/* Device idle % over [ws, we): 100 - compute time inside it / (devices x its length) x 100, over every
+ * step of `device` (-1: all devices, then `devices` of them).  NAN for an empty window.  Here, with the
+ * steps it reads, because the GPU device computes it too (its CUDA-event timeline beside CUPTI's). */
+double pb_steps_idle_pct(const pb_step *v, size_t n, int devices, int device, uint64_t ws, uint64_t we);
 
 /* The stage row that feeds the device (the last one that ran), or -1. */
 int pb_record_last_stage(const pb_record *rec);

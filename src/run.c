@@ -17,12 +17,12 @@
 #include "engine.h"
 #include "metrics.h"
 #include "outdir.h"
-#include "record.h"
+#include "record_run.h"
 #include "trace_json.h"
 #include "report.h"
 #include "progress.h"
 #include "steps.h"
-#include "timeline.h"
+#include "timeline_sampler.h"
 
 /* ---------- formats and output directory ---------- */
 

@@ -13,25 +13,8 @@
 #include "allreduce.h"
 #include "device.h"
 #include "engine.h"
+#include "record_types.h"
 
-typedef struct pb_step {
-  uint64_t prev_end_ns;    /* end of this device's previous step (or of the start): the step begins */
-  uint64_t ready_ns;       /* the batch became available to the device (handed into the last queue) */
-  uint64_t h2d_start_ns, h2d_end_ns;
-  uint64_t compute_start_ns, compute_end_ns;
-  uint64_t bytes;
-  uint64_t key;            /* the batch's trace key (PB_BATCH_KEY of its batch id) */
-  uint32_t samples;
-  uint16_t device;
-  bool measured;
-  uint64_t comm_start_ns, comm_end_ns; /* the gradient exchange after the compute (device.allreduce); 0: none */
-} pb_step;
-
-/* When the step is over: after its gradient exchange, when it has one, else at the end of its compute.
- * The device's next step begins here (its prev_end_ns). */
-static inline uint64_t pb_step_end_ns(const pb_step *st) {
-  return st->comm_end_ns > st->compute_end_ns ? st->comm_end_ns : st->compute_end_ns;
-}
 
 /* Batches taken from the pipeline for one device, in arrival order (growable ring). */
 typedef struct pb_deal_fifo {

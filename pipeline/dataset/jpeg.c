@@ -126,11 +126,6 @@ int pb_jpeg_header(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int 
   return header_checked(dec, data, bytes, width, height, err);
 }
 
-int pb_jpeg_scaled_dim(int dim, int scale_denom) {
-  if (!valid_denom(scale_denom) || dim <= 0) return 0;
-  tjscalingfactor sf = {1, scale_denom};
-  return TJSCALED(dim, sf);
-}
 
 size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom) {
   return (size_t)pb_jpeg_scaled_dim(width, scale_denom) * (size_t)pb_jpeg_scaled_dim(height, scale_denom) * 3u;
@@ -169,14 +164,6 @@ int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int 
   return 0;
 }
 
-int pb_jpeg_auto_scale(int width, int height, int min_side) {
-  if (min_side <= 0) return 1;
-  for (int denom = 8; denom > 1; denom /= 2) {
-    int side = PB_MIN(pb_jpeg_scaled_dim(width, denom), pb_jpeg_scaled_dim(height, denom));
-    if (side >= min_side) return denom;
-  }
-  return 1;
-}
 
 int pb_jpeg_encoder_init(pb_jpeg_encoder **enc, pb_err *err) {
   *enc = calloc(1, sizeof **enc);

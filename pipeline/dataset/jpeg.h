@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "decode_scale.h" /* pb_jpeg_scaled_dim, pb_jpeg_auto_scale */
 
 typedef struct pb_jpeg_decoder pb_jpeg_decoder;
 typedef struct pb_jpeg_encoder pb_jpeg_encoder;
@@ -31,9 +32,6 @@ void pb_jpeg_decoder_free(pb_jpeg_decoder *dec); /* NULL is fine */
 int pb_jpeg_header(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height,
                    pb_err *err);
 
-/* One scaled side: TurboJPEG's TJSCALED, ceil(dim / scale_denom).  0 for a scale_denom not in {1,2,4,8}. */
-int pb_jpeg_scaled_dim(int dim, int scale_denom);
-
 /* Bytes of the packed RGB image pb_jpeg_decode writes for a width x height JPEG at 1/scale_denom:
  * scaled_width * scaled_height * 3.  0 for a bad size or scale_denom. */
 size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom);
@@ -46,11 +44,6 @@ size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom);
  * upsampling). */
 int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int scale_denom, int64_t max_pixels,
                    uint8_t *out, size_t out_capacity_bytes, int *out_width, int *out_height, pb_err *err);
-
-/* The `scale: auto` choice: the largest denominator of 1, 2, 4, 8 whose scaled image keeps its shorter side
- * >= min_side (the crop size that follows decode), so decode does as little work as the crop allows.  1 when
- * even the full image is smaller than min_side, or when min_side <= 0 (nothing to size for: no scaling). */
-int pb_jpeg_auto_scale(int width, int height, int min_side);
 
 /* ---- decoding a region (jpeg_region.c) ---- */
 

@@ -12,6 +12,7 @@
 
 #include "analysis.h"
 #include "keymap.h"
+#include "trace.h"
 
 #define US 1000ull /* ns */
 

@@ -17,6 +17,8 @@
 #include "metrics.h"
 #include "stage_batch.h"
 #include "steps.h"
+#include "record_run.h"
+#include "unit_util.h"
 
 typedef struct mini_run {
   pb_config cfg;

@@ -24,8 +24,9 @@
 #include "record.h"
 #include "report.h"
 #include "steps.h"
-#include "timeline.h"
+#include "timeline_sampler.h"
 #include "trace_json.h"
+#include "record_run.h"
 
 static const char k_cfg[] =
     "{\"name\":\"tiny\",\"dataset\":{\"format\":\"synthetic\",\"shape\":[64],\"num_samples\":1000},"
