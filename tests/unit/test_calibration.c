@@ -17,6 +17,7 @@
 
 #include "calibration.h"
 #include "efficiency.h"
+#include "unit_util.h"
 
 static pb_calibration *sample(void) {
   pb_calibration *c = calloc(1, sizeof *c);
@@ -123,7 +124,8 @@ static void test_load_sanitizes(void **state) {
   pb_calibration *c = calloc(1, sizeof *c);
   pb_err err;
   assert_int_equal(pb_calib_load(file, NULL, c, &err), 0);
-  assert_true(isnan(c->memcpy_gb_per_s) && isnan(c->memcpy_all_gb_per_s));
+  assert_nan(c->memcpy_gb_per_s);
+  assert_nan(c->memcpy_all_gb_per_s);
   assert_float_equal(c->step_kernel_error_pct, -1.5, 0); /* an error may be negative */
   assert_int_equal(c->ndatasets, 1);
   assert_int_equal(c->datasets[0].files, 0);
@@ -208,7 +210,10 @@ static void test_run_lookup(void **state) {
   assert_float_equal(k.read_mb_per_s, 100, 0);
   assert_string_equal(k.read_mode, "buffered_sequential");
   pb_ceilings_lookup(cfg, true, false, &k);    /* synthetic: no dataset part; emulated: no link */
-  assert_true(k.have && !k.dataset && isnan(k.h2d_gb_per_s) && isnan(k.decode_images_per_s));
+  assert_true(k.have);
+  assert_false(k.dataset);
+  assert_nan(k.h2d_gb_per_s);
+  assert_nan(k.decode_images_per_s);
   unlink(file);
   pb_ceilings_lookup(cfg, false, false, &k);
   assert_false(k.have);
@@ -283,7 +288,8 @@ static void test_efficiency_cache_and_emulation(void **state) {
                    .decode_images_per_s = 500, .read_mb_per_s = 200};
   snprintf(k.read_mode, sizeof k.read_mode, "buffered_random");
   pb_efficiency_compute(&r, &k);
-  assert_true(isnan(r.stages[0].ceiling_per_s) && isnan(r.stages[0].efficiency_pct));
+  assert_nan(r.stages[0].ceiling_per_s);
+  assert_nan(r.stages[0].efficiency_pct);
   assert_float_equal(r.stages[1].efficiency_pct, 5, 1e-9); /* 50/s of 1000/s: its own work */
   /* decode would bound at 500 x 4 x 6 = 12000; the device's 5000 is lower */
   assert_string_equal(r.efficiency.limited_by, "device");

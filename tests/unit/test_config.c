@@ -16,6 +16,7 @@
 #include "allreduce.h"
 #include "config.h"
 #include "config_internal.h"
+#include "unit_util.h"
 
 /* docs/CONTRACT.md §2's example. */
 static const char *EXAMPLE =
@@ -96,7 +97,8 @@ static void test_example_values(void **state) {
   assert_string_equal(cfg.dataset.path, "data/resnet50");
   assert_int_equal(cfg.dataset.format, PB_FMT_JPEG);
   assert_string_equal(cfg.dataset.feature, "image/encoded");
-  assert_true(cfg.dataset.generate.present && cfg.dataset.generate.has_image);
+  assert_true(cfg.dataset.generate.present);
+  assert_true(cfg.dataset.generate.has_image);
   assert_int_equal(cfg.dataset.generate.num_files, 2048);
   assert_int_equal(cfg.dataset.generate.width, 500);
   assert_int_equal(cfg.dataset.generate.height, 375);
@@ -114,7 +116,8 @@ static void test_example_values(void **state) {
   assert_int_equal(cfg.stages[5].depth, 4);
   assert_true(cfg.stages[6].pinned);
   assert_int_equal(cfg.device.count, 1);
-  assert_true(cfg.device.step_ms == 224 && !cfg.device.step_normal);
+  assert_double_cmp(cfg.device.step_ms, ==, 224);
+  assert_false(cfg.device.step_normal);
   assert_int_equal(cfg.run.stop, PB_STOP_STEPS);
   assert_int_equal(cfg.run.steps, 100);
   assert_int_equal(cfg.max_memory_mb, 8192);
@@ -159,7 +162,8 @@ static void test_defaults(void **state) {
   assert_true(cfg.stages[0].drop_remainder);
   assert_int_equal(cfg.device.kind, PB_DEVICE_AUTO);
   assert_int_equal(cfg.device.count, 1);
-  assert_true(cfg.device.step_ms == 0 && cfg.device.h2d_gb_per_s == 25);
+  assert_double_cmp(cfg.device.step_ms, ==, 0);
+  assert_double_cmp(cfg.device.h2d_gb_per_s, ==, 25);
   assert_int_equal(cfg.device.nids, 0);
   assert_int_equal(cfg.run.stop, PB_STOP_STEPS);
   assert_int_equal(cfg.run.steps, 100);
@@ -180,19 +184,30 @@ static void test_stage_and_op_defaults(void **state) {
   (void)state;
   parse_ok(ALL_STAGES, NULL);
   const pb_stage_cfg *st = cfg.stages;
-  assert_true(st[0].block_bytes == 1048576 && !st[0].direct && st[0].latency_us == 0);
-  assert_true(st[0].bandwidth_mb_per_s == 0);
-  assert_true(st[1].scale == PB_SCALE_AUTO && st[1].max_pixels == 100000000);
+  assert_int_equal(st[0].block_bytes, 1048576);
+  assert_false(st[0].direct);
+  assert_int_equal(st[0].latency_us, 0);
+  assert_double_cmp(st[0].bandwidth_mb_per_s, ==, 0);
+  assert_int_equal(st[1].scale, PB_SCALE_AUTO);
+  assert_int_equal(st[1].max_pixels, 100000000);
   const pb_op_cfg *ops = st[2].ops;
-  assert_true(ops[0].scale[0] == 0.08 && ops[0].scale[1] == 1);
-  assert_true(ops[0].ratio[0] == 0.75 && ops[0].ratio[1] == 4.0 / 3.0);
-  assert_true(ops[1].p == 0.5);
-  assert_true(ops[2].nmean == 3 && ops[2].mean[0] == 123.675 && ops[2].nstd == 3 && ops[2].std[2] == 57.375);
-  assert_true(ops[2].dtype == PB_DTYPE_FLOAT32 && !ops[2].on_device);
+  assert_double_cmp(ops[0].scale[0], ==, 0.08);
+  assert_double_cmp(ops[0].scale[1], ==, 1);
+  assert_double_cmp(ops[0].ratio[0], ==, 0.75);
+  assert_double_cmp(ops[0].ratio[1], ==, 4.0 / 3.0);
+  assert_double_cmp(ops[1].p, ==, 0.5);
+  assert_int_equal(ops[2].nmean, 3);
+  assert_double_cmp(ops[2].mean[0], ==, 123.675);
+  assert_int_equal(ops[2].nstd, 3);
+  assert_double_cmp(ops[2].std[2], ==, 57.375);
+  assert_int_equal(ops[2].dtype, PB_DTYPE_FLOAT32);
+  assert_false(ops[2].on_device);
   assert_int_equal(st[3].buffer, 1024);
-  assert_true(st[5].size == 2 && st[5].drop_remainder);
+  assert_int_equal(st[5].size, 2);
+  assert_true(st[5].drop_remainder);
   assert_int_equal(st[6].depth, 2);
-  assert_true(st[7].pinned && st[7].streams == 1);
+  assert_true(st[7].pinned);
+  assert_int_equal(st[7].streams, 1);
   for (int i = 0; i < 8; i++) assert_string_equal(st[i].name, pb_stage_type_name(st[i].type));
   /* no generate.image: decode cannot know H and W */
   assert_string_equal(shape_of(1), "[?,?,3] uint8");
@@ -221,7 +236,8 @@ static void test_shapes(void **state) {
   assert_string_equal(shape_of(1), "[47,63,3] uint8");
   parse_ok(EXAMPLE, "stages.augment.ops[2]={\"op\": \"to_chw\"}");
   assert_string_equal(shape_of(2), "[3,224,224] uint8");
-  assert_true(cfg.stages[2].out_shape.chw && cfg.stages[2].out_shape.known);
+  assert_true(cfg.stages[2].out_shape.chw);
+  assert_true(cfg.stages[2].out_shape.known);
   parse_ok(EXAMPLE, "stages.augment.ops[2].dtype=float16");
   assert_string_equal(shape_of(2), "[224,224,3] float16");
   assert_int_equal(pb_shape_bytes(&cfg.stages[2].out_shape), 224 * 224 * 3 * 2);
@@ -476,13 +492,16 @@ static void test_error_crop_ratio(void **state) {
   expect_error(EXAMPLE, "stages.augment.ops[0].ratio=[1,1e9]",
                "cfg.json: stages[2].ops[0].ratio[1]: 1000000000 is out of range (expected a number from 0.01 to 100)");
   parse_ok(EXAMPLE, "stages.augment.ops[0].ratio=[0.01,100]");
-  assert_true(cfg.stages[2].ops[0].ratio[0] == 0.01 && cfg.stages[2].ops[0].ratio[1] == 100);
+  assert_double_cmp(cfg.stages[2].ops[0].ratio[0], ==, 0.01);
+  assert_double_cmp(cfg.stages[2].ops[0].ratio[1], ==, 100);
 }
 
 static void test_error_step_ms(void **state) {
   (void)state;
   parse_ok(EXAMPLE, "device.step_ms={\"dist\": \"normal\", \"mean\": 20, \"stdev\": 2}");
-  assert_true(cfg.device.step_normal && cfg.device.step_ms == 20 && cfg.device.step_stdev_ms == 2);
+  assert_true(cfg.device.step_normal);
+  assert_double_cmp(cfg.device.step_ms, ==, 20);
+  assert_double_cmp(cfg.device.step_stdev_ms, ==, 2);
   expect_error(EXAMPLE, "device.step_ms={\"dist\": \"uniform\", \"mean\": 20, \"stdev\": 2}",
                "cfg.json: device.step_ms.dist: unknown value \"uniform\" (expected one of normal)");
   expect_error_has(EXAMPLE, "device.step_ms={\"dist\": \"normal\", \"mean\": -1, \"stdev\": 2}",
@@ -523,7 +542,8 @@ static void test_error_unknowns(void **state) {
   char set[400];
   snprintf(set, sizeof set, "%0300d\n=1", 7);
   assert_int_equal(parse_set(EXAMPLE, set), -EINVAL);
-  assert_true(strlen(err.msg) < 400 && !strchr(err.msg, '\n'));
+  assert_uint_cmp(strlen(err.msg), <, 400);
+  assert_null(strchr(err.msg, '\n'));
 }
 
 static void test_error_json_syntax(void **state) {
@@ -767,17 +787,22 @@ static void test_set_variants(void **state) {
   parse_ok(EXAMPLE, "stages.h2d=null"); /* null removes */
   assert_int_equal(cfg.nstages, 6);
   parse_ok(EXAMPLE, "device={\"kind\": \"emulated\", \"ids\": [2, 5]}"); /* whole objects */
-  assert_true(cfg.device.kind == PB_DEVICE_EMULATED && cfg.device.count == 2 && cfg.device.ids[1] == 5);
+  assert_int_equal(cfg.device.kind, PB_DEVICE_EMULATED);
+  assert_int_equal(cfg.device.count, 2);
+  assert_int_equal(cfg.device.ids[1], 5);
   parse_ok(EXAMPLE, "name=a=b"); /* split on the first '=' */
   assert_string_equal(cfg.name, "a=b");
   const char *in_order[] = {"run.steps=5", "run.steps=6", "stages.decode.name=dec", "stages.dec.threads=8"};
   assert_int_equal(parse_sets(EXAMPLE, in_order, 4), 0);
-  assert_true(cfg.run.steps == 6 && cfg.stages[1].threads == 8);
+  assert_int_equal(cfg.run.steps, 6);
+  assert_int_equal(cfg.stages[1].threads, 8);
   const char *swap_stop[] = {"run.steps=null", "run.duration_s=30"};
   assert_int_equal(parse_sets(EXAMPLE, swap_stop, 2), 0);
-  assert_true(cfg.run.stop == PB_STOP_DURATION && cfg.run.duration_s == 30);
+  assert_int_equal(cfg.run.stop, PB_STOP_DURATION);
+  assert_double_cmp(cfg.run.duration_s, ==, 30);
   parse_ok(EXAMPLE, "run.epochs=2"); /* the first limit on the command line replaces the file's */
-  assert_true(cfg.run.stop == PB_STOP_EPOCHS && cfg.run.epochs == 2);
+  assert_int_equal(cfg.run.stop, PB_STOP_EPOCHS);
+  assert_int_equal(cfg.run.epochs, 2);
   const char *two_limits[] = {"run.epochs=2", "run.duration_s=30"}; /* both named here: still a clash */
   assert_int_not_equal(parse_sets(EXAMPLE, two_limits, 2), 0);
   assert_non_null(strstr(err.msg, "run"));
@@ -910,11 +935,17 @@ static void check_table(const pb_key_table *t) {
     if ((k->type == PB_KT_NUMBER || k->type == PB_KT_NUMBERS || k->type == PB_KT_RANGE) &&
         !(isfinite(k->min) && isfinite(k->max)))
       fail_msg("key %s: range %g..%g is not finite", k->name, k->min, k->max);
-    if (k->type == PB_KT_NUMBERS || k->type == PB_KT_INTS || k->type == PB_KT_RANGE)
-      assert_true(k->nmax <= k->cap && k->nmin <= k->nmax);
+    if (k->type == PB_KT_NUMBERS || k->type == PB_KT_INTS || k->type == PB_KT_RANGE) {
+      assert_int_cmp(k->nmax, <=, k->cap);
+      assert_int_cmp(k->nmin, <=, k->nmax);
+    }
     if (k->type == PB_KT_ENUM) assert_non_null(k->choices);
     if (k->type == PB_KT_OBJECT) check_table(k->sub);
-    if (k->type == PB_KT_CUSTOM) assert_true(k->parse && k->emit && k->expect);
+    if (k->type == PB_KT_CUSTOM) {
+      assert_non_null(k->parse);
+      assert_non_null(k->emit);
+      assert_non_null(k->expect);
+    }
     if (k->def) {
       cJSON *def = cJSON_Parse(k->def);
       assert_non_null(def);

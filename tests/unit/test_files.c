@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "files.h"
+#include "unit_util.h"
 
 /* ---- a scratch tree ---------------------------------------------------------------------------------- */
 
@@ -352,7 +353,10 @@ static void test_shuffle_is_uniform(void **state) {
     for (size_t i = 0; i < N; i++) counts[l.files[i].index][i]++;
   }
   for (int f = 0; f < N; f++)
-    for (int p = 0; p < N; p++) assert_true(counts[f][p] > 3700 && counts[f][p] < 4300); /* 4000 +- ~7 sd */
+    for (int p = 0; p < N; p++) { /* 4000 +- ~7 sd */
+      assert_int_cmp(counts[f][p], >, 3700);
+      assert_int_cmp(counts[f][p], <, 4300);
+    }
   pb_file_list_free(&l);
 }
 

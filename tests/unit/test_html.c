@@ -138,7 +138,8 @@ static void test_throughput_and_queues_over_time(void **state) {
   cJSON *d = pb_html_run_data(&f->rep, &f->rec);
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "throughput");
   const cJSON *rate = arr(t, "samples_per_s");
-  assert_true(cJSON_GetArraySize(rate) > 50 && cJSON_GetArraySize(rate) <= PB_HTML_MAX_RATE_BINS);
+  assert_int_cmp(cJSON_GetArraySize(rate), >, 50);
+  assert_int_cmp(cJSON_GetArraySize(rate), <=, PB_HTML_MAX_RATE_BINS);
   for (int i = 0; i < cJSON_GetArraySize(rate); i++) assert_float_equal(cJSON_GetArrayItem(rate, i)->valuedouble, 800.0, 1e-6);
   assert_float_equal(num(t, "window_start_s"), 0.05, 1e-9);
   assert_float_equal(num(t, "end_s"), 10.0, 1e-9);

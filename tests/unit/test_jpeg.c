@@ -15,6 +15,7 @@
 
 #include "jpeg.h"
 #include "synth_image.h"
+#include "unit_util.h"
 
 typedef struct blob {
   uint8_t *data;
@@ -67,7 +68,8 @@ static const char *tmp_path(const char *name) {
   assert_true(i < 16);
   names[i] = name;
   int n = snprintf(paths[i], sizeof paths[i], "%s/%s", tmp_dir, name);
-  assert_true(n > 0 && (size_t)n < sizeof paths[i]);
+  assert_int_cmp(n, >, 0);
+  assert_uint_cmp((size_t)n, <, sizeof paths[i]);
   return paths[i];
 }
 
@@ -301,7 +303,8 @@ static void test_decoder_recovers_after_a_broken_header(void **state) {
   blob good = synth_jpeg(200, 150, 90, 5);
   size_t header = scan_data_offset(&good);
   uint8_t cut[1024];
-  assert_true(header > 40 && header <= sizeof cut);
+  assert_uint_cmp(header, >, 40);
+  assert_uint_cmp(header, <=, sizeof cut);
   for (size_t bytes = 3; bytes < header; bytes += 7) { /* a header broken at many places */
     memcpy(cut, good.data, bytes);
     assert_bad(dec, cut, bytes, "broken header");
@@ -409,8 +412,13 @@ static void test_region_equals_whole_decode_cropped(void **state) {
         fail_msg("1/%d, %dx%d at (%d, %d): %s", denoms[d], q->w, q->h, q->x, q->y, err.msg);
       /* widened on the left to an iMCU column (at most 32 pixels, plus the pixel fancy upsampling reads),
        * within the capacity it promised, and nothing written past it */
-      assert_true(got.x <= q->x && q->x - got.x <= 33 && got.x + got.w >= q->x + q->w && got.x + got.w <= ow);
-      assert_true(got.y == q->y && got.h == q->h && (size_t)got.w * (size_t)got.h * 3 <= cap);
+      assert_int_cmp(got.x, <=, q->x);
+      assert_int_cmp(q->x - got.x, <=, 33);
+      assert_int_cmp(got.x + got.w, >=, q->x + q->w);
+      assert_int_cmp(got.x + got.w, <=, ow);
+      assert_int_equal(got.y, q->y);
+      assert_int_equal(got.h, q->h);
+      assert_uint_cmp((size_t)got.w * (size_t)got.h * 3, <=, cap);
       for (size_t at = (size_t)got.w * (size_t)got.h * 3; at < cap; at++) assert_int_equal(part[at], 0xAB);
       for (int y = 0; y < q->h; y++)
         if (memcmp(part + ((size_t)y * (size_t)got.w + (size_t)(q->x - got.x)) * 3,
@@ -454,7 +462,11 @@ static void test_encoder_refuses_bad_input(void **state) {
   assert_int_equal(pb_jpeg_encode_rgb(enc, rgb, 70000, 1, 90, &jpeg, &bytes, &err), -EINVAL);
   assert_null(jpeg);
   assert_int_equal(pb_jpeg_encode_rgb(enc, rgb, 2, 2, 90, &jpeg, &bytes, &err), 0);
-  assert_true(bytes > 100 && jpeg[0] == 0xFF && jpeg[1] == 0xD8 && jpeg[bytes - 2] == 0xFF && jpeg[bytes - 1] == 0xD9);
+  assert_uint_cmp(bytes, >, 100);
+  assert_int_equal(jpeg[0], 0xFF);
+  assert_int_equal(jpeg[1], 0xD8);
+  assert_int_equal(jpeg[bytes - 2], 0xFF);
+  assert_int_equal(jpeg[bytes - 1], 0xD9);
   free(jpeg);
   pb_jpeg_encoder_free(enc);
   pb_jpeg_encoder_free(NULL);

@@ -20,6 +20,7 @@
 
 #include "jpeg.h"
 #include "jpeg_huff.h"
+#include "unit_util.h"
 
 /* ---- encoding test images with libjpeg's own encoder ---- */
 
@@ -312,7 +313,8 @@ static void test_corrupt_data_same_outcome(void **state) {
         sos = i + 2 + ((size_t)img.data[i + 2] << 8 | img.data[i + 3]);
         break;
       }
-    assert_true(sos > 0 && sos + 2 < img.bytes);
+    assert_uint_cmp(sos, >, 0);
+    assert_uint_cmp(sos + 2, <, img.bytes);
     size_t scan_bytes = img.bytes - 2 - sos;
     uint8_t *m = malloc(img.bytes + 8);
     for (int n = 0; n < 1500; n++) {
@@ -362,7 +364,8 @@ static void test_corrupt_data_same_outcome(void **state) {
   print_message("corrupt scans: %d decoded alike, %d refused by both; libjpeg's fast path differs from its careful "
                 "path in %d\n",
                 both_ok, both_failed, fast_path_differs);
-  assert_true(both_ok > 0 && both_failed > 0);
+  assert_int_cmp(both_ok, >, 0);
+  assert_int_cmp(both_failed, >, 0);
   free(a);
   free(b);
   free(f);

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "machine.h"
+#include "unit_util.h"
 
 static const int two_cpus[] = {0, 1};
 static char g_root[256];
@@ -306,7 +307,8 @@ static void take_known_samples(pb_cpu_sample *a, pb_cpu_sample *b) {
   pb_cpu_sample_take_cpus(a, dir, two_cpus, 2);
   snprintf(dir, sizeof dir, "%s/b", g_root);
   pb_cpu_sample_take_cpus(b, dir, two_cpus, 2);
-  assert_true(a->ok && b->ok);
+  assert_true(a->ok);
+  assert_true(b->ok);
   assert_int_equal(a->cpus, 2);
   assert_int_equal(b->busy_ticks - a->busy_ticks, 3 * t);
   assert_int_equal(b->steal_ticks - a->steal_ticks, t / 2);
@@ -342,7 +344,9 @@ static void test_stat_clamped(void **state) {
 static void assert_not_ok(const pb_cpu_sample *a, const pb_cpu_sample *b) {
   pb_cpu_others o = pb_cpu_taken_by_others(a, b);
   assert_false(o.ok);
-  assert_true(isnan(o.others_cores) && isnan(o.steal_cores) && isnan(o.total_cores));
+  assert_nan(o.others_cores);
+  assert_nan(o.steal_cores);
+  assert_nan(o.total_cores);
 }
 
 static void test_stat_not_comparable(void **state) {
@@ -392,8 +396,9 @@ static void test_real_probe(void **state) {
   pb_cores_probe(&c, "");
   printf("real probe: usable %.2f cores (online %d, affinity %d, quota %.2f): %s\n", c.usable_cores, c.online,
          c.affinity, c.quota_cores, c.limited_by);
-  assert_true(c.online >= 1 && c.affinity >= 1 && c.affinity <= c.online);
-  assert_true(c.usable_cores >= 0.01 && c.usable_cores <= c.online);
+  assert_int_cmp(c.online, >=, 1);
+  assert_int_between(c.affinity, 1, c.online);
+  assert_double_between(c.usable_cores, 0.01, c.online);
   assert_true(isnan(c.quota_cores) || c.quota_cores > 0);
 }
 
@@ -402,13 +407,16 @@ static void test_real_sample(void **state) {
   pb_cpu_sample_take(&a, "");
   spin_cpu_ns(200000000ull);
   pb_cpu_sample_take(&b, "");
-  assert_true(a.ok && b.ok);
+  assert_true(a.ok);
+  assert_true(b.ok);
   assert_true(b.self_cpu_ns - a.self_cpu_ns >= 200000000ull);
   pb_cpu_others o = pb_cpu_taken_by_others(&a, &b);
   printf("real sample over %.3f s on %d CPUs: others %.3f cores, steal %.3f cores\n",
          (double)(b.t_ns - a.t_ns) / 1e9, a.cpus, o.others_cores, o.steal_cores);
   assert_true(o.ok);
-  assert_true(o.others_cores >= 0 && o.steal_cores >= 0 && o.total_cores <= a.cpus + 1);
+  assert_double_cmp(o.others_cores, >=, 0);
+  assert_double_cmp(o.steal_cores, >=, 0);
+  assert_double_cmp(o.total_cores, <=, a.cpus + 1);
 }
 
 /* Pins this thread to one CPU of its mask: the probe and the sample see that one CPU. */

@@ -12,6 +12,7 @@
 
 #include "analysis.h"
 #include "model.h"
+#include "unit_util.h"
 
 #define MS 1e-3
 
@@ -210,7 +211,8 @@ static void test_duration(void **state) {
   m->duration_s = 0.5;
   pb_model_result r = sim(m, NULL);
   assert_float_equal(r.samples_per_s, 500, 5);
-  assert_true(r.window_s >= 0.5 && r.window_s < 0.52);
+  assert_double_cmp(r.window_s, >=, 0.5);
+  assert_double_cmp(r.window_s, <, 0.52);
   free(m);
 }
 
@@ -350,8 +352,8 @@ static void test_cores_limit_counts_waiting_stages(void **state) {
   assert_non_null(strstr(rc->action, "--set stages.slow.threads="));
   int threads = atoi(strrchr(rc->action, '=') + 1);
   print_message("cores' limit %.1f/s: %s predicted %.1f\n", f->rep.cpu_limit_per_s, rc->action, rc->predicted_samples_per_s);
-  assert_true(threads >= 6 && threads <= 9); /* 739 / (1 / 9.1 ms) = 6.7 */
-  assert_true(rc->predicted_samples_per_s <= 745 && rc->predicted_samples_per_s >= 680);
+  assert_int_between(threads, 6, 9); /* 739 / (1 / 9.1 ms) = 6.7 */
+  assert_double_between(rc->predicted_samples_per_s, 680, 745);
   assert_false(rc->up_to); /* the cores, not the device, cap it */
   free(f);
   free(m);

@@ -49,7 +49,9 @@ static void check_layout(int in_chw, int c, int nms) {
   size_t total = (size_t)p.n * p.h * p.w * p.c;
   uint8_t *in = malloc(total);
   float *dev = malloc(total * sizeof *dev), *host = malloc(total * sizeof *host);
-  assert_true(in && dev && host);
+  assert_non_null(in);
+  assert_non_null(dev);
+  assert_non_null(host);
   for (size_t i = 0; i < total; i++) in[i] = (uint8_t)((i * 37 + 11) % 256);
   device_normalize(in, dev, &p);
   host_normalize(in, host, &p, mean, std, nms);

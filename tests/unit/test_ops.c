@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "ops.h"
+#include "unit_util.h"
 
 static const double k_scale[2] = {0.08, 1.0};
 static const double k_ratio[2] = {3.0 / 4.0, 4.0 / 3.0};
@@ -123,7 +124,12 @@ static void test_rrc_inside_image(void **state) {
   for (int k = 0; k < 20000; k++) {
     int H = 1 + (int)(pb_rng_uniform(&rng) * 600), W = 1 + (int)(pb_rng_uniform(&rng) * 600), i, j, h, w;
     pb_rrc_params(&rng, H, W, k_scale, k_ratio, &i, &j, &h, &w);
-    assert_true(h > 0 && w > 0 && i >= 0 && j >= 0 && i + h <= H && j + w <= W);
+    assert_int_cmp(h, >, 0);
+    assert_int_cmp(w, >, 0);
+    assert_int_cmp(i, >=, 0);
+    assert_int_cmp(j, >=, 0);
+    assert_int_cmp(i + h, <=, H);
+    assert_int_cmp(j + w, <=, W);
   }
 }
 
@@ -160,7 +166,10 @@ static void test_rrc_extreme_ratio_keeps_a_pixel(void **state) {
       pb_rng_seed(&rng, 5);
       int rc = pb_random_resized_crop(&in, &rng, k_scale, ratios[r], &out, PB_RESAMPLE_BILINEAR, NULL, rect);
       if (rc) fail_msg("ratio %g on %dx%d: %s", ratios[r][0], W, H, pb_ops_why());
-      assert_true(rect[2] >= 1 && rect[3] >= 1 && rect[0] + rect[2] <= H && rect[1] + rect[3] <= W);
+      assert_int_cmp(rect[2], >=, 1);
+      assert_int_cmp(rect[3], >=, 1);
+      assert_int_cmp(rect[0] + rect[2], <=, H);
+      assert_int_cmp(rect[1] + rect[3], <=, W);
       free(in.data);
     }
   }
@@ -523,7 +532,8 @@ static void test_flip_probability(void **state) {
     assert_int_equal(pb_random_flip(&in, &o, &rng, 1.0), 1);
     flips += pb_random_flip(&in, &o, &rng, 0.5);
   }
-  assert_true(flips > 30 && flips < 70);
+  assert_int_cmp(flips, >, 30);
+  assert_int_cmp(flips, <, 70);
   for (int k = 0; k < 300; k++) pb_rng_uniform(&ref); /* exactly one draw per call, whatever p */
   assert_memory_equal(&rng, &ref, sizeof rng);
   free(in.data), free(o.data);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "progress.h"
+#include "unit_util.h"
 
 #define SEC 1000000000ull
 
@@ -86,7 +87,8 @@ static const char *drawn(pb_progress *p, const char *text, bool end) {
   assert_non_null(f);
   fflush(stderr);
   int saved = dup(STDERR_FILENO);
-  assert_true(saved >= 0 && dup2(fileno(f), STDERR_FILENO) >= 0);
+  assert_int_cmp(saved, >=, 0);
+  assert_int_cmp(dup2(fileno(f), STDERR_FILENO), >=, 0);
   pb_progress_draw(p, text);
   if (end) pb_progress_end(p);
   fflush(stderr);

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "queue.h"
+#include "unit_util.h"
 
 static pb_elem sample(uint64_t id) { return (pb_elem){.id = id, .batch_id = PB_NO_BATCH, .nsamples = 1}; }
 
@@ -92,7 +93,8 @@ static void test_threads_deliver_everything_once(void **state) {
   uv_thread_join(&ta);
   uv_thread_join(&tb);
   double fill = pb_queue_mean_fill(&q, uv_hrtime() - t0); /* time-weighted over the whole test */
-  assert_true(fill > 0.0 && fill <= 1.0);
+  assert_double_cmp(fill, >, 0.0);
+  assert_double_cmp(fill, <=, 1.0);
   pb_queue_close(&q);
 }
 
@@ -123,7 +125,8 @@ static void test_mean_fill_is_time_weighted(void **state) {
   uv_sleep(50); /* empty inside the window */
   atomic_store(&we, uv_hrtime());
   double fill = pb_queue_mean_fill(&q, atomic_load(&we) - atomic_load(&ws));
-  assert_true(fill > 0.4 && fill < 0.6);
+  assert_double_cmp(fill, >, 0.4);
+  assert_double_cmp(fill, <, 0.6);
   pb_queue_close(&q);
 }
 

@@ -21,6 +21,7 @@
 #include "report.h"
 #include "sweep.h"
 #include "tune.h"
+#include "unit_util.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -82,7 +83,9 @@ static void test_interval_of(void **state) {
   /* one value: a median and no interval */
   pb_interval_of((const double[]){42}, 1, &iv);
   assert_close(iv.median, 42, 0);
-  assert_true(isnan(iv.lo) && isnan(iv.hi) && isnan(iv.coverage));
+  assert_nan(iv.lo);
+  assert_nan(iv.hi);
+  assert_nan(iv.coverage);
   assert_false(pb_interval_has(&iv));
   pb_interval_of(NULL, 0, &iv);
   assert_int_equal(iv.n, 0);
@@ -240,7 +243,8 @@ static void test_interrupted_repeats(void **state) {
   pb_run_figures only[] = {fig(130, 900, 90, "aug")};
   pb_repeat_summarize(only, 1, &s);
   pb_repeat_figures(only, 1, &s, &row);
-  assert_true(isnan(row.samples_per_s) && isnan(row.device_idle_pct));
+  assert_nan(row.samples_per_s);
+  assert_nan(row.device_idle_pct);
   assert_null(row.classification);
   assert_string_equal(row.bottleneck, "");
   assert_int_equal(row.status, 130);
@@ -321,7 +325,8 @@ static void test_ab_repeats(void **state) {
                               side((const double[]){950, 1000, 1050, 990, 1010}, 5, "device", 0.1)}};
   verdict(&x, v, sizeof v);
   expect(v, "no measurable difference", "input-bound,");
-  assert_true(x.s.repeated && x.s.decisive);
+  assert_true(x.s.repeated);
+  assert_true(x.s.decisive);
   assert_false(x.s.real_differs);
   /* cold measurably below synthetic, the warm run overlapping both: no split to claim */
   x.side[PB_AB_SYNTHETIC] = side((const double[]){1000, 1010, 1020, 1005, 1015}, 5, "device", NAN);
@@ -334,7 +339,8 @@ static void test_ab_repeats(void **state) {
   x.side[PB_AB_WARM] = side((const double[]){900, 910, 920, 905, 915}, 5, "decode", 0.1);
   verdict(&x, v, sizeof v);
   expect(v, "mostly fetch (storage)", NULL);
-  assert_true(x.s.fetch_measurable && x.s.prep_measurable);
+  assert_true(x.s.fetch_measurable);
+  assert_true(x.s.prep_measurable);
   /* warm overlapping cold: only the prep stall is measurable, so preprocessing it is */
   x.side[PB_AB_WARM] = side((const double[]){505, 530, 560, 540, 550}, 5, "decode", 0.1);
   verdict(&x, v, sizeof v);
@@ -352,7 +358,10 @@ static void test_ab_too_few_repeats(void **state) {
                               side((const double[]){900, 910, 920}, 3, "decode", 0.1)}};
   verdict(&x, v, sizeof v);
   assert_true(x.s.repeated);
-  assert_false(x.s.decisive || x.s.real_differs || x.s.fetch_measurable || x.s.prep_measurable);
+  assert_false(x.s.decisive);
+  assert_false(x.s.real_differs);
+  assert_false(x.s.fetch_measurable);
+  assert_false(x.s.prep_measurable);
   expect(v, "mostly fetch (storage)", "no measurable difference");
   expect(v, "too few repeats to tell (coverage 75.0 %", NULL);
   /* apart by far, yet the intervals cannot say so: no "no measurable difference" either way */
@@ -396,7 +405,8 @@ static void test_ab_stalls_clamped(void **state) {
     x.side[PB_AB_COLD] = side(&cold, 1, "read", 0.9);
     x.side[PB_AB_WARM] = side(&warm, 1, "decode", 0.1);
     verdict(&x, v, sizeof v);
-    assert_true(x.s.fetch_pct >= 0 && x.s.fetch_pct <= 100 && x.s.prep_pct >= 0 && x.s.prep_pct <= 100);
+    assert_double_between(x.s.fetch_pct, 0, 100);
+    assert_double_between(x.s.prep_pct, 0, 100);
     assert_close(x.s.fetch_pct + x.s.prep_pct, cold < syn ? 100 * (1 - cold / syn) : 0, 1e-9);
   }
 }

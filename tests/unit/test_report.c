@@ -14,6 +14,7 @@
 
 #include "ranks.h"
 #include "report.h"
+#include "../assert_values.h" /* unit_util.h would clash with the slurp below */
 
 /* Stage 0: the in-memory source; 1: a skipped decode; 2: batch; 3: prefetch with NAN figures. */
 static void fill_stages(pb_report *r) {
@@ -350,7 +351,9 @@ static void test_write_json_round_trip(void **state) {
   assert_int_equal(access(tmp, F_OK), -1); /* renamed away */
   const char *text = slurp(path);
   size_t len = strlen(text);
-  assert_true(len > 2 && text[len - 1] == '\n' && text[len - 2] == '}');
+  assert_uint_cmp(len, >, 2);
+  assert_int_equal(text[len - 1], '\n');
+  assert_int_equal(text[len - 2], '}');
   assert_non_null(strchr(text, '\t')); /* pretty printed */
   cJSON *back = cJSON_Parse(text);
   assert_non_null(back);

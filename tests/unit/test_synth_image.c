@@ -12,6 +12,7 @@
 #include <turbojpeg.h>
 
 #include "synth_image.h"
+#include "unit_util.h"
 
 /* "Near 100-130 KB": held to the stricter reading of each end, 100 KiB and 130 kB. */
 #define WINDOW_MIN_BYTES 102400u
@@ -110,10 +111,13 @@ static void test_sizes_scale_with_area_and_quality(void **state) {
   double q75 = mean_bits_per_pixel(enc, 500, 375, 75, 4), q95 = mean_bits_per_pixel(enc, 500, 375, 95, 4);
   print_message("bits/pixel: 224x224 q90 %.2f, 500x375 q75 %.2f q90 %.2f q95 %.2f, 1000x750 q90 %.2f\n", small,
                 q75, ref, q95, large);
-  assert_true(fabs(small / ref - 1) < 0.2 && fabs(large / ref - 1) < 0.2);
+  assert_double_cmp(fabs(small / ref - 1), <, 0.2);
+  assert_double_cmp(fabs(large / ref - 1), <, 0.2);
   /* Real photographs: q75 is 0.5-0.65x and q95 1.3-1.5x the q90 size (flat colour or white noise are not). */
-  assert_true(q75 / ref > 0.5 && q75 / ref < 0.7);
-  assert_true(q95 / ref > 1.25 && q95 / ref < 1.6);
+  assert_double_cmp(q75 / ref, >, 0.5);
+  assert_double_cmp(q75 / ref, <, 0.7);
+  assert_double_cmp(q95 / ref, >, 1.25);
+  assert_double_cmp(q95 / ref, <, 1.6);
   pb_jpeg_encoder_free(enc);
 }
 

@@ -12,6 +12,7 @@
 
 #include "queue.h"
 #include "timeline.h"
+#include "unit_util.h"
 
 static void test_quantize_round_trip(void **state) {
   (void)state;
@@ -74,7 +75,8 @@ static void test_integral_reads_half_full(void **state) {
   pb_sleep_until_ns(pb_now_ns() + 20000000ull);
   uint64_t v1 = pb_queue_fill_integral(&q), t1 = pb_now_ns();
   double fill = (double)(v1 - v0) / ((double)(t1 - t0) * 4);
-  assert_true(fill > 0.45 && fill <= 0.5 + 1e-9);
+  assert_double_cmp(fill, >, 0.45);
+  assert_double_cmp(fill, <=, 0.5 + 1e-9);
   pb_queue_drain(&q);
   pb_queue_close(&q);
 }
