@@ -218,8 +218,8 @@ static void test_counters_clip_to_window(void **state) {
                            false, 0);
   const pb_stage_report *batch = &m->report.stages[1];
   assert_string_equal(batch->name, "batch");
-  assert_true(batch->calls >= 4 * 25 && batch->calls <= 4 * 35); /* samples in, ~ 30 batches of 4 */
-  assert_true(batch->utilization >= 0 && batch->utilization <= 1);
+  assert_in_range(batch->calls, 4 * 25, 4 * 35); /* samples in, ~ 30 batches of 4 */
+  assert_double_between(batch->utilization, 0, 1);
   free_run(m);
 }
 
@@ -231,11 +231,13 @@ static void test_multi_device_window(void **state) {
                                  "\"duration_s\":0.2,\"warmup_steps\":3"),
                              false, 0);
     const pb_report *r = &m->report;
-    assert_true(r->measured_s >= 0.2 && r->measured_s < 0.5);
+    assert_double_cmp(r->measured_s, >=, 0.2);
+    assert_double_cmp(r->measured_s, <, 0.5);
     assert_true(r->step_count > 100);
     double sum_ms = r->step_mean_ms * (double)r->step_count;
     assert_true(sum_ms <= 8 * r->measured_s * 1000 * 1.001);
-    assert_true(r->accelerator_utilization_pct > 0 && r->accelerator_utilization_pct <= 100);
+    assert_double_cmp(r->accelerator_utilization_pct, >, 0);
+    assert_double_cmp(r->accelerator_utilization_pct, <=, 100);
     assert_balanced(r);
     free_run(m);
   }
@@ -343,7 +345,8 @@ static void test_sleep_dist_lognormal(void **state) {
   assert_string_equal(nap->name, "nap");
   print_message("lognormal sleep: mean %.1f us, p50 %.1f, p99 %.1f over %llu calls\n", nap->mean_us, nap->p50_us,
                 nap->p99_us, (unsigned long long)nap->calls);
-  assert_true(nap->mean_us > 0.75 * 400 && nap->mean_us < 1.5 * 400); /* 800 draws: the mean within ~10 % */
+  assert_double_cmp(nap->mean_us, >, 0.75 * 400); /* 800 draws: the mean within ~10 % */
+  assert_double_cmp(nap->mean_us, <, 1.5 * 400);
   assert_true(nap->p99_us > 3 * nap->p50_us);
   assert_balanced(&m->report);
   free_run(m);
@@ -625,7 +628,9 @@ static void test_batch_close_gaps(void **state) {
     bool seen[20] = {false};
     for (uint32_t i = 0; i < taken - gaps; i++) {
       uint32_t from = slots[i][0] / 3;
-      assert_true(from < taken && !is_gap[from] && !seen[from]);
+      assert_uint_cmp(from, <, taken);
+      assert_false(is_gap[from]);
+      assert_false(seen[from]);
       assert_int_equal(slots[i][1], from * 3 + 1), assert_int_equal(slots[i][2], from * 3 + 2);
       seen[from] = true;
     }

@@ -367,7 +367,11 @@ static void test_layout(void **state) {
   assert_int_equal(x, 11 + 3 + 2 + 3 + 1); /* worker events, steps, h2d copies, input waits, an exchange */
   assert_int_equal(flows, 3);           /* map, batch (prefetch handed nothing on), the device */
   assert_true(meta >= 2 + 4 + 2);
-  assert_true(saw_step && saw_h2d && saw_idle && saw_big && saw_comm);
+  assert_true(saw_step);
+  assert_true(saw_h2d);
+  assert_true(saw_idle);
+  assert_true(saw_big);
+  assert_true(saw_comm);
   int nevents = cJSON_GetArraySize(events);
   cJSON_Delete(root);
   /* line by line: 3 header lines, events one a line each followed by ',' but the last, then ]} */
