@@ -159,15 +159,18 @@ static void expect_arithmetic(cJSON *ab) {
   /* the warm run's time taken within [synthetic, cold]: the stalls split the time real data loses */
   double tw_in = tc > ts ? (tw < ts ? ts : tw > tc ? tc : tw) : tc;
   double fetch = tc > ts ? tc - tw_in : 0, prep = tc > ts ? tw_in - ts : 0;
-  assert_true(num(ab, "stalls.prep_pct") <= 100 && num(ab, "stalls.fetch_pct") <= 100);
+  assert_double_cmp(num(ab, "stalls.prep_pct"), <=, 100);
+  assert_double_cmp(num(ab, "stalls.fetch_pct"), <=, 100);
   double tol_pct = 300 * e * dmax(1, dmax(c / w, c / s)) + 0.01;
   assert_near(num(ab, "stalls.fetch_pct"), 100 * fetch / tc, tol_pct, "fetch_pct");
   assert_near(num(ab, "stalls.prep_pct"), 100 * prep / tc, tol_pct, "prep_pct");
   double fs = num(ab, "stalls.fetch_share_pct"), ps = num(ab, "stalls.prep_share_pct");
-  if (fs == 0 && ps == 0)
-    assert_true(num(ab, "stalls.fetch_pct") == 0 && num(ab, "stalls.prep_pct") == 0);
-  else
+  if (fs == 0 && ps == 0) {
+    assert_double_cmp(num(ab, "stalls.fetch_pct"), ==, 0);
+    assert_double_cmp(num(ab, "stalls.prep_pct"), ==, 0);
+  } else {
     assert_near(fs + ps, 100, 0.011, "fetch_share_pct + prep_share_pct");
+  }
   double lost_pct = 100 * (fetch + prep) / tc;
   if (lost_pct > 5) /* below, rounding moves the shares too much to recompute them */
     assert_near(fs, 100 * fetch / (fetch + prep), 100 * tol_pct / lost_pct + 0.01, "fetch_share_pct");

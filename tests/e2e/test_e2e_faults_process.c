@@ -194,7 +194,9 @@ static void test_rerun_with_fewer_formats(void **state) {
   const char *cfg = short_config("rerun", 10);
   result *r = run_pb(ARGS("run", "--config", cfg, "--quiet", "--out", out, "--format", "json,html,trace,csv"));
   if (r->status != 0) fail_msg("first run: exit %d: %s", r->status, r->err);
-  assert_true(exists(out, "trace.json") && exists(out, "report.html") && exists(out, "steps.csv"));
+  assert_true(exists(out, "trace.json"));
+  assert_true(exists(out, "report.html"));
+  assert_true(exists(out, "steps.csv"));
   char mine[600];
   snprintf(mine, sizeof mine, "%s/notes.txt", out);
   FILE *f = fopen(mine, "w");
@@ -205,7 +207,8 @@ static void test_rerun_with_fewer_formats(void **state) {
   static const char *gone[] = {"trace.json", "report.html", "stages.csv", "steps.csv"};
   for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
     if (exists(out, gone[i])) fail_msg("%s of the first run is still in %s", gone[i], out);
-  assert_true(exists(out, "report.json") && exists(out, "notes.txt"));
+  assert_true(exists(out, "report.json"));
+  assert_true(exists(out, "notes.txt"));
   /* analyze finds no trace of this run, and none of the earlier one to take for it */
   r = run_pb(ARGS("analyze", out, "--quiet"));
   assert_one_error_line(r, 2, "no trace.json");
@@ -237,12 +240,14 @@ static void test_users_files_with_our_names_stay(void **state) {
   if (r->status != 0) fail_msg("run: exit %d: %s", r->status, r->err);
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (!exists(out, names[i])) fail_msg("the user's %s was removed from %s", names[i], out);
-  assert_true(exists(out, "synthetic/report.json") && exists(out, "report.json"));
+  assert_true(exists(out, "synthetic/report.json"));
+  assert_true(exists(out, "report.json"));
   /* and what this run wrote is what the next run removes: report.json, not the user's files */
   r = run_pb(ARGS("run", "--config", cfg, "--quiet", "--out", out, "--format", "csv"));
   if (r->status != 0) fail_msg("second run: exit %d: %s", r->status, r->err);
   assert_false(exists(out, "report.json"));
-  assert_true(exists(out, "tune.json") && exists(out, "synthetic/report.json"));
+  assert_true(exists(out, "tune.json"));
+  assert_true(exists(out, "synthetic/report.json"));
 }
 
 /* Reads a pid from dir/.pipebench.lock once the holder has written it. */
@@ -286,13 +291,18 @@ static void test_multirun_into_a_runs_dir(void **state) {
   if (r->status != 0) fail_msg("run: exit %d: %s", r->status, r->err);
   r = run_pb(ARGS("run", "--config", cfg, "--quiet", "--out", out, "--repeat", "2", "--format", "json"));
   if (r->status != 0) fail_msg("run --repeat 2: exit %d: %s", r->status, r->err);
-  assert_false(exists(out, "trace.json") || exists(out, "steps.csv"));
-  assert_true(exists(out, "repeat-1/report.json") && exists(out, "repeat-2/report.json"));
+  assert_false(exists(out, "trace.json"));
+  assert_false(exists(out, "steps.csv"));
+  assert_true(exists(out, "repeat-1/report.json"));
+  assert_true(exists(out, "repeat-2/report.json"));
   r = run_pb(ARGS("sweep", "--config", cfg, "--quiet", "--out", out, "--format", "json", "--set",
                   "stages.batch.size=8,16"));
   if (r->status != 0) fail_msg("sweep: exit %d: %s", r->status, r->err);
-  assert_false(exists(out, "repeat-1") || exists(out, "report.json"));
-  assert_true(exists(out, "sweep.json") && exists(out, "trial-001/report.json") && exists(out, "trial-002/report.json"));
+  assert_false(exists(out, "repeat-1"));
+  assert_false(exists(out, "report.json"));
+  assert_true(exists(out, "sweep.json"));
+  assert_true(exists(out, "trial-001/report.json"));
+  assert_true(exists(out, "trial-002/report.json"));
   expect_no_name(out, ".pipebench.lock");
 }
 

@@ -167,7 +167,10 @@ static void check_merged_trace(const char *dir, bool exchanges) {
       ends[rank][nend[rank]++] = num(e, "ts") + num(e, "dur");
   }
   assert_int_equal(cJSON_GetArraySize(at(t, "traceEvents")), events + 4); /* + a sort index per process */
-  for (int r = 0; r < 2; r++) assert_true(by_pid[r][1] > 0 && by_pid[r][2] > 0);
+  for (int r = 0; r < 2; r++) {
+    assert_int_cmp(by_pid[r][1], >, 0);
+    assert_int_cmp(by_pid[r][2], >, 0);
+  }
   if (!exchanges) return;
   int n = nend[0] < nend[1] ? nend[0] : nend[1];
   assert_true(n > 4);

@@ -90,7 +90,7 @@ static void test_run_repeat(void **state) {
   for (int i = 0; i < 3; i++) assert_true(cJSON_GetArrayItem(at(rate, "values"), i)->valuedouble == rates[i]);
   /* the copy is of the median repeat: its throughput is the median, and docs/CONTRACT.md §3's keys are all there */
   int m = (int)num(top, "repeats.median_repeat");
-  assert_true(m >= 1 && m <= 3);
+  assert_int_between(m, 1, 3);
   assert_true(num(top, "throughput.samples_per_s") == rates[m - 1]);
   assert_true(num(top, "throughput.samples_per_s") == num(rate, "median"));
   static const char *const keys[] = {"pipebench_version", "config", "device", "steps", "step_breakdown_ms",

@@ -64,7 +64,7 @@ static void test_html_by_default(void **state) {
   assert_int_equal(cJSON_GetArraySize(series), 4);
   cJSON_ArrayForEach(s, series) {
     cJSON *v;
-    cJSON_ArrayForEach(v, at(s, "fill")) assert_true(v->valuedouble >= 0 && v->valuedouble <= 1);
+    cJSON_ArrayForEach(v, at(s, "fill")) assert_double_between(v->valuedouble, 0, 1);
   }
   assert_true(cJSON_GetArraySize(at(d, "throughput.samples_per_s")) > 0);
 }

@@ -334,7 +334,9 @@ static void test_tune_listed_space(void **state) {
     double a = cJSON_GetObjectItem(at(t, "sets"), "stages.aug.threads")->valuedouble;
     double rd = cJSON_GetObjectItem(at(t, "sets"), "stages.read.threads")->valuedouble;
     double d = cJSON_GetObjectItem(at(t, "sets"), "stages.prefetch.depth")->valuedouble;
-    assert_true(a >= 1 && a <= 4 && (rd == 1 || rd == 2) && (d == 1 || d == 2));
+    assert_double_between(a, 1, 4);
+    if (!(rd == 1 || rd == 2)) fail_msg("stages.read.threads is %g (expected 1 or 2)", rd);
+    if (!(d == 1 || d == 2)) fail_msg("stages.prefetch.depth is %g (expected 1 or 2)", d);
   }
 }
 
