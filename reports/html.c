@@ -1,5 +1,6 @@
 #include "html.h"
 #include "json_text.h"
+#include "json_util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,28 +22,10 @@ static cJSON *num3(double v) {
   return cJSON_CreateNumber(round(v * 1000.0) / 1000.0);
 }
 
-static bool add(cJSON *o, const char *key, cJSON *v) {
-  if (!v) return false;
-  if (!cJSON_AddItemToObject(o, key, v)) {
-    cJSON_Delete(v);
-    return false;
-  }
-  return true;
-}
-
-static bool push(cJSON *a, cJSON *v) {
-  if (!v) return false;
-  if (!cJSON_AddItemToArray(a, v)) {
-    cJSON_Delete(v);
-    return false;
-  }
-  return true;
-}
-
-/* A named array of numbers in o; returns it (NULL when out of memory). */
-static cJSON *array_in(cJSON *o, const char *key) {
+/* A named array of numbers in o; returns it (NULL when anything so far failed: json_util.h). */
+static cJSON *array_in(cJSON *o, const char *key, bool *ok) {
   cJSON *a = cJSON_CreateArray();
-  return add(o, key, a) ? a : NULL;
+  return pb_json_put(o, key, a, ok) ? a : NULL;
 }
 
 /* The step-time graph's bars: the breakdown of every measured step (pb_step_breakdown, as the report's
@@ -52,12 +35,13 @@ static cJSON *steps_data(const pb_record *rec) {
   for (size_t i = 0; i < rec->nsteps; i++) n += rec->steps[i].measured;
   size_t bin = n > PB_HTML_MAX_BARS ? (n + PB_HTML_MAX_BARS - 1) / PB_HTML_MAX_BARS : 1;
   cJSON *o = cJSON_CreateObject();
-  bool ok = o && add(o, "count", cJSON_CreateNumber((double)n)) && add(o, "bin", cJSON_CreateNumber((double)bin));
-  cJSON *first = ok ? array_in(o, "first") : NULL, *wait = ok ? array_in(o, "input_wait_ms") : NULL;
-  cJSON *h2d = ok ? array_in(o, "h2d_ms") : NULL, *comp = ok ? array_in(o, "compute_ms") : NULL;
-  cJSON *comm = ok ? array_in(o, "comm_ms") : NULL, *other = ok ? array_in(o, "other_ms") : NULL;
-  cJSON *late = ok ? array_in(o, "host_late_ms") : NULL;
-  ok = ok && first && wait && h2d && comp && comm && other && late;
+  bool ok = true;
+  pb_json_put(o, "count", cJSON_CreateNumber((double)n), &ok);
+  pb_json_put(o, "bin", cJSON_CreateNumber((double)bin), &ok);
+  cJSON *first = array_in(o, "first", &ok), *wait = array_in(o, "input_wait_ms", &ok);
+  cJSON *h2d = array_in(o, "h2d_ms", &ok), *comp = array_in(o, "compute_ms", &ok);
+  cJSON *comm = array_in(o, "comm_ms", &ok), *other = array_in(o, "other_ms", &ok);
+  cJSON *late = array_in(o, "host_late_ms", &ok);
   double sum[6] = {0};
   size_t k = 0, seen = 0;
   for (size_t i = 0; ok && i < rec->nsteps; i++) {
@@ -68,14 +52,14 @@ static cJSON *steps_data(const pb_record *rec) {
     k++, seen++;
     if (k < bin && seen < n) continue;
     double d = (double)k * 1e6; /* mean, ns to ms */
-    ok = push(first, cJSON_CreateNumber((double)(seen - k + 1))) && push(wait, num3(sum[0] / d)) &&
-         push(h2d, num3(sum[1] / d)) && push(comp, num3(sum[2] / d)) && push(comm, num3(sum[3] / d)) &&
-         push(other, num3(sum[4] / d)) && push(late, num3(sum[5] / d));
+    pb_json_push(first, cJSON_CreateNumber((double)(seen - k + 1)), &ok);
+    pb_json_push(wait, num3(sum[0] / d), &ok), pb_json_push(h2d, num3(sum[1] / d), &ok);
+    pb_json_push(comp, num3(sum[2] / d), &ok), pb_json_push(comm, num3(sum[3] / d), &ok);
+    pb_json_push(other, num3(sum[4] / d), &ok), pb_json_push(late, num3(sum[5] / d), &ok);
     memset(sum, 0, sizeof sum);
     k = 0;
   }
-  if (!ok) cJSON_Delete(o);
-  return ok ? o : NULL;
+  return pb_json_finish(o, ok);
 }
 
 /* Samples/s the device consumed over time: at the end of each step, the samples of the last `k` steps over
@@ -93,14 +77,15 @@ static cJSON *throughput_data(const pb_record *rec) {
   double ws = rec->window_start_ns > rec->start_ns ? (double)(rec->window_start_ns - rec->start_ns) / 1e9 : 0;
   double we = rec->window_end_ns > rec->start_ns ? (double)(rec->window_end_ns - rec->start_ns) / 1e9 : 0;
   if (!rec->measured_count) ws = we = end_s; /* the window never opened: all of it was warm-up */
-  bool ok = o && add(o, "window_start_s", num3(ws)) && add(o, "window_end_s", num3(we)) &&
-            add(o, "end_s", num3(end_s));
+  bool ok = true;
+  pb_json_put(o, "window_start_s", num3(ws), &ok);
+  pb_json_put(o, "window_end_s", num3(we), &ok);
+  pb_json_put(o, "end_s", num3(end_s), &ok);
   size_t n = rec->nsteps, k = n / 30;
   k = k < 4 ? 4 : k > 64 ? 64 : k;
-  ok = ok && add(o, "window_steps", cJSON_CreateNumber((double)k));
-  cJSON *t = ok ? array_in(o, "t_s") : NULL, *rate = ok ? array_in(o, "samples_per_s") : NULL;
-  ok = ok && t && rate;
-  if (!ok || n <= k) goto out;
+  pb_json_put(o, "window_steps", cJSON_CreateNumber((double)k), &ok);
+  cJSON *t = array_in(o, "t_s", &ok), *rate = array_in(o, "samples_per_s", &ok);
+  if (!ok || n <= k) return pb_json_finish(o, ok);
   size_t every = (n - k + PB_HTML_MAX_RATE_BINS - 1) / PB_HTML_MAX_RATE_BINS;
   uint64_t samples = 0;
   for (size_t i = 1; i <= k; i++) samples += rec->steps[i].samples;
@@ -112,45 +97,47 @@ static cJSON *throughput_data(const pb_record *rec) {
     uint64_t t1 = pb_step_end_ns(&rec->steps[i]), t0 = pb_step_end_ns(&rec->steps[i - k]);
     bool last = i + 1 == n; /* the line always reaches the run's last step */
     if (((i - k) % every && !last) || t1 <= t0) continue;
-    ok = push(t, num3((double)(t1 - rec->start_ns) / 1e9)) && push(rate, num3((double)samples / ((double)(t1 - t0) / 1e9)));
+    pb_json_push(t, num3((double)(t1 - rec->start_ns) / 1e9), &ok);
+    pb_json_push(rate, num3((double)samples / ((double)(t1 - t0) / 1e9)), &ok);
   }
-out:
-  if (!ok) cJSON_Delete(o);
-  return ok ? o : NULL;
+  return pb_json_finish(o, ok);
 }
 
-/* Queue fill over time (src/timeline.h), each point at the middle of its interval. */
+/* Queue fill over time (src/record/timeline.h), each point at the middle of its interval. */
 static cJSON *queues_data(const pb_record *rec) {
   const pb_timeline *tl = rec->timeline;
   cJSON *o = cJSON_CreateObject();
-  bool ok = o && add(o, "interval_ms", num3((double)tl->interval_ns / 1e6));
-  cJSON *t = ok ? array_in(o, "t_s") : NULL, *series = ok ? array_in(o, "series") : NULL;
-  ok = ok && t && series;
+  bool ok = true;
+  pb_json_put(o, "interval_ms", num3((double)tl->interval_ns / 1e6), &ok);
+  cJSON *t = array_in(o, "t_s", &ok), *series = array_in(o, "series", &ok);
   for (size_t i = 0; ok && i < tl->n; i++) {
     uint64_t begin = i ? tl->t_ns[i - 1] : tl->t0_ns;
     double mid_ns = ((double)(begin - rec->start_ns) + (double)(tl->t_ns[i] - rec->start_ns)) / 2;
-    ok = push(t, num3(mid_ns / 1e9));
+    pb_json_push(t, num3(mid_ns / 1e9), &ok);
   }
   for (int k = 0; ok && k < tl->nseries; k++) {
     cJSON *s = cJSON_CreateObject();
-    ok = push(series, s) && add(s, "stage", cJSON_CreateString(tl->names[k])) &&
-         add(s, "capacity", cJSON_CreateNumber(tl->capacity[k]));
-    cJSON *f = ok ? array_in(s, "fill") : NULL;
-    ok = ok && f;
-    for (size_t i = 0; ok && i < tl->n; i++) ok = push(f, cJSON_CreateNumber(pb_timeline_fill_e4(tl->fill[k][i]) / 1e4));
+    pb_json_push(series, s, &ok);
+    pb_json_put(s, "stage", cJSON_CreateString(tl->names[k]), &ok);
+    pb_json_put(s, "capacity", cJSON_CreateNumber(tl->capacity[k]), &ok);
+    cJSON *f = array_in(s, "fill", &ok);
+    for (size_t i = 0; ok && i < tl->n; i++)
+      pb_json_push(f, cJSON_CreateNumber(pb_timeline_fill_e4(tl->fill[k][i]) / 1e4), &ok);
   }
-  if (!ok) cJSON_Delete(o);
-  return ok ? o : NULL;
+  return pb_json_finish(o, ok);
 }
 
 cJSON *pb_html_run_data(const pb_report *r, const pb_record *rec) {
   cJSON *o = cJSON_CreateObject();
-  bool ok = o && add(o, "kind", cJSON_CreateString("run")) && add(o, "name", cJSON_CreateString(r->config_name)) &&
-            add(o, "out_dir", cJSON_CreateString(r->out_dir)) && add(o, "report", pb_report_to_json(r)) &&
-            add(o, "steps", steps_data(rec)) && add(o, "throughput", throughput_data(rec));
-  if (ok && rec->timeline && rec->timeline->n) ok = add(o, "queues", queues_data(rec));
-  if (!ok) cJSON_Delete(o);
-  return ok ? o : NULL;
+  bool ok = true;
+  pb_json_put(o, "kind", cJSON_CreateString("run"), &ok);
+  pb_json_put(o, "name", cJSON_CreateString(r->config_name), &ok);
+  pb_json_put(o, "out_dir", cJSON_CreateString(r->out_dir), &ok);
+  if (ok) pb_json_put(o, "report", pb_report_to_json(r), &ok); /* the big parts only while it can succeed */
+  if (ok) pb_json_put(o, "steps", steps_data(rec), &ok);
+  if (ok) pb_json_put(o, "throughput", throughput_data(rec), &ok);
+  if (ok && rec->timeline && rec->timeline->n) pb_json_put(o, "queues", queues_data(rec), &ok);
+  return pb_json_finish(o, ok);
 }
 
 /* ---------- the page ---------- */
@@ -239,11 +226,13 @@ int pb_html_write_command(const char *kind, const char *name, const char *config
                           bool run_reports, const cJSON *result, const char *path) {
   cJSON *data = cJSON_CreateObject();
   cJSON *copy = result ? cJSON_Duplicate(result, true) : NULL;
-  bool ok = data && add(data, "kind", cJSON_CreateString(kind)) && add(data, "name", cJSON_CreateString(name)) &&
-            add(data, "config", cJSON_CreateString(config)) && add(data, "out_dir", cJSON_CreateString(out_dir)) &&
-            add(data, "run_reports", cJSON_CreateBool(run_reports));
-  if (ok) ok = add(data, "result", copy); /* add() frees it when it fails */
-  else cJSON_Delete(copy);
+  bool ok = true;
+  pb_json_put(data, "kind", cJSON_CreateString(kind), &ok);
+  pb_json_put(data, "name", cJSON_CreateString(name), &ok);
+  pb_json_put(data, "config", cJSON_CreateString(config), &ok);
+  pb_json_put(data, "out_dir", cJSON_CreateString(out_dir), &ok);
+  pb_json_put(data, "run_reports", cJSON_CreateBool(run_reports), &ok);
+  pb_json_put(data, "result", copy, &ok); /* frees copy when it cannot be added */
   int rc = -ENOMEM;
   if (ok) {
     char title[192];
