@@ -124,7 +124,7 @@ def build_helper(cc, workdir):
     with open(src, "w") as f:
         f.write(HELPER_C)
     sources = [os.path.join(ROOT, p) for p in
-               ("pipeline/dataset/synth_image.c", "pipeline/dataset/jpeg.c", "src/common.c")]
+               ("pipeline/dataset/synth_image.c", "pipeline/dataset/jpeg.c", "src/core/common.c")]
     cmd = cc.split() + ["-std=gnu11", "-I", os.path.join(ROOT, "src"), "-I", os.path.join(ROOT, "pipeline/dataset"),
                         src] + sources + ["-o", exe, "-lturbojpeg", "-luv", "-lm"]
     subprocess.run(cmd, check=True)

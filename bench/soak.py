@@ -4,7 +4,7 @@ flip -> normalize -> shuffle -> batch -> prefetch -> h2d, emulated device), its 
 from /proc/PID/status every few seconds.  Flat RSS means nothing leaks and nothing grows with the run's
 length.  The step record (sizeof(pb_step), 88 bytes per device step) is held in memory only up to
 PB_STEPS_IN_MEMORY (8192) records; later ones go to an unlinked file in the output directory
-(src/steps_spill.c), so past ~8192 steps it adds nothing.  The script reports the growth raw, net of
+(src/engine/steps_spill.c), so past ~8192 steps it adds nothing.  The script reports the growth raw, net of
 the step records still held in memory, and split into anonymous memory (heap, stacks) and file pages.
 
     bench/soak.py [--bin build-release/pipebench] [--seconds 600] [--every 5] [--step-ms 20]
@@ -28,8 +28,8 @@ import sys
 import tempfile
 import time
 
-STEP_RECORD_BYTES = 88  # sizeof(pb_step), src/steps.h
-STEPS_IN_MEMORY = 8192  # PB_STEPS_IN_MEMORY, src/steps.h
+STEP_RECORD_BYTES = 88  # sizeof(pb_step), src/engine/steps.h
+STEPS_IN_MEMORY = 8192  # PB_STEPS_IN_MEMORY, src/engine/steps.h
 
 
 def memory_kb(pid):

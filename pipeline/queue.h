@@ -59,7 +59,7 @@ void pb_queue_set_window(pb_queue *q, const _Atomic uint64_t *start_ns, const _A
  * report says null, not 0). */
 double pb_queue_mean_fill(pb_queue *q, uint64_t window_ns);
 /* Occupancy integrated over the whole run so far, element-nanoseconds: the difference of two readings
- * over (capacity x time between them) is the mean fill in between (src/timeline.c). */
+ * over (capacity x time between them) is the mean fill in between (src/record/timeline.c). */
 uint64_t pb_queue_fill_integral(pb_queue *q);
 
 #endif

@@ -27,7 +27,7 @@ int pb_html_write(const char *path, const char *title, const cJSON *data);
 /* <out>/report.html of a run.  0 or -errno. */
 int pb_report_write_html(const pb_report *r, const pb_record *rec, const char *path);
 
-/* <out>/report.html of ab, sweep, tune or an mpirun job (kind "job", src/ranks.c): `result` is the command's JSON; run_reports says whether each run
+/* <out>/report.html of ab, sweep, tune or an mpirun job (kind "job", src/cli/ranks.c): `result` is the command's JSON; run_reports says whether each run
  * wrote a report.html of its own (the page then links to them).  0 or -errno. */
 int pb_html_write_command(const char *kind, const char *name, const char *config, const char *out_dir,
                           bool run_reports, const cJSON *result, const char *path);

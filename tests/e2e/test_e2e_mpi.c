@@ -1,4 +1,4 @@
-/* End-to-end tests of multi-process runs (issue 8, src/ranks.h): `mpirun -np 2 pipebench run` on one
+/* End-to-end tests of multi-process runs (issue 8, src/cli/ranks.h): `mpirun -np 2 pipebench run` on one
  * machine (oversubscribed; --allow-run-as-root for CI containers).
  *
  *   - the two ranks' shards are disjoint and cover the dataset: each rank lists half the files, their bytes

@@ -82,7 +82,7 @@ def config_corpus():
 
 
 def config_dict():
-    """libFuzzer dictionary: every key and enum value of src/config_schema.c and friends."""
+    """libFuzzer dictionary: every key and enum value of src/core/config_schema.c and friends."""
     words = set()
     for f in glob.glob(os.path.join(ROOT, "src", "config_*.c")):
         with open(f, encoding="utf-8") as fh:

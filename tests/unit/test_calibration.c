@@ -1,4 +1,4 @@
-/* calibration.json (src/calibration.c) and the efficiency figures (src/efficiency.c): a calibration
+/* calibration.json (src/record/calibration.c) and the efficiency figures (src/analysis/efficiency.c): a calibration
  * survives a save and load (not-measured figures stay null), another machine's file is refused, dataset
  * entries are found by their key and replaced, a run finds the newest entry for its dataset in the mode
  * its read stage reads, and each stage's ceiling and efficiency follow docs/METRICS.md. */

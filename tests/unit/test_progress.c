@@ -1,4 +1,4 @@
-/* The live progress line's text (src/progress.c): phase, steps done / total, samples/s and device idle %
+/* The live progress line's text (src/cli/progress.c): phase, steps done / total, samples/s and device idle %
  * of the measured window so far, and an ETA from steps, duration or the files an epochs run has taken;
  * and how it is drawn: no escape codes under TERM=dumb, cut to the terminal's width. */
 #include <setjmp.h>

@@ -1,8 +1,8 @@
-/* Unit tests for src/repeat.c (the median's distribution-free interval, --repeat, the repeats object, which
- * repeats count) and for the decisions built on it: ab's verdict (src/ab.c: "no measurable difference", "too
+/* Unit tests for src/cli/repeat.c (the median's distribution-free interval, --repeat, the repeats object, which
+ * repeats count) and for the decisions built on it: ab's verdict (src/cli/ab.c: "no measurable difference", "too
  * few repeats to tell", storage not blamed while the cold run's read stage sat idle, the stalls' split),
- * sweep's best (src/sweep.c: measurable, no difference, undecided) and tune's re-measure, budget reserve and
- * "up to" ceilings (src/tune.c).
+ * sweep's best (src/cli/sweep.c: measurable, no difference, undecided) and tune's re-measure, budget reserve and
+ * "up to" ceilings (src/cli/tune.c).
  *
  * The coverages are exact binomial sums: 1 - 2 P(Bin(n, 1/2) <= k - 1), e.g. n = 10, k = 2:
  * 1 - 2 (1 + 10) / 1024 = 0.978515625. */

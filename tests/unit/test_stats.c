@@ -1,4 +1,4 @@
-/* Unit tests for src/stats.c: the log-linear histogram and exact percentiles. */
+/* Unit tests for src/core/stats.c: the log-linear histogram and exact percentiles. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

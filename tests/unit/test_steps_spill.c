@@ -1,4 +1,4 @@
-/* The step record's spill file (src/steps_spill.c): past mem_limit records the held ones go to an
+/* The step record's spill file (src/engine/steps_spill.c): past mem_limit records the held ones go to an
  * unlinked file and memory stays bounded; pb_steps_finish gives back every record in order (mapped), and
  * a directory that cannot take the file leaves the record in memory, complete. */
 #include <setjmp.h>

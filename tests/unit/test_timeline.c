@@ -1,4 +1,4 @@
-/* Queue fill over time (src/timeline.c): points are interval means, kept to 1e-4; when the points run
+/* Queue fill over time (src/record/timeline.c): points are interval means, kept to 1e-4; when the points run
  * out, neighbouring pairs merge (duration-weighted) and the interval doubles, so the whole run stays
  * covered; the sampler reads a queue's integrated occupancy, so a queue held half full reads 0.5. */
 #include <setjmp.h>

@@ -25,7 +25,7 @@ typedef struct pb_err {
 int pb_err_setc(pb_err *err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int pb_err_set(pb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Monotonic nanoseconds (uv_hrtime: CLOCK_MONOTONIC). */
+/* Monotonic nanoseconds (CLOCK_MONOTONIC, the clock libuv's uv_hrtime reads). */
 uint64_t pb_now_ns(void);
 /* The wall clock (CLOCK_REALTIME), ns since 1970: comparable between processes and NTP-synced hosts. */
 uint64_t pb_unix_ns(void);
@@ -75,7 +75,7 @@ double pb_rng_normal(pb_rng *r, double mean, double stdev);
 typedef int (*pb_write_body)(FILE *f, const void *arg);
 int pb_write_atomic(const char *path, pb_write_body body, const void *arg);
 /* Called with each path pb_write_atomic has put in place (the output directory's record of what pipebench
- * wrote there: src/outdir.c); NULL for none.  Set once, before any thread writes. */
+ * wrote there: src/cli/outdir.c); NULL for none.  Set once, before any thread writes. */
 typedef void (*pb_written_hook)(const char *path);
 void pb_set_written_hook(pb_written_hook hook);
 

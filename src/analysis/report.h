@@ -89,7 +89,7 @@ typedef struct pb_first_error {
   char message[256];
 } pb_first_error;
 
-/* device.allreduce: the gradient exchange after every step (src/allreduce.h). */
+/* device.allreduce: the gradient exchange after every step (src/engine/allreduce.h). */
 typedef struct pb_allreduce_report {
   pb_allreduce_mode mode;
   uint64_t bytes;               /* exchanged per step (model, mpi); 0 for barrier */

@@ -58,7 +58,7 @@ typedef struct pb_event {
   uint16_t reserved;
 } pb_event;
 
-/* ---- device steps (src/steps.h runs them) ---- */
+/* ---- device steps (src/engine/steps.h runs them) ---- */
 
 typedef struct pb_step {
   uint64_t prev_end_ns;    /* end of this device's previous step (or of the start): the step begins */

@@ -338,7 +338,7 @@ static int cmd_run(cli *c, pb_config *cfg) {
   return rc ? rc : pb_run(cfg, &c->run);
 }
 
-/* run --repeat N (N > 1): N runs of one config, the median and its interval (src/multirun.h). */
+/* run --repeat N (N > 1): N runs of one config, the median and its interval (src/cli/multirun.h). */
 static int cmd_run_repeated(cli *c) {
   pb_multi m = {.command = "run", .config_file = c->config, .base_sets = c->sets, .nbase_sets = c->nsets,
                 .run = c->run, .device_given = c->device_given, .repeat = c->repeat};
@@ -455,7 +455,7 @@ static int cmd_multi(cli *c) {
   return pb_tune(&m, &c->tune);
 }
 
-/* `run` as one rank of an MPI job (src/ranks.h).  Every step ends in a collective that every rank reaches,
+/* `run` as one rank of an MPI job (src/cli/ranks.h).  Every step ends in a collective that every rank reaches,
  * so a rank that fails (a config it cannot read, a dataset it cannot generate) fails the job, never hangs it. */
 static int cmd_world(cli *c) {
   const pb_world *w = pb_world_get();

@@ -21,7 +21,7 @@
 #include "config.h"
 #include "run.h"
 
-/* Runs cfg as this rank of the world (src/world.h); returns the job's exit status on every rank. */
+/* Runs cfg as this rank of the world (src/engine/world.h); returns the job's exit status on every rank. */
 int pb_ranks_run(const pb_config *cfg, const pb_run_opts *opts);
 
 /* Rank 0's job report from every rank's (reports[r]: the rank's report.json tree with "rank", "host",

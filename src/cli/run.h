@@ -20,9 +20,9 @@ typedef struct pb_run_opts {
   /* For the commands made of several runs (ab, sweep, tune): */
   bool quiet_notices;           /* no device fallback notice (a later run of the same command) */
   const char *progress_label;   /* printed before the live progress figures ("tune trial 3: ..."); NULL: none */
-  int rank, world_size;         /* one rank of a multi-process job (src/ranks.c): its shard of the files;
+  int rank, world_size;         /* one rank of a multi-process job (src/cli/ranks.c): its shard of the files;
                                  * world_size 0 or 1: the whole dataset */
-  struct pb_exchange *exchange; /* this rank's gradient exchange (src/allreduce.h); NULL: none */
+  struct pb_exchange *exchange; /* this rank's gradient exchange (src/engine/allreduce.h); NULL: none */
   struct pb_report *result;     /* when set, the run's report is copied here (its config left NULL; its
                                  * string pointers are the run's and dangle after it: numbers only) */
   char **result_json;           /* when set, receives the report as JSON text (malloc'd; NULL if none) */

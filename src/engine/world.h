@@ -3,7 +3,7 @@
  * is a world of one and never touches MPI, so the same binary runs without mpirun.
  *
  * Every collective below must be reached by every rank, whatever happened to it before: the callers put
- * them on paths with no early return (src/ranks.c), so that a rank that failed makes the job fail with its
+ * them on paths with no early return (src/cli/ranks.c), so that a rank that failed makes the job fail with its
  * own error instead of leaving the others waiting. */
 #ifndef PB_WORLD_H
 #define PB_WORLD_H
@@ -34,7 +34,7 @@ void pb_world_bcast_str(char *buf, size_t len);
 /* Every rank's text to rank 0: there, an array of `size` strings (free each and the array); NULL on the
  * others (and on rank 0 when out of memory). */
 char **pb_world_gather_text(const char *text);
-/* In place, the element-wise sum of every rank's n floats (the gradient exchange, src/allreduce.c). */
+/* In place, the element-wise sum of every rank's n floats (the gradient exchange, src/engine/allreduce.c). */
 void pb_world_allreduce_sum(float *buf, size_t n);
 
 #endif

@@ -142,7 +142,7 @@ typedef struct pb_dataset_cfg {
 
 typedef enum { PB_DEVICE_AUTO, PB_DEVICE_GPU, PB_DEVICE_EMULATED } pb_device_kind;
 
-/* device.allreduce: the gradient exchange after every step (src/allreduce.c). */
+/* device.allreduce: the gradient exchange after every step (src/engine/allreduce.c). */
 typedef enum { PB_ALLREDUCE_NONE, PB_ALLREDUCE_BARRIER, PB_ALLREDUCE_MODEL, PB_ALLREDUCE_MPI } pb_allreduce_mode;
 
 typedef struct pb_allreduce_cfg {

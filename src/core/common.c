@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <uv.h>
 
 static void err_vset(pb_err *err, const char *fmt, va_list ap) {
   if (err) vsnprintf(err->msg, sizeof err->msg, fmt, ap);
@@ -34,7 +33,11 @@ int pb_err_set(pb_err *err, const char *fmt, ...) {
   return -EINVAL;
 }
 
-uint64_t pb_now_ns(void) { return uv_hrtime(); }
+uint64_t pb_now_ns(void) { /* what libuv's uv_hrtime reads on Linux, without making the core layer need libuv */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 uint64_t pb_unix_ns(void) {
   struct timespec ts;
@@ -58,7 +61,7 @@ bool pb_thread_sched_stat(pb_sched_stat *s) {
 }
 
 void pb_sleep_until_ns(uint64_t deadline_ns) {
-  /* uv_hrtime() is CLOCK_MONOTONIC, so an absolute clock_nanosleep on it is exact and immune to
+  /* pb_now_ns() is CLOCK_MONOTONIC, so an absolute clock_nanosleep on it is exact and immune to
    * early wake-ups (EINTR just loops). */
   struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
                         .tv_nsec = (long)(deadline_ns % 1000000000u)};
