@@ -14,22 +14,11 @@
 #define WIDTH 99  /* the longest line, in columns */
 #define LABEL 14  /* "accounting    " */
 
-typedef struct numbuf {
-  char s[32];
-} numbuf;
-
-/* printf of one double with `fmt`, or "n/a" when not available. */
-static const char *fmtd(numbuf *b, const char *fmt, double v) {
-  if (!isfinite(v)) return "n/a";
-  snprintf(b->s, sizeof b->s, fmt, v);
-  return b->s;
-}
-
 /* A table cell of at most 7 characters with about 4 significant digits, whatever the magnitude. */
-static const char *cell(numbuf *b, double v) {
+static const char *cell(pb_numbuf *b, double v) {
   double a = fabs(v);
   const char *fmt = a < 100 ? "%.2f" : a < 1e4 ? "%.1f" : a < 1e6 ? "%.0f" : "%.1e";
-  return fmtd(b, fmt, v);
+  return pb_fmt_double(b, fmt, v);
 }
 
 /* One free-text line, clipped to WIDTH columns: a long config or device name must not break the layout. */
@@ -69,53 +58,53 @@ static void print_header(const pb_report *r, FILE *out) {
   /* A line of its own, so that clipping a long name above can never hide it. */
   if (r->interrupted)
     fprintf(out, "%-*sINTERRUPTED: partial report, the run was stopped before its end\n", LABEL, "status");
-  numbuf a;
+  pb_numbuf a;
   fprintf(out, "%-*s%" PRIu64 " steps in %s s (%" PRId64 " warm-up steps excluded)\n", LABEL, "measured",
-          r->step_count, fmtd(&a, "%.3f", r->measured_s), r->warmup_steps);
+          r->step_count, pb_fmt_double(&a, "%.3f", r->measured_s), r->warmup_steps);
 }
 
 /* The breakdown with the gradient exchange, and the exchange modelled against measured. */
 static void print_breakdown_with_comm(const pb_report *r, FILE *out) {
-  numbuf a, b, c, d, e;
+  pb_numbuf a, b, c, d, e;
   const pb_allreduce_report *x = &r->allreduce;
   fprintf(out, "%-*sinput_wait %s ms  h2d %s ms  compute %s ms  allreduce %s ms  other %s ms  (per step)\n", LABEL,
-          "breakdown", fmtd(&a, "%.2f", r->input_wait_ms), fmtd(&b, "%.2f", r->h2d_ms),
-          fmtd(&c, "%.2f", r->compute_ms), fmtd(&d, "%.2f", r->comm_ms), fmtd(&e, "%.2f", r->other_ms));
+          "breakdown", pb_fmt_double(&a, "%.2f", r->input_wait_ms), pb_fmt_double(&b, "%.2f", r->h2d_ms),
+          pb_fmt_double(&c, "%.2f", r->compute_ms), pb_fmt_double(&d, "%.2f", r->comm_ms), pb_fmt_double(&e, "%.2f", r->other_ms));
   fprintf(out, "%-*s%s, %.1f MB, %d rank(s): measured mean %s ms  p99 %s  model %s ms", LABEL, "allreduce",
-          pb_allreduce_mode_name(x->mode), (double)x->bytes / 1e6, x->world_size, fmtd(&a, "%.3f", x->measured_mean_ms),
-          fmtd(&b, "%.3f", x->measured_p99_ms), fmtd(&c, "%.3f", x->model_ms));
+          pb_allreduce_mode_name(x->mode), (double)x->bytes / 1e6, x->world_size, pb_fmt_double(&a, "%.3f", x->measured_mean_ms),
+          pb_fmt_double(&b, "%.3f", x->measured_p99_ms), pb_fmt_double(&c, "%.3f", x->model_ms));
   if (!isnan(x->algbw_gb_per_s))
-    fprintf(out, "  algbw %s GB/s  busbw %s GB/s", fmtd(&a, "%.3f", x->algbw_gb_per_s), fmtd(&b, "%.3f", x->busbw_gb_per_s));
+    fprintf(out, "  algbw %s GB/s  busbw %s GB/s", pb_fmt_double(&a, "%.3f", x->algbw_gb_per_s), pb_fmt_double(&b, "%.3f", x->busbw_gb_per_s));
   fputc('\n', out);
   if (x->peer_stopped) fprintf(out, "%-*sanother rank stopped first; this one stopped with it\n", LABEL, "");
 }
 
 static void print_rates(const pb_report *r, FILE *out) {
-  numbuf a, b, c, d;
+  pb_numbuf a, b, c, d;
   fprintf(out, "%-*s%s samples/s   %s batches/s   %s MB/s\n", LABEL, "throughput",
-          fmtd(&a, "%.1f", r->samples_per_s), fmtd(&b, "%.2f", r->batches_per_s),
-          fmtd(&c, "%.1f", r->bytes_per_s / 1e6));
+          pb_fmt_double(&a, "%.1f", r->samples_per_s), pb_fmt_double(&b, "%.2f", r->batches_per_s),
+          pb_fmt_double(&c, "%.1f", r->bytes_per_s / 1e6));
   fprintf(out, "%-*smean %s ms   p50 %s   p90 %s   p99 %s\n", LABEL, "step time",
-          fmtd(&a, "%.2f", r->step_mean_ms), fmtd(&b, "%.2f", r->step_p50_ms),
-          fmtd(&c, "%.2f", r->step_p90_ms), fmtd(&d, "%.2f", r->step_p99_ms));
+          pb_fmt_double(&a, "%.2f", r->step_mean_ms), pb_fmt_double(&b, "%.2f", r->step_p50_ms),
+          pb_fmt_double(&c, "%.2f", r->step_p90_ms), pb_fmt_double(&d, "%.2f", r->step_p99_ms));
   if (r->allreduce.mode == PB_ALLREDUCE_NONE)
     fprintf(out, "%-*sinput_wait %s ms  h2d %s ms  compute %s ms  other %s ms  (per step)\n", LABEL,
-            "breakdown", fmtd(&a, "%.2f", r->input_wait_ms), fmtd(&b, "%.2f", r->h2d_ms),
-            fmtd(&c, "%.2f", r->compute_ms), fmtd(&d, "%.2f", r->other_ms));
+            "breakdown", pb_fmt_double(&a, "%.2f", r->input_wait_ms), pb_fmt_double(&b, "%.2f", r->h2d_ms),
+            pb_fmt_double(&c, "%.2f", r->compute_ms), pb_fmt_double(&d, "%.2f", r->other_ms));
   else
     print_breakdown_with_comm(r, out);
   if (r->host_late_ms >= 0.005) /* a line of its own: the device waited, but not for input */
     fprintf(out, "%-*shost late %s ms a step (%s %% of step time): launched late by a busy host, not input\n", LABEL,
-            "", fmtd(&a, "%.2f", r->host_late_ms), fmtd(&b, "%.1f", r->host_late_pct));
+            "", pb_fmt_double(&a, "%.2f", r->host_late_ms), pb_fmt_double(&b, "%.1f", r->host_late_pct));
   fprintf(out, "%-*sidle %s %%   AU %s %%   input-bound %s %%  -> %s\n", LABEL, "device",
-          fmtd(&a, "%.2f", r->device_idle_pct), fmtd(&b, "%.2f", r->accelerator_utilization_pct),
-          fmtd(&c, "%.2f", r->input_bound_pct), r->classification ? r->classification : "n/a");
+          pb_fmt_double(&a, "%.2f", r->device_idle_pct), pb_fmt_double(&b, "%.2f", r->accelerator_utilization_pct),
+          pb_fmt_double(&c, "%.2f", r->input_bound_pct), r->classification ? r->classification : "n/a");
 }
 
 /* GPU timing (where the timeline came from, and its cross-checks) and, with several devices, each one's
  * idle time with the most idle named. */
 static void print_devices(const pb_report *r, FILE *out) {
-  numbuf a, b;
+  pb_numbuf a, b;
   if (r->device_kind && strcmp(r->device_kind, "gpu") == 0) {
     char text[512];
     int n = snprintf(text, sizeof text, "%s", r->timing_source ? r->timing_source : "n/a");
@@ -123,10 +112,10 @@ static void print_devices(const pb_report *r, FILE *out) {
       n += snprintf(text + n, sizeof text - (size_t)n, " (%s)", r->timing_source_reason);
     if (!isnan(r->idle_pct_cuda_events) && n < (int)sizeof text)
       n += snprintf(text + n, sizeof text - (size_t)n, "; idle by CUDA events %s %%",
-                    fmtd(&a, "%.2f", r->idle_pct_cuda_events));
+                    pb_fmt_double(&a, "%.2f", r->idle_pct_cuda_events));
     if (r->step_kernel_measured && n < (int)sizeof text)
-      snprintf(text + n, sizeof text - (size_t)n, "; step kernel %s ms for %s ms", fmtd(&a, "%.3f", r->step_kernel_measured_ms),
-               fmtd(&b, "%.3f", r->step_kernel_target_ms));
+      snprintf(text + n, sizeof text - (size_t)n, "; step kernel %s ms for %s ms", pb_fmt_double(&a, "%.3f", r->step_kernel_measured_ms),
+               pb_fmt_double(&b, "%.3f", r->step_kernel_target_ms));
     wrapped(out, "timing", text);
   }
   if (r->device_count < 2) return;
@@ -134,7 +123,7 @@ static void print_devices(const pb_report *r, FILE *out) {
   int n = 0;
   for (int k = 0; k < r->device_count && k < PB_MAX_DEVICES && n < (int)sizeof text; k++)
     n += snprintf(text + n, sizeof text - (size_t)n, "%s%d: idle %s %%%s", k ? ", " : "", k,
-                  fmtd(&a, "%.2f", r->per_device[k].idle_pct), k == r->most_idle_device ? " (most idle)" : "");
+                  pb_fmt_double(&a, "%.2f", r->per_device[k].idle_pct), k == r->most_idle_device ? " (most idle)" : "");
   wrapped(out, "per device", text);
 }
 
@@ -147,9 +136,9 @@ static void print_bottleneck(const pb_report *r, FILE *out) {
   snprintf(text, sizeof text, "%s: %s", r->bottleneck_stage, r->bottleneck_reason);
   wrapped(out, "bottleneck", text);
   if (isfinite(r->bottleneck_capacity_per_s) || isfinite(r->bottleneck_required_per_s)) {
-    numbuf a, b;
+    pb_numbuf a, b;
     fprintf(out, "%-*scapacity %s samples/s   required %s samples/s\n", LABEL, "",
-            fmtd(&a, "%.1f", r->bottleneck_capacity_per_s), fmtd(&b, "%.1f", r->bottleneck_required_per_s));
+            pb_fmt_double(&a, "%.1f", r->bottleneck_capacity_per_s), pb_fmt_double(&b, "%.1f", r->bottleneck_required_per_s));
   }
 }
 
@@ -161,8 +150,8 @@ static void print_critical_path(const pb_report *r, FILE *out) {
   }
   char text[1024];
   size_t n = 0;
-  numbuf a;
-  n += (size_t)snprintf(text, sizeof text, "%s ms:", fmtd(&a, "%.1f", r->critical_path_total_ms));
+  pb_numbuf a;
+  n += (size_t)snprintf(text, sizeof text, "%s ms:", pb_fmt_double(&a, "%.1f", r->critical_path_total_ms));
   for (int i = 0; i < r->npath_segments && n < sizeof text; i++) {
     const pb_path_segment *p = &r->path_segments[i];
     double pct = r->critical_path_total_ms > 0 ? p->ms / r->critical_path_total_ms * 100 : 0;
@@ -179,20 +168,20 @@ static void print_recommendations(const pb_report *r, FILE *out) {
   for (int i = 0; i < r->nrecommendations; i++) {
     const pb_recommendation *rc = &r->recommendations[i];
     char text[sizeof rc->action + sizeof rc->reason + 96];
-    numbuf a, b;
+    pb_numbuf a, b;
     snprintf(text, sizeof text, "%s  -> %s%s samples/s, idle %s %% predicted (%s)", rc->action, rc->up_to ? "up to " : "",
-             fmtd(&a, "%.0f", rc->predicted_samples_per_s), fmtd(&b, "%.1f", rc->predicted_idle_pct), rc->reason);
+             pb_fmt_double(&a, "%.0f", rc->predicted_samples_per_s), pb_fmt_double(&b, "%.1f", rc->predicted_idle_pct), rc->reason);
     wrapped(out, i == 0 ? "recommend" : "", text);
   }
 }
 
 /* The machine as the run found it, the run's noise, and how well the model replays it. */
 static void print_machine_and_model(const pb_report *r, FILE *out) {
-  numbuf a, b, c, d, e;
+  pb_numbuf a, b, c, d, e;
   char text[400];
   snprintf(text, sizeof text, "%s of %d cores usable (%s), %s taken by other processes; run noise +-%s %%",
-           fmtd(&a, "%.2f", r->cores_usable), r->ncpu, r->cores_limited_by[0] ? r->cores_limited_by : "online CPUs",
-           fmtd(&b, "%.2f", r->cores_taken_by_others), fmtd(&c, "%.1f", r->noise_pct));
+           pb_fmt_double(&a, "%.2f", r->cores_usable), r->ncpu, r->cores_limited_by[0] ? r->cores_limited_by : "online CPUs",
+           pb_fmt_double(&b, "%.2f", r->cores_taken_by_others), pb_fmt_double(&c, "%.1f", r->noise_pct));
   wrapped(out, "machine", text);
   const pb_model *m = &r->model;
   if (!m->valid) {
@@ -200,8 +189,8 @@ static void print_machine_and_model(const pb_report *r, FILE *out) {
     return;
   }
   line(out, "%-*sreplays the run at %s samples/s (%s %% off%s), idle %s %%", LABEL, "model",
-       fmtd(&a, "%.1f", m->replay_samples_per_s), fmtd(&b, "%+.1f", m->fit_error_pct),
-       m->calibrated ? fmtd(&d, "; calibrated x%.3f", m->service_scale) : "", fmtd(&e, "%.1f", m->replay_idle_pct));
+       pb_fmt_double(&a, "%.1f", m->replay_samples_per_s), pb_fmt_double(&b, "%+.1f", m->fit_error_pct),
+       m->calibrated ? pb_fmt_double(&d, "; calibrated x%.3f", m->service_scale) : "", pb_fmt_double(&e, "%.1f", m->replay_idle_pct));
 }
 
 /* Column widths: name, type, thr, calls, mean/p50/p99, util, capacity, wait, blocked, fill, critical-path
@@ -223,12 +212,12 @@ static void print_stage(const pb_stage_report *s, FILE *out) {
     snprintf(calls, sizeof calls, "%" PRIu64, s->calls);
   else
     snprintf(calls, sizeof calls, "%.3e", (double)s->calls);
-  numbuf b[9];
+  pb_numbuf b[9];
   fprintf(out, ROW_FMT, NAME_W, NAME_W, s->name, s->type ? s->type : "?", thr, calls,
           cell(&b[0], s->mean_us), cell(&b[1], s->p50_us), cell(&b[2], s->p99_us),
-          fmtd(&b[3], "%.2f", s->utilization), cell(&b[4], s->capacity_per_s), cell(&b[5], s->wait_in_ms),
-          cell(&b[6], s->blocked_out_ms), fmtd(&b[7], "%.2f", s->queue_mean_fill),
-          fmtd(&b[8], "%.0f", s->critical_path_pct));
+          pb_fmt_double(&b[3], "%.2f", s->utilization), cell(&b[4], s->capacity_per_s), cell(&b[5], s->wait_in_ms),
+          cell(&b[6], s->blocked_out_ms), pb_fmt_double(&b[7], "%.2f", s->queue_mean_fill),
+          pb_fmt_double(&b[8], "%.0f", s->critical_path_pct));
 }
 
 static void print_stages(const pb_report *r, FILE *out) {
@@ -240,27 +229,27 @@ static void print_stages(const pb_report *r, FILE *out) {
 /* How close to the hardware: the pipeline against the machine's best, then each stage with a ceiling. */
 static void print_efficiency(const pb_report *r, FILE *out) {
   const pb_efficiency *e = &r->efficiency;
-  numbuf a, b;
+  pb_numbuf a, b;
   if (!e->have) {
     line(out, "%-*sn/a: %s", LABEL, "efficiency", e->why);
     return;
   }
   if (isfinite(e->pipeline_pct))
     fprintf(out, "%-*s%s%% of the machine's best, %s samples/s (%s%s; calibrated %s)\n", LABEL, "efficiency",
-            fmtd(&a, "%.0f", e->pipeline_pct), fmtd(&b, "%.1f", e->best_samples_per_s), e->limited_by,
+            pb_fmt_double(&a, "%.0f", e->pipeline_pct), pb_fmt_double(&b, "%.1f", e->best_samples_per_s), e->limited_by,
             strcmp(e->limited_by, "device") ? " on every core" : "", e->measured_at);
   else if (isfinite(e->best_samples_per_s))
     fprintf(out, "%-*sn/a (no measured window); the machine's best %s samples/s (%s; calibrated %s)\n", LABEL,
-            "efficiency", fmtd(&b, "%.1f", e->best_samples_per_s), e->limited_by, e->measured_at);
+            "efficiency", pb_fmt_double(&b, "%.1f", e->best_samples_per_s), e->limited_by, e->measured_at);
   else
     line(out, "%-*sno stage with a calibrated ceiling (calibrated %s)", LABEL, "efficiency", e->measured_at);
   for (int i = 0; i < r->nstages; i++) {
     const pb_stage_report *s = &r->stages[i];
     if (!isfinite(s->ceiling_per_s)) continue;
-    numbuf c, d;
+    pb_numbuf c, d;
     fprintf(out, "%-*s%s: %s%% of %s samples/s (%s per thread x %d)\n", LABEL, "", s->name,
-            fmtd(&c, "%.0f", s->efficiency_pct), fmtd(&d, "%.1f", s->ceiling_per_s),
-            fmtd(&a, "%.1f", s->ceiling_per_thread_per_s), strcmp(s->type, "h2d") ? s->threads : 1);
+            pb_fmt_double(&c, "%.0f", s->efficiency_pct), pb_fmt_double(&d, "%.1f", s->ceiling_per_s),
+            pb_fmt_double(&a, "%.1f", s->ceiling_per_thread_per_s), strcmp(s->type, "h2d") ? s->threads : 1);
   }
 }
 
@@ -287,9 +276,9 @@ static void print_accounting(const pb_report *r, FILE *out) {
 }
 
 static void print_engine(const pb_report *r, FILE *out) {
-  numbuf a, b;
-  fprintf(out, "%-*scpu %s s (%s ns per sample)\n", LABEL, "engine", fmtd(&a, "%.3f", r->cpu_s),
-          fmtd(&b, "%.1f", r->cpu_ns_per_sample));
+  pb_numbuf a, b;
+  fprintf(out, "%-*scpu %s s (%s ns per sample)\n", LABEL, "engine", pb_fmt_double(&a, "%.3f", r->cpu_s),
+          pb_fmt_double(&b, "%.1f", r->cpu_ns_per_sample));
   if (r->memory_planned_bytes || r->memory_peak_rss_bytes) { /* an unknown RSS is n/a, not the whole line */
     char rss[32] = "n/a";
     if (r->memory_peak_rss_bytes) snprintf(rss, sizeof rss, "%.0f MB", (double)r->memory_peak_rss_bytes / 1e6);

@@ -61,17 +61,6 @@ typedef struct ab_ctx {
   char verdict[1024];
 } ab_ctx;
 
-/* printf of one double, or "n/a" when not available. */
-typedef struct numbuf {
-  char s[32];
-} numbuf;
-
-static const char *fmtd(numbuf *b, const char *fmt, double v) {
-  if (!isfinite(v)) return "n/a";
-  snprintf(b->s, sizeof b->s, fmt, v);
-  return b->s;
-}
-
 static bool quiet(const ab_ctx *c) { return c->m->run.quiet; }
 
 __attribute__((format(printf, 2, 3))) static void progress(const ab_ctx *c, const char *fmt, ...) {
@@ -192,7 +181,7 @@ static void start_line(const ab_ctx *c, int k, int rep) {
     progress(c, "%s: starting", title);
   else
     progress(c, "%s: starting, %s %% of the dataset (%zu files, %.1f MB) in the page cache", title,
-             fmtd(&(numbuf){0}, "%.1f", r->resident_pct_before), c->files.count, (double)c->files.total_bytes / 1e6);
+             pb_fmt_double(&(pb_numbuf){0}, "%.1f", r->resident_pct_before), c->files.count, (double)c->files.total_bytes / 1e6);
 }
 
 static void end_line(const ab_ctx *c, int k, int rep) {
@@ -200,7 +189,7 @@ static void end_line(const ab_ctx *c, int k, int rep) {
   char title[128];
   run_title(c, k, rep, title, sizeof title);
   if (have_rate(r))
-    progress(c, "%s: %.2f s, %s samples/s", title, r->f.wall_s, fmtd(&(numbuf){0}, "%.1f", r->f.samples_per_s));
+    progress(c, "%s: %.2f s, %s samples/s", title, r->f.wall_s, pb_fmt_double(&(pb_numbuf){0}, "%.1f", r->f.samples_per_s));
   else if (r->f.status == PB_EXIT_INTERRUPTED)
     progress(c, "%s: %.2f s, interrupted (exit 130): it does not count", title, r->f.wall_s);
   else
@@ -617,21 +606,21 @@ static void print_row(const ab_ctx *c, int k, FILE *out) {
   const pb_ab_side *sd = &c->x.side[k];
   pb_run_figures figs[PB_REPEAT_MAX], f;
   bool have = side_figures(c, k, figs, &f) > 0 && f.have;
-  numbuf a, b, d, e;
-  fprintf(out, "%-18s %10s %13s %7s  %-20.20s %16s\n", k_label[k], fmtd(&a, "%.1f", have ? f.samples_per_s : NAN),
-          fmtd(&b, "%.1f", have ? f.device_idle_pct : NAN), fmtd(&d, "%.1f", have ? f.accelerator_utilization_pct : NAN),
-          have ? bottleneck_of(sd) : "-", fmtd(&e, "%.1f", k == AB_SYNTHETIC ? NAN : c->resident_worst[k]));
+  pb_numbuf a, b, d, e;
+  fprintf(out, "%-18s %10s %13s %7s  %-20.20s %16s\n", k_label[k], pb_fmt_double(&a, "%.1f", have ? f.samples_per_s : NAN),
+          pb_fmt_double(&b, "%.1f", have ? f.device_idle_pct : NAN), pb_fmt_double(&d, "%.1f", have ? f.accelerator_utilization_pct : NAN),
+          have ? bottleneck_of(sd) : "-", pb_fmt_double(&e, "%.1f", k == AB_SYNTHETIC ? NAN : c->resident_worst[k]));
 }
 
 static void print_stalls(const ab_ctx *c, FILE *out) {
   const pb_ab_stalls *s = &c->x.s;
-  numbuf a, b, d, e;
+  pb_numbuf a, b, d, e;
   char text[512];
   snprintf(text, sizeof text,
            "of each sample's time (real, cold): fetch %s %%, prep %s %%; of the time lost: fetch %s %%, prep %s "
            "%%%s",
-           fmtd(&a, "%.1f", s->fetch_pct), fmtd(&b, "%.1f", s->prep_pct), fmtd(&d, "%.1f", s->fetch_share_pct),
-           fmtd(&e, "%.1f", s->prep_share_pct),
+           pb_fmt_double(&a, "%.1f", s->fetch_pct), pb_fmt_double(&b, "%.1f", s->prep_pct), pb_fmt_double(&d, "%.1f", s->fetch_share_pct),
+           pb_fmt_double(&e, "%.1f", s->prep_share_pct),
            !isnan(s->fetch_pct) && s->fetch_within_noise && s->prep_within_noise ? " (within noise)" : "");
   wrapped(out, "stalls", text);
 }
@@ -656,14 +645,14 @@ static void print_text(const ab_ctx *c, FILE *out) {
   fprintf(out, "%-18s %10s %13s %7s  %-20s %16s\n", "run", "samples/s", "device idle %", "AU %", "bottleneck",
           "cache resident %");
   for (int k = 0; k < AB_RUNS; k++) print_row(c, k, out);
-  numbuf a, b, d;
+  pb_numbuf a, b, d;
   char text[512];
   snprintf(text, sizeof text, "real cold / synthetic %s, real warm / synthetic %s",
-           fmtd(&a, "%.3f", c->x.s.ratio_cold), fmtd(&b, "%.3f", c->x.s.ratio_warm));
+           pb_fmt_double(&a, "%.3f", c->x.s.ratio_cold), pb_fmt_double(&b, "%.3f", c->x.s.ratio_warm));
   fputc('\n', out);
   print_intervals(c, out);
   wrapped(out, "ratios", text);
-  snprintf(text, sizeof text, "%s samples/s (synthetic - real cold)", fmtd(&d, "%.1f", c->x.s.lost_per_s));
+  snprintf(text, sizeof text, "%s samples/s (synthetic - real cold)", pb_fmt_double(&d, "%.1f", c->x.s.lost_per_s));
   wrapped(out, "lost", text);
   print_stalls(c, out);
   wrapped(out, "verdict", c->verdict);

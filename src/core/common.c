@@ -33,6 +33,12 @@ int pb_err_set(pb_err *err, const char *fmt, ...) {
   return -EINVAL;
 }
 
+const char *pb_fmt_double(pb_numbuf *b, const char *fmt, double v) {
+  if (!isfinite(v)) return "n/a";
+  snprintf(b->s, sizeof b->s, fmt, v);
+  return b->s;
+}
+
 uint64_t pb_now_ns(void) { /* what libuv's uv_hrtime reads on Linux, without making the core layer need libuv */
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -25,6 +25,13 @@ typedef struct pb_err {
 int pb_err_setc(pb_err *err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int pb_err_set(pb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* One double as text for a table or a summary: printf with `fmt`, or "n/a" when it is not finite (NAN is
+ * how the report says "not available").  The one number formatter of the text views (reports/text.c, ab). */
+typedef struct pb_numbuf {
+  char s[32];
+} pb_numbuf;
+const char *pb_fmt_double(pb_numbuf *b, const char *fmt, double v);
+
 /* Monotonic nanoseconds (CLOCK_MONOTONIC, the clock libuv's uv_hrtime reads). */
 uint64_t pb_now_ns(void);
 /* The wall clock (CLOCK_REALTIME), ns since 1970: comparable between processes and NTP-synced hosts. */
