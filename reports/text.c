@@ -69,12 +69,15 @@ static void print_breakdown_with_comm(const pb_report *r, FILE *out) {
   const pb_allreduce_report *x = &r->allreduce;
   fprintf(out, "%-*sinput_wait %s ms  h2d %s ms  compute %s ms  allreduce %s ms  other %s ms  (per step)\n", LABEL,
           "breakdown", pb_fmt_double(&a, "%.2f", r->input_wait_ms), pb_fmt_double(&b, "%.2f", r->h2d_ms),
-          pb_fmt_double(&c, "%.2f", r->compute_ms), pb_fmt_double(&d, "%.2f", r->comm_ms), pb_fmt_double(&e, "%.2f", r->other_ms));
+          pb_fmt_double(&c, "%.2f", r->compute_ms), pb_fmt_double(&d, "%.2f", r->comm_ms),
+          pb_fmt_double(&e, "%.2f", r->other_ms));
   fprintf(out, "%-*s%s, %.1f MB, %d rank(s): measured mean %s ms  p99 %s  model %s ms", LABEL, "allreduce",
-          pb_allreduce_mode_name(x->mode), (double)x->bytes / 1e6, x->world_size, pb_fmt_double(&a, "%.3f", x->measured_mean_ms),
-          pb_fmt_double(&b, "%.3f", x->measured_p99_ms), pb_fmt_double(&c, "%.3f", x->model_ms));
+          pb_allreduce_mode_name(x->mode), (double)x->bytes / 1e6, x->world_size,
+          pb_fmt_double(&a, "%.3f", x->measured_mean_ms), pb_fmt_double(&b, "%.3f", x->measured_p99_ms),
+          pb_fmt_double(&c, "%.3f", x->model_ms));
   if (!isnan(x->algbw_gb_per_s))
-    fprintf(out, "  algbw %s GB/s  busbw %s GB/s", pb_fmt_double(&a, "%.3f", x->algbw_gb_per_s), pb_fmt_double(&b, "%.3f", x->busbw_gb_per_s));
+    fprintf(out, "  algbw %s GB/s  busbw %s GB/s", pb_fmt_double(&a, "%.3f", x->algbw_gb_per_s),
+            pb_fmt_double(&b, "%.3f", x->busbw_gb_per_s));
   fputc('\n', out);
   if (x->peer_stopped) fprintf(out, "%-*sanother rank stopped first; this one stopped with it\n", LABEL, "");
 }
@@ -114,7 +117,8 @@ static void print_devices(const pb_report *r, FILE *out) {
       n += snprintf(text + n, sizeof text - (size_t)n, "; idle by CUDA events %s %%",
                     pb_fmt_double(&a, "%.2f", r->idle_pct_cuda_events));
     if (r->step_kernel_measured && n < (int)sizeof text)
-      snprintf(text + n, sizeof text - (size_t)n, "; step kernel %s ms for %s ms", pb_fmt_double(&a, "%.3f", r->step_kernel_measured_ms),
+      snprintf(text + n, sizeof text - (size_t)n, "; step kernel %s ms for %s ms",
+               pb_fmt_double(&a, "%.3f", r->step_kernel_measured_ms),
                pb_fmt_double(&b, "%.3f", r->step_kernel_target_ms));
     wrapped(out, "timing", text);
   }
@@ -138,7 +142,8 @@ static void print_bottleneck(const pb_report *r, FILE *out) {
   if (isfinite(r->bottleneck_capacity_per_s) || isfinite(r->bottleneck_required_per_s)) {
     pb_numbuf a, b;
     fprintf(out, "%-*scapacity %s samples/s   required %s samples/s\n", LABEL, "",
-            pb_fmt_double(&a, "%.1f", r->bottleneck_capacity_per_s), pb_fmt_double(&b, "%.1f", r->bottleneck_required_per_s));
+            pb_fmt_double(&a, "%.1f", r->bottleneck_capacity_per_s),
+            pb_fmt_double(&b, "%.1f", r->bottleneck_required_per_s));
   }
 }
 
@@ -169,8 +174,9 @@ static void print_recommendations(const pb_report *r, FILE *out) {
     const pb_recommendation *rc = &r->recommendations[i];
     char text[sizeof rc->action + sizeof rc->reason + 96];
     pb_numbuf a, b;
-    snprintf(text, sizeof text, "%s  -> %s%s samples/s, idle %s %% predicted (%s)", rc->action, rc->up_to ? "up to " : "",
-             pb_fmt_double(&a, "%.0f", rc->predicted_samples_per_s), pb_fmt_double(&b, "%.1f", rc->predicted_idle_pct), rc->reason);
+    snprintf(text, sizeof text, "%s  -> %s%s samples/s, idle %s %% predicted (%s)", rc->action,
+             rc->up_to ? "up to " : "", pb_fmt_double(&a, "%.0f", rc->predicted_samples_per_s),
+             pb_fmt_double(&b, "%.1f", rc->predicted_idle_pct), rc->reason);
     wrapped(out, i == 0 ? "recommend" : "", text);
   }
 }
@@ -180,7 +186,8 @@ static void print_machine_and_model(const pb_report *r, FILE *out) {
   pb_numbuf a, b, c, d, e;
   char text[400];
   snprintf(text, sizeof text, "%s of %d cores usable (%s), %s taken by other processes; run noise +-%s %%",
-           pb_fmt_double(&a, "%.2f", r->cores_usable), r->ncpu, r->cores_limited_by[0] ? r->cores_limited_by : "online CPUs",
+           pb_fmt_double(&a, "%.2f", r->cores_usable), r->ncpu,
+           r->cores_limited_by[0] ? r->cores_limited_by : "online CPUs",
            pb_fmt_double(&b, "%.2f", r->cores_taken_by_others), pb_fmt_double(&c, "%.1f", r->noise_pct));
   wrapped(out, "machine", text);
   const pb_model *m = &r->model;
@@ -190,7 +197,8 @@ static void print_machine_and_model(const pb_report *r, FILE *out) {
   }
   line(out, "%-*sreplays the run at %s samples/s (%s %% off%s), idle %s %%", LABEL, "model",
        pb_fmt_double(&a, "%.1f", m->replay_samples_per_s), pb_fmt_double(&b, "%+.1f", m->fit_error_pct),
-       m->calibrated ? pb_fmt_double(&d, "; calibrated x%.3f", m->service_scale) : "", pb_fmt_double(&e, "%.1f", m->replay_idle_pct));
+       m->calibrated ? pb_fmt_double(&d, "; calibrated x%.3f", m->service_scale) : "",
+       pb_fmt_double(&e, "%.1f", m->replay_idle_pct));
 }
 
 /* Column widths: name, type, thr, calls, mean/p50/p99, util, capacity, wait, blocked, fill, critical-path

@@ -181,7 +181,8 @@ static void start_line(const ab_ctx *c, int k, int rep) {
     progress(c, "%s: starting", title);
   else
     progress(c, "%s: starting, %s %% of the dataset (%zu files, %.1f MB) in the page cache", title,
-             pb_fmt_double(&(pb_numbuf){0}, "%.1f", r->resident_pct_before), c->files.count, (double)c->files.total_bytes / 1e6);
+             pb_fmt_double(&(pb_numbuf){0}, "%.1f", r->resident_pct_before), c->files.count,
+             (double)c->files.total_bytes / 1e6);
 }
 
 static void end_line(const ab_ctx *c, int k, int rep) {
@@ -189,7 +190,8 @@ static void end_line(const ab_ctx *c, int k, int rep) {
   char title[128];
   run_title(c, k, rep, title, sizeof title);
   if (have_rate(r))
-    progress(c, "%s: %.2f s, %s samples/s", title, r->f.wall_s, pb_fmt_double(&(pb_numbuf){0}, "%.1f", r->f.samples_per_s));
+    progress(c, "%s: %.2f s, %s samples/s", title, r->f.wall_s,
+             pb_fmt_double(&(pb_numbuf){0}, "%.1f", r->f.samples_per_s));
   else if (r->f.status == PB_EXIT_INTERRUPTED)
     progress(c, "%s: %.2f s, interrupted (exit 130): it does not count", title, r->f.wall_s);
   else
@@ -453,7 +455,8 @@ static void too_few_note(const pb_ab_numbers *x, char *v, size_t len) {
   if (worst < 0) return;
   const pb_interval *iv = &x->side[worst].rate;
   char what[96];
-  if (pb_interval_has(iv)) snprintf(what, sizeof what, "coverage %.1f %%, the %s run's interval", 100 * iv->coverage, k_label[worst]);
+  if (pb_interval_has(iv))
+    snprintf(what, sizeof what, "coverage %.1f %%, the %s run's interval", 100 * iv->coverage, k_label[worst]);
   else snprintf(what, sizeof what, "the %s run: %d counted, no interval", k_label[worst], iv->n);
   size_t n = strlen(v);
   if (n + 1 < len)
@@ -607,9 +610,11 @@ static void print_row(const ab_ctx *c, int k, FILE *out) {
   pb_run_figures figs[PB_REPEAT_MAX], f;
   bool have = side_figures(c, k, figs, &f) > 0 && f.have;
   pb_numbuf a, b, d, e;
-  fprintf(out, "%-18s %10s %13s %7s  %-20.20s %16s\n", k_label[k], pb_fmt_double(&a, "%.1f", have ? f.samples_per_s : NAN),
-          pb_fmt_double(&b, "%.1f", have ? f.device_idle_pct : NAN), pb_fmt_double(&d, "%.1f", have ? f.accelerator_utilization_pct : NAN),
-          have ? bottleneck_of(sd) : "-", pb_fmt_double(&e, "%.1f", k == AB_SYNTHETIC ? NAN : c->resident_worst[k]));
+  fprintf(out, "%-18s %10s %13s %7s  %-20.20s %16s\n", k_label[k],
+          pb_fmt_double(&a, "%.1f", have ? f.samples_per_s : NAN),
+          pb_fmt_double(&b, "%.1f", have ? f.device_idle_pct : NAN),
+          pb_fmt_double(&d, "%.1f", have ? f.accelerator_utilization_pct : NAN), have ? bottleneck_of(sd) : "-",
+          pb_fmt_double(&e, "%.1f", k == AB_SYNTHETIC ? NAN : c->resident_worst[k]));
 }
 
 static void print_stalls(const ab_ctx *c, FILE *out) {
@@ -619,8 +624,8 @@ static void print_stalls(const ab_ctx *c, FILE *out) {
   snprintf(text, sizeof text,
            "of each sample's time (real, cold): fetch %s %%, prep %s %%; of the time lost: fetch %s %%, prep %s "
            "%%%s",
-           pb_fmt_double(&a, "%.1f", s->fetch_pct), pb_fmt_double(&b, "%.1f", s->prep_pct), pb_fmt_double(&d, "%.1f", s->fetch_share_pct),
-           pb_fmt_double(&e, "%.1f", s->prep_share_pct),
+           pb_fmt_double(&a, "%.1f", s->fetch_pct), pb_fmt_double(&b, "%.1f", s->prep_pct),
+           pb_fmt_double(&d, "%.1f", s->fetch_share_pct), pb_fmt_double(&e, "%.1f", s->prep_share_pct),
            !isnan(s->fetch_pct) && s->fetch_within_noise && s->prep_within_noise ? " (within noise)" : "");
   wrapped(out, "stalls", text);
 }
