@@ -241,13 +241,7 @@ static bool is_leftover(const char *name, const char *manifest) {
   return manifest_has(manifest, base);
 }
 
-static bool in_list(const char *name, const char *const *list) {
-  for (; list && *list; list++)
-    if (strcmp(name, *list) == 0) return true;
-  return false;
-}
-
-static int clear_dir(const char *dir, const char *const *keep, int depth, pb_err *err);
+static int clear_dir(const char *dir, int depth, pb_err *err);
 
 static int remove_failed(const char *path, int e, pb_err *err) {
   char clean[256];
@@ -261,20 +255,20 @@ static int remove_failed(const char *path, int e, pb_err *err) {
 static int clear_subrun(const char *path, int depth, pb_err *err) {
   int rc = pb_outdir_lock(path, err);
   if (rc) return rc;
-  rc = clear_dir(path, NULL, depth + 1, err);
+  rc = clear_dir(path, depth + 1, err);
   pb_outdir_unlock(path);
   if (!rc && rmdir(path) != 0 && errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT) rc = remove_failed(path, errno, err);
   return rc;
 }
 
-/* One listed name: removed (a directory cleared first) unless kept; true in *listed_still when it stays. */
-static int clear_listed(const char *dir, const char *name, const char *const *keep, int depth, bool *stays,
-                        pb_err *err) {
+/* One listed name: removed (a directory cleared first); *stays when it is still there (a directory holding
+ * files of the user's). */
+static int clear_listed(const char *dir, const char *name, int depth, bool *stays, pb_err *err) {
   char path[DIR_LEN + MANIFEST_LINE + 2];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  *stays = in_list(name, keep);
+  *stays = false;
   struct stat st;
-  if (*stays || lstat(path, &st) != 0) return 0; /* kept, or gone meanwhile */
+  if (lstat(path, &st) != 0) return 0; /* gone meanwhile */
   if (S_ISDIR(st.st_mode)) { /* a link is never followed: only a real directory of ours is cleared */
     int rc = depth < MAX_DEPTH ? clear_subrun(path, depth, err) : 0;
     *stays = lstat(path, &st) == 0; /* the user's files kept it */
@@ -298,7 +292,7 @@ static int clear_leftovers(const char *dir, const char *manifest, pb_err *err) {
   return rc;
 }
 
-static int clear_dir(const char *dir, const char *const *keep, int depth, pb_err *err) {
+static int clear_dir(const char *dir, int depth, pb_err *err) {
   char manifest[DIR_LEN + 32], kept[DIR_LEN + 40];
   manifest_path(dir, manifest, sizeof manifest);
   int rc = clear_leftovers(dir, manifest, err);
@@ -311,7 +305,7 @@ static int clear_dir(const char *dir, const char *const *keep, int depth, pb_err
     line[strcspn(line, "\n")] = '\0';
     bool stays = false;
     if (!line[0] || strchr(line, '/') || strcmp(line, ".") == 0 || strcmp(line, "..") == 0) continue;
-    rc = clear_listed(dir, line, keep, depth, &stays, err);
+    rc = clear_listed(dir, line, depth, &stays, err);
     if (stays && out) fprintf(out, "%s\n", line);
   }
   fclose(in);
@@ -322,4 +316,4 @@ static int clear_dir(const char *dir, const char *const *keep, int depth, pb_err
   return rc;
 }
 
-int pb_outdir_clear(const char *dir, const char *const *keep, pb_err *err) { return clear_dir(dir, keep, 0, err); }
+int pb_outdir_clear(const char *dir, pb_err *err) { return clear_dir(dir, 0, err); }

@@ -28,12 +28,11 @@ void pb_outdir_unlock_all(void);
  * than pb_write_atomic, or by another process: an MPI job's rank-N directories). */
 void pb_outdir_record(const char *dir, const char *name);
 
-/* Removes from dir what an earlier pipebench run wrote there (its manifest) whose names are not in keep
- * (NULL-terminated; NULL keeps none), every NAME.tmp of them a killed writer left, and a lost step spill
+/* Removes from dir what an earlier pipebench run wrote there (its manifest), every NAME.tmp of them a killed writer left, and a lost step spill
  * file; a listed sub-run directory (repeat-N, trial-N, ...) is emptied the same way under its own lock and
  * removed when nothing of the user's is left in it.  A user's files are never listed, so never removed,
  * whatever their names.  0; or -EBUSY / -errno with err set (a subdirectory another run holds, a file that
  * cannot be removed). */
-int pb_outdir_clear(const char *dir, const char *const *keep, pb_err *err);
+int pb_outdir_clear(const char *dir, pb_err *err);
 
 #endif

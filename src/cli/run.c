@@ -311,7 +311,7 @@ int pb_run_make_out_dir(const pb_config *cfg, const char *given, const char *kin
   int rc = make_and_lock(cfg, given, kind, out, len);
   if (rc) return rc;
   pb_err err; /* its runs write below it, one by one: what an earlier command left goes now */
-  int cleared = pb_outdir_clear(out, NULL, &err);
+  int cleared = pb_outdir_clear(out, &err);
   if (cleared) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return cleared == -EBUSY ? PB_EXIT_USAGE : PB_EXIT_RUNTIME; /* a sub-run's directory another run holds */
@@ -347,17 +347,15 @@ static int write_trace(run_ctx *c, const pb_record *rec, bool *done) {
   return rc ? write_failed(path, "the trace", rc) : 0;
 }
 
-/* The views of `formats`, in order; the first that fails ends them.  *written (may be NULL) gets the
- * names of those written, NULL-terminated (at most 3). */
-static int write_views(unsigned formats, const char *out_dir, const pb_report *r, const pb_record *rec,
-                       const char **written) {
+/* The views of `formats`, in order; the first that fails ends them. */
+int pb_run_write_views(unsigned formats, const char *out_dir, const pb_report *r, const pb_record *rec) {
   static const struct {
     unsigned format;
     const char *file, *what;
   } views[] = {{PB_FMT_HTML, "report.html", "the HTML report"},
                {PB_FMT_CSV, "stages.csv", "the stage table"},
                {PB_FMT_CSV, "steps.csv", "the step table"}};
-  int n = 0, rc = 0;
+  int rc = 0;
   for (size_t i = 0; !rc && i < PB_ARRAY_LEN(views); i++) {
     if (!(formats & views[i].format)) continue;
     char path[PB_PATH_LEN + 32];
@@ -366,14 +364,8 @@ static int write_views(unsigned formats, const char *out_dir, const pb_report *r
        : i == 1 ? pb_csv_write_stages(r, path)
                 : pb_csv_write_steps(rec, path);
     if (rc) rc = write_failed(path, views[i].what, rc);
-    else if (written) written[n++] = views[i].file;
   }
-  if (written) written[n] = NULL;
   return rc;
-}
-
-int pb_run_write_views(unsigned formats, const char *out_dir, const pb_report *r, const pb_record *rec) {
-  return write_views(formats, out_dir, r, rec, NULL);
 }
 
 static int write_json(run_ctx *c, const pb_report *r) {
@@ -396,20 +388,16 @@ static void debug_hold_outputs(void) {
 /* report.json first (small, and what scripts read), then the trace and the views.  After a signal they are
  * written only within its time budget (pb_signal_overdue), and stderr names what was left out.  The
  * measurement itself is not changed by a signal that came after it (the record and every file agree on
- * "interrupted"); the exit status says 130.  *written gets the names of the files written (at most 5). */
-static int write_files(run_ctx *c, const pb_report *r, const pb_record *rec, const char **written) {
+ * "interrupted"); the exit status says 130. */
+static int write_files(run_ctx *c, const pb_report *r, const pb_record *rec) {
   const pb_run_opts *o = c->opts;
-  int n = 0, rc = write_json(c, r);
-  if (!rc && (o->formats & PB_FMT_JSON)) written[n++] = "report.json";
-  written[n] = NULL;
+  int rc = write_json(c, r);
   debug_hold_outputs();
   bool want_trace = (o->formats & PB_FMT_TRACE) && rec->traced, want_views = o->formats & (PB_FMT_HTML | PB_FMT_CSV);
   bool trace_done = false, views_done = false;
   if (!rc && want_trace && !pb_signal_overdue()) rc = write_trace(c, rec, &trace_done);
-  if (trace_done) written[n++] = "trace.json";
-  written[n] = NULL;
   if (!rc && want_views && !pb_signal_overdue()) {
-    rc = write_views(o->formats, c->out_dir, r, rec, written + n);
+    rc = pb_run_write_views(o->formats, c->out_dir, r, rec);
     views_done = !rc;
   }
   if (rc) return rc;
@@ -420,12 +408,11 @@ static int write_files(run_ctx *c, const pb_report *r, const pb_record *rec, con
   return 0;
 }
 
-/* The directory now holds this run's files: what an earlier run left that this one did not rewrite (a
- * format not asked for now, a trace left out after a signal or a failed write) goes, so that nothing in it
- * is of another run (`analyze DIR` reproduces this one). */
-static int remove_earlier_files(run_ctx *c, const char *const *keep) {
+/* What an earlier run wrote here goes before this run writes anything (so that nothing in the directory
+ * is of another run, even after a second signal mid-write: `analyze DIR` reproduces this one). */
+static int remove_earlier_files(run_ctx *c) {
   pb_err err;
-  int rc = pb_outdir_clear(c->out_dir, keep, &err);
+  int rc = pb_outdir_clear(c->out_dir, &err);
   if (!rc) return 0;
   fprintf(stderr, "pipebench: %s\n", err.msg);
   return rc == -EBUSY ? PB_EXIT_USAGE : PB_EXIT_RUNTIME; /* a sub-directory another run holds, as the lock */
@@ -446,12 +433,9 @@ static void print_summary(const pb_run_opts *o, const pb_report *r) {
 }
 
 static int write_outputs(run_ctx *c, pb_report *r, const pb_record *rec) {
-  const char *written[8];
   snprintf(r->out_dir, sizeof r->out_dir, "%s", c->out_dir);
-  /* before this run's files, not after: a second signal mid-write must not leave the directory holding
-   * this run's report.json beside an earlier run's trace.json */
-  int rc = remove_earlier_files(c, NULL);
-  int wrote = write_files(c, r, rec, written);
+  int rc = remove_earlier_files(c);
+  int wrote = write_files(c, r, rec);
   if (!rc) rc = wrote;
   if (!rc) print_summary(c->opts, r);
   return rc;
