@@ -47,22 +47,21 @@ static size_t read_at(const char *path, uint8_t *buf, size_t cap, uint64_t offse
   return n > 0 ? (size_t)n : 0;
 }
 
-static int cmp_file_bytes_desc(const void *a, const void *b) {
-  uint64_t x = (*(const pb_file *const *)a)->bytes, y = (*(const pb_file *const *)b)->bytes;
-  return x > y ? -1 : x < y;
+/* Puts f among the k largest in top[0..*n) (kept in descending size; k is small). */
+static void keep_largest(const pb_file **top, int *n, int k, const pb_file *f) {
+  int at = *n < k ? (*n)++ : k;
+  if (at == k && f->bytes <= top[k - 1]->bytes) return;
+  if (at == k) at = k - 1;
+  while (at > 0 && top[at - 1]->bytes < f->bytes) top[at] = top[at - 1], at--;
+  top[at] = f;
 }
 
 /* The files whose headers the plan reads: the largest (the likeliest largest images) and some spread over
- * the listing (in case size and pixels disagree).  Returns how many of `out` were filled. */
+ * the listing (in case size and pixels disagree).  One pass for the largest, no sort of the whole listing.
+ * Returns how many of `out` were filled. */
 static int probe_files(const pb_file_list *l, const pb_file **out) {
   int n = 0;
-  const pb_file **by_size = malloc(l->count * sizeof *by_size);
-  if (by_size) {
-    for (size_t i = 0; i < l->count; i++) by_size[i] = &l->files[i];
-    qsort(by_size, l->count, sizeof *by_size, cmp_file_bytes_desc);
-    for (size_t i = 0; i < l->count && n < PROBE_FILES / 2; i++) out[n++] = by_size[i];
-    free(by_size);
-  }
+  for (size_t i = 0; i < l->count; i++) keep_largest(out, &n, PROBE_FILES / 2, &l->files[i]);
   for (int k = 0; k < PROBE_FILES / 2 && (size_t)n < l->count; k++) out[n++] = &l->files[l->count * (size_t)k / (PROBE_FILES / 2)];
   return n;
 }
