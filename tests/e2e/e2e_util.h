@@ -89,6 +89,16 @@ static E2E_UNUSED const char *out_dir(const char *name) {
   return d;
 }
 
+/* system() of a printf-formatted shell command; a failure fails the test, naming the command. */
+static E2E_UNUSED __attribute__((format(printf, 1, 2))) void e2e_sh(const char *fmt, ...) {
+  char cmd[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  if (system(cmd) != 0) fail_msg("command failed: %s", cmd);
+}
+
 /* ---------- the temporary directory (group setup and teardown) ---------- */
 
 /* Makes /tmp/<prefix>-XXXXXX; call it from the suite's group setup. */

@@ -23,15 +23,6 @@ static int make_tmp(void **state);
 
 /* ---------- helpers ---------- */
 
-static void sh(const char *fmt, ...) {
-  char cmd[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  if (system(cmd) != 0) fail_msg("command failed: %s", cmd);
-}
-
 /* <dir>/<name> (one static buffer: the next call overwrites it). */
 static const char *in_dir(const char *dir, const char *name) {
   static char path[600];
@@ -125,7 +116,7 @@ static int teardown(void **state) {
 static const char *copy_dataset(const char *name, const char *tag) {
   static char dir[400];
   snprintf(dir, sizeof dir, "%s/case-%s", g_tmp, tag);
-  sh("rm -rf '%s' && cp -r '%s/data-%s' '%s'", dir, g_tmp, name, dir);
+  e2e_sh("rm -rf '%s' && cp -r '%s/data-%s' '%s'", dir, g_tmp, name, dir);
   return dir;
 }
 
@@ -348,7 +339,7 @@ static result *run_on_path(const char *path) {
 static void test_dataset_path_problems(void **state) {
   assert_one_error_line(run_on_path(tmp_path("no/such/dir")), 2, "dataset.path: ");
   assert_one_error_line(run_on_path(""), 2, "dataset.path");
-  sh("mkdir -p '%s/empty-dir/.hidden-only' && touch '%s/empty-dir/.hidden'", g_tmp, g_tmp);
+  e2e_sh("mkdir -p '%s/empty-dir/.hidden-only' && touch '%s/empty-dir/.hidden'", g_tmp, g_tmp);
   assert_one_error_line(run_on_path(tmp_path("empty-dir")), 2, "no files found");
   assert_one_error_line(run_on_path(tmp_path("empty-dir/*.jpg")), 2, "no files match");
   const char *list = tmp_path("list.txt");
@@ -367,7 +358,7 @@ static void test_dataset_path_problems(void **state) {
   assert_one_error_line(run_on_path(at), 2, "cannot read the file list");
   /* a symlink cycle: refused, naming the link and where it leads */
   const char *dir = copy_dataset("jpeg", "cycle");
-  sh("mkdir '%s/sub' && ln -s .. '%s/sub/up'", dir, dir);
+  e2e_sh("mkdir '%s/sub' && ln -s .. '%s/sub/up'", dir, dir);
   r = run_on_path(dir);
   assert_one_error_line(r, 2, "symlink loop");
   assert_non_null(strstr(r->err, "sub/up"));
@@ -418,7 +409,7 @@ static void test_bad_jpegs(void **state) {
       for (int i = 0; i < 256; i++) junk[i] = (uint8_t)(i % 7 == 0 ? 0xFF : i * 37);
       write_bytes_at(f, n / 2, junk, sizeof junk);
     }
-    if (k == 4) sh("echo 'not an image' > '%s'", f);
+    if (k == 4) e2e_sh("echo 'not an image' > '%s'", f);
     if (k == 5) { /* the frame header (SOF0..2) claims 65500x65500 */
       uint8_t b[4096];
       long len = n < 4096 ? n : 4096, i = 2;
@@ -434,7 +425,7 @@ static void test_bad_jpegs(void **state) {
    * the name's invalid bytes written as U+FFFD.  A long one (each of 100 bytes becomes 3) is kept as
    * whole characters within the report's 255 bytes, so analyze reads the trace back */
   const char *dir = copy_dataset("jpeg", "latin1");
-  sh("rm -f '%s'/img-00000000.jpg && : > '%s'/$(printf 'img-\\351t\\351.jpg') && "
+  e2e_sh("rm -f '%s'/img-00000000.jpg && : > '%s'/$(printf 'img-\\351t\\351.jpg') && "
      ": > '%s'/$(printf 'img-%%0100d.jpg' 0 | tr 0 '\\351')", dir, dir, dir);
   char set_path[500];
   snprintf(set_path, sizeof set_path, "dataset.path=%s", dir);
@@ -442,7 +433,7 @@ static void test_bad_jpegs(void **state) {
   result *r = run_pb(ARGS("run", "--config", k_jpeg_cfg, "--quiet", "--out", out, "--set", set_path, "--format",
                           "json,trace,html"));
   if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
-  sh("iconv -f UTF-8 -t UTF-8 '%s/report.json' > /dev/null && iconv -f UTF-8 -t UTF-8 '%s/trace.json' > /dev/null",
+  e2e_sh("iconv -f UTF-8 -t UTF-8 '%s/report.json' > /dev/null && iconv -f UTF-8 -t UTF-8 '%s/trace.json' > /dev/null",
      out, out);
   cJSON *errs = at(load_report(out), "accounting.first_errors");
   bool short_name = false;
@@ -464,10 +455,10 @@ static void test_unreadable_and_broken_links(void **state) {
   assert_int_equal(chmod(f, 0), 0);
   expect_bad_sample(k_jpeg_cfg, dir, f, "Permission denied", 1, unprivileged());
   dir = copy_dataset("jpeg", "dangling");
-  sh("ln -s /nonexistent/pb '%s/img-zz-dangling.jpg'", dir);
+  e2e_sh("ln -s /nonexistent/pb '%s/img-zz-dangling.jpg'", dir);
   expect_bad_sample(k_jpeg_cfg, dir, in_dir(dir, "img-zz-dangling.jpg"), "No such file", 1, k_no_prefix);
   dir = copy_dataset("jpeg", "selflink");
-  sh("ln -s img-zz-self.jpg '%s/img-zz-self.jpg'", dir);
+  e2e_sh("ln -s img-zz-self.jpg '%s/img-zz-self.jpg'", dir);
   expect_bad_sample(k_jpeg_cfg, dir, in_dir(dir, "img-zz-self.jpg"), "symbolic links", 1, k_no_prefix);
 }
 

@@ -23,15 +23,6 @@ static double budget_s(void) {
   return v && atof(v) > 0 ? atof(v) : 1.0;
 }
 
-static void sh(const char *fmt, ...) {
-  char cmd[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  if (system(cmd) != 0) fail_msg("command failed: %s", cmd);
-}
-
 /* ---------- the dataset: generated once, copied per case ---------- */
 
 static int setup(void **state) {
@@ -51,7 +42,7 @@ static int setup(void **state) {
 static const char *copy_dataset(const char *tag) {
   static char dir[400];
   snprintf(dir, sizeof dir, "%s/data-%s", g_tmp, tag);
-  sh("rm -rf '%s' && mkdir '%s' && cp '%s'/master/*.jpg '%s'", dir, dir, g_tmp, dir);
+  e2e_sh("rm -rf '%s' && mkdir '%s' && cp '%s'/master/*.jpg '%s'", dir, dir, g_tmp, dir);
   return dir;
 }
 
@@ -143,7 +134,7 @@ static void dataset_goes_bad(const char *name, const char *fault, const char *wh
   snprintf(dir_copy, sizeof dir_copy, "%s", dir);
   child c;
   start_reading(&c, run_config(name, dir_copy, duration_s, "skip"), dir_copy, name);
-  sh(fault, dir_copy, dir_copy);
+  e2e_sh(fault, dir_copy, dir_copy);
   result *r = finish(&c, duration_s + 2 * budget_s(), name);
   print_message("%s: exit %d after %.2f s\n", name, r->status, r->wall_s);
   assert_one_error_line(r, 1, "in a row failed");
@@ -212,8 +203,9 @@ static void test_sigint_with_fifo_writes_report(void **state) {
   child c;
   start_reading(&c, run_config("fifo-int", dir_copy, 60, "skip"), dir_copy, "fifo-int");
   const char *victim = swap_in_fifo(dir_copy);
-  /* two more epochs, so both readers have met it; a reader stuck in open() reads no more: go on then */
-  wait_reads(c.ifd, c.pid, 2 * FILES, 2 * budget_s());
+  /* two more epochs, so both readers have met it; a reader stuck in open() reads no more: go on then (after
+   * 10 s: two epochs can take seconds on a loaded machine, and a SIGINT before the FIFO is met tests nothing) */
+  wait_reads(c.ifd, c.pid, 2 * FILES, 10.0);
   assert_int_equal(kill(c.pid, SIGINT), 0);
   double t_signal = now_s();
   result *r = finish(&c, (t_signal - c.t0) + budget_s(), "fifo-int after SIGINT");
