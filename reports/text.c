@@ -300,6 +300,16 @@ static void print_engine(const pb_report *r, FILE *out) {
   if (r->out_dir[0]) line(out, "%-*s%s", LABEL, "output", pb_cfg_clean(r->out_dir, sizeof dir - 4, dir, sizeof dir));
 }
 
+void pb_report_print_line(const pb_report *r, FILE *out) {
+  pb_numbuf a, b;
+  char dir[PB_PATH_LEN], errors[64] = "";
+  if (r->errors) snprintf(errors, sizeof errors, "  errors %" PRIu64, r->errors);
+  fprintf(out, "%s%s: %s samples/s  device idle %s %%  bottleneck %s%s%s%s\n", r->interrupted ? "INTERRUPTED " : "",
+          r->config_name, pb_fmt_double(&a, "%.1f", r->samples_per_s), pb_fmt_double(&b, "%.2f", r->device_idle_pct),
+          r->bottleneck_stage[0] ? r->bottleneck_stage : "n/a", errors, r->out_dir[0] ? "  -> " : "",
+          r->out_dir[0] ? pb_cfg_clean(r->out_dir, sizeof dir - 4, dir, sizeof dir) : "");
+}
+
 void pb_report_print_text(const pb_report *r, FILE *out) {
   print_header(r, out);
   print_rates(r, out);

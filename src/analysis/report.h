@@ -207,5 +207,8 @@ cJSON *pb_report_to_json(const pb_report *r);
 int pb_report_write_json(const pb_report *r, const char *path);
 /* reports/text.c: the human summary. */
 void pb_report_print_text(const pb_report *r, FILE *out);
+/* The result in one line (run and analyze under --quiet, or without the text format): the config's name,
+ * samples/s, device idle, the bottleneck, errors when there were any, and the output directory. */
+void pb_report_print_line(const pb_report *r, FILE *out);
 
 #endif

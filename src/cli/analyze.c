@@ -91,6 +91,8 @@ static int print_report(const pb_report *r, const pb_run_opts *o) {
     free(text);
   } else if ((o->formats & PB_FMT_TEXT) && !o->quiet) {
     pb_report_print_text(r, stdout);
+  } else if (o->result_line) {
+    pb_report_print_line(r, stdout);
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 /* pipebench: the command line (docs/CONTRACT.md §1).  Parses arguments, loads the config and hands over to the
  * subcommand.  Every error is one line on stderr and the contract's exit status. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,17 +8,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ab.h"
 #include "analyze.h"
-#include "json_text.h"
 #include "calibrate.h"
 #include "common.h"
 #include "config.h"
 #include "engine.h"
 #include "gen.h"
-#include "ranks.h"
-#include "ab.h"
+#include "help.h"
+#include "json_text.h"
 #include "multirun.h"
 #include "outdir.h"
+#include "ranks.h"
 #include "repeat.h"
 #include "run.h"
 #include "sweep.h"
@@ -25,43 +27,6 @@
 #include "world.h"
 
 #define MAX_SETS 256
-
-static const char *const k_usage =
-    "usage:\n"
-    "  pipebench [run] --config FILE [OPTIONS]     run the pipeline and write the report\n"
-    "  pipebench validate --config FILE [--set ..] check a config, print the resolved config\n"
-    "  pipebench gen --config FILE [--force] [--json] [--out DIR]\n"
-    "                                              write the dataset of the config's dataset.generate\n"
-    "  pipebench analyze PATH [--out DIR] [--format LIST] [--json] [--quiet]\n"
-    "                                              recompute the report from a saved trace.json (or the run\n"
-    "                                              directory holding one); --out DIR writes DIR/report.json\n"
-    "  pipebench ab --config FILE [OPTIONS]        synthetic vs real (cold cache) vs real (warm cache)\n"
-    "  pipebench sweep --config FILE --set PATH=V1,V2,.. [...]   every combination, one table\n"
-    "  pipebench tune --config FILE [--budget-s N] [--write FILE] [--set PATH=V1,V2,..]\n"
-    "                                              search thread counts and prefetch depth; --set lists\n"
-    "                                              narrow the search to those values\n"
-    "  pipebench calibrate [--config FILE] [--force] [--out DIR] [--format text,json] [--json]\n"
-    "                                              measure this machine's ceilings (memcpy, cores, GPU copies;\n"
-    "                                              with a config, its dataset's decode and read rates), kept in\n"
-    "                                              the machine's calibration.json for every later run\n"
-    "  pipebench --help | --version\n"
-    "\n"
-    "options:\n"
-    "  --config FILE            the pipeline config (JSON; see docs/CONFIG.md)\n"
-    "  --set PATH=VALUE         override a config value, e.g. stages.decode.threads=4 (repeatable)\n"
-    "  --data real|synthetic    synthetic: in-memory samples replace every per-sample stage (default real)\n"
-    "  --device auto|gpu|emulated   default auto (a CUDA GPU if usable, else emulated)\n"
-    "  --out DIR                output directory (default pipebench-out/<name>-<UTC time>)\n"
-    "  --format LIST            comma list of text,json,csv,html,trace (default text,json,html,trace)\n"
-    "  --json                   print the JSON report on stdout instead of the text summary\n"
-    "  --quiet, --no-progress, --no-trace   less output\n"
-    "  --seed N                 overrides the config's seed\n"
-    "  --repeat N               run, ab, sweep, tune: each measurement N times (1..100, default 1): the median\n"
-    "                           with a 95 % interval, or what n allows (n <= 5: min..max, 50 % at n = 2); \"no\n"
-    "                           measurable difference\" where intervals overlap, and \"too few repeats to tell\"\n"
-    "                           below 90 % (n <= 4)\n"
-    "\n"
-    "exit status: 0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted\n";
 
 typedef struct cli {
   const char *command;
@@ -205,7 +170,12 @@ static int unknown_option(const char *command, const char *a) {
     fprintf(stderr, "pipebench: \"%s\" is a command: it comes first (expected pipebench %s --config FILE ...)\n", a, a);
     return PB_EXIT_USAGE;
   }
-  return usage_error("unknown option \"%s\" (expected an option that pipebench --help lists)", a);
+  const char *near = a[0] == '-' && a[1] == '-' ? pb_cli_nearest_option(a) : NULL;
+  char clean[256];
+  fprintf(stderr, "pipebench: unknown option \"%s\"%s%s%s (expected an option that pipebench help %s lists)\n",
+          pb_cfg_clean(a, 160, clean, sizeof clean), near ? "; did you mean \"" : "", near ? near : "",
+          near ? "\"?" : "", command);
+  return PB_EXIT_USAGE;
 }
 
 static int parse_flag(cli *c, const char *a) {
@@ -256,19 +226,53 @@ static int run_only_arg(const char *command, const char *a) {
   return PB_EXIT_USAGE;
 }
 
+static bool is_file(const char *path);
+
+/* `pipebench my.json`: a first argument that is no command but names a config runs it. */
+static bool looks_like_config(const char *a) {
+  size_t n = strlen(a);
+  return (n > 5 && strcmp(a + n - 5, ".json") == 0) || is_file(a) || strchr(a, '/');
+}
+
+static int unknown_command(const char *a) {
+  const char *near = pb_cli_nearest_command(a);
+  char clean[256];
+  fprintf(stderr,
+          "pipebench: unknown command \"%s\"%s%s%s (expected run, validate, gen, ab, tune, sweep, analyze, "
+          "calibrate or help, or a config FILE)\n",
+          pb_cfg_clean(a, 160, clean, sizeof clean), near ? "; did you mean \"" : "", near ? near : "",
+          near ? "\"?" : "");
+  return PB_EXIT_USAGE;
+}
+
+/* The config as an argument of its own (`pipebench run my.json`), as --config FILE would give it. */
+static int positional_config(cli *c, const char *a) {
+  if (c->config) return usage_error("more than one config (\"%s\"; expected one FILE, or --config FILE)", a);
+  c->config = a;
+  return 0;
+}
+
 static int parse_args(cli *c, int argc, char **argv) {
   c->command = "run";
   c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML | PB_FMT_TRACE;
   c->run.device = PB_DEVICE_AUTO;
   int first = 1;
   if (argc > 1 && argv[1][0] != '-') {
-    if (!is_command(argv[1])) return usage_error("unknown command \"%s\" (expected run, validate, gen, ab, tune, sweep, analyze or calibrate)", argv[1]);
-    c->command = argv[1];
-    first = 2;
+    if (is_command(argv[1]))
+      c->command = argv[1], first = 2;
+    else if (!looks_like_config(argv[1]))
+      return unknown_command(argv[1]);
   }
   bool analyze = strcmp(c->command, "analyze") == 0;
+  c->run.result_line = analyze || strcmp(c->command, "run") == 0;
   for (int i = first; i < argc; i++) {
+    argv[i] = (char *)pb_cli_long_option(argv[i]); /* -c, -s, -o, -q, -j */
     if (argv[i][0] == '-' && run_only_arg(c->command, argv[i])) return PB_EXIT_USAGE;
+    if (!analyze && argv[i][0] != '-' && !is_command(argv[i])) {
+      int rc = positional_config(c, argv[i]);
+      if (rc) return rc;
+      continue;
+    }
     if (analyze) {
       int rc = analyze_arg(c, argv[i]);
       if (rc < 0) continue; /* the PATH */
@@ -342,6 +346,7 @@ static int cmd_run(cli *c, pb_config *cfg) {
 static int cmd_run_repeated(cli *c) {
   pb_multi m = {.command = "run", .config_file = c->config, .base_sets = c->sets, .nbase_sets = c->nsets,
                 .run = c->run, .device_given = c->device_given, .repeat = c->repeat};
+  m.run.result_line = false; /* each repeat is a run of its own: the median's summary is what gets printed */
   return pb_multi_run_repeated(&m);
 }
 
@@ -429,12 +434,53 @@ static int repeats_dir(const cli *c, char *out, size_t len) {
   return PB_EXIT_USAGE;
 }
 
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A directory of ab, sweep or tune runs (synthetic/, real-cold/, trial-001/, ...) has no trace.json of its
+ * own: analyze names the runs it can take instead of only "no trace.json" (exit 2).  0 when PATH is not
+ * such a directory. */
+static int runs_dir(const cli *c) {
+  char path[PB_PATH_LEN + 300];
+  snprintf(path, sizeof path, "%s/trace.json", c->path);
+  DIR *d = is_dir(c->path) && !is_file(path) ? opendir(c->path) : NULL;
+  if (!d) return 0;
+  char *names[64];
+  size_t n = 0, more = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    snprintf(path, sizeof path, "%s/%.255s/trace.json", c->path, e->d_name);
+    if (e->d_name[0] == '.' || !is_file(path)) continue;
+    if (n < PB_ARRAY_LEN(names) && (names[n] = strdup(e->d_name)))
+      n++;
+    else
+      more++;
+  }
+  closedir(d);
+  if (n == 0) return 0;
+  qsort(names, n, sizeof names[0], by_name);
+  char list[1024] = "", clean[256];
+  for (size_t i = 0, used = 0; i < n; i++) {
+    if (used + strlen(names[i]) + 8 < sizeof list)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                               pb_cfg_clean(names[i], 80, clean, sizeof clean));
+    else
+      more++;
+  }
+  fprintf(stderr,
+          "pipebench: %s: a directory of %zu runs (ab, sweep or tune) with no trace.json of its own "
+          "(expected one of its runs, e.g. pipebench analyze %s/%s; its runs: %s%s)\n",
+          pb_cfg_clean(c->path, 160, clean, sizeof clean), n + more, clean, names[0], list, more ? ", ..." : "");
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  return PB_EXIT_USAGE;
+}
+
 static int cmd_analyze(cli *c) {
   if (!c->path) return usage_error("%s: no PATH (expected pipebench analyze TRACE.json|RUN_DIR)", c->command);
   static char median[PB_PATH_LEN + 64];
   int rc = repeats_dir(c, median, sizeof median);
   if (rc) return rc;
   if (median[0]) c->path = median;
+  else if ((rc = runs_dir(c)))
+    return rc;
   if (!c->run.formats_given) c->run.formats = PB_FMT_TEXT | PB_FMT_JSON | PB_FMT_HTML;
   /* files asked for by name, with nowhere to write them: say so rather than write nothing */
   unsigned files = c->run.formats & (unsigned)(PB_FMT_JSON | PB_FMT_CSV | PB_FMT_HTML | PB_FMT_TRACE);
@@ -527,16 +573,34 @@ static int finish_stdout(int rc) {
   return rc ? rc : PB_EXIT_RUNTIME;
 }
 
+/* `pipebench help [CMD]`, `pipebench [CMD] --help|-h`, `--version`, and bare `pipebench` (the usage, on
+ * stderr, exit 2): the exit status, or -1 when the command line asks for none of them. */
+static int help_or_version(int argc, char **argv) {
+  if (argc < 2) return fputs(pb_cli_usage(), stderr), PB_EXIT_USAGE;
+  const pb_cli_help *h = pb_cli_help_for(argv[1]);
+  if (strcmp(argv[1], "help") == 0) {
+    if (argc > 3)
+      return usage_error("help: more than one command (\"%s\"; expected pipebench help [COMMAND])", argv[3]);
+    if (argc == 2) return fputs(pb_cli_usage(), stdout), PB_EXIT_OK;
+    if (!(h = pb_cli_help_for(argv[2]))) return unknown_command(argv[2]);
+    return fputs(h->text, stdout), PB_EXIT_OK;
+  }
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return fputs(h ? h->text : pb_cli_usage(), stdout), PB_EXIT_OK;
+    if (strcmp(argv[i], "--version") == 0) return printf("pipebench %s\n", PB_VERSION), PB_EXIT_OK;
+  }
+  return -1;
+}
+
 int main(int argc, char **argv) {
   /* Redirected stdout keeps everything in one buffer until finish_stdout, so a failing write is seen with
    * its errno (ENOSPC, EIO) instead of as a bare error flag from an earlier printf. */
   static char stdout_buf[1 << 20]; /* glibc ignores the size unless given the buffer */
   if (!isatty(STDOUT_FILENO)) setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return fputs(k_usage, stdout), finish_stdout(0);
-    if (strcmp(argv[i], "--version") == 0) return printf("pipebench %s\n", PB_VERSION), finish_stdout(0);
-  }
-  int rc = pb_world_init(&argc, &argv); /* joins the MPI job under mpirun; a world of one otherwise */
+  int rc = help_or_version(argc, argv);
+  if (rc >= 0) return finish_stdout(rc);
+  rc = pb_world_init(&argc, &argv); /* joins the MPI job under mpirun; a world of one otherwise */
   if (rc) return rc;
   pb_signals_install(); /* every command, from here: gen, warm-up, measuring, report writing */
   cli c = {0};

@@ -429,6 +429,8 @@ static void print_summary(const pb_run_opts *o, const pb_report *r) {
     pb_report_print_text(r, o->text_out);
   } else if ((o->formats & PB_FMT_TEXT) && !o->quiet) {
     pb_report_print_text(r, stdout);
+  } else if (o->result_line) {
+    pb_report_print_line(r, stdout);
   }
 }
 

@@ -17,6 +17,7 @@ typedef struct pb_run_opts {
   unsigned formats;             /* PB_FMT_* bits */
   bool formats_given;           /* --format was on the command line */
   bool json_stdout, quiet, no_progress, no_trace;
+  bool result_line;             /* run and analyze: the one-line result when the text summary is not printed */
   /* For the commands made of several runs (ab, sweep, tune): */
   bool quiet_notices;           /* no device fallback notice (a later run of the same command) */
   const char *progress_label;   /* printed before the live progress figures ("tune trial 3: ..."); NULL: none */
