@@ -13,12 +13,14 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "gen_out.h"
+#include "gen_plan.h"
 #include "npy.h"
 #include "progress.h"
 #include "synth_image.h"
 #include "tfrecord.h"
 
-#define MANIFEST ".pipebench-dataset.json"
+#define MANIFEST PB_GEN_MANIFEST
 
 /* ---------- the spec and its manifest ---------- */
 
@@ -165,31 +167,11 @@ typedef struct gen_worker {
   pb_jpeg_encoder *enc;
 } gen_worker;
 
-static const char *file_name(pb_format f) {
-  switch (f) {
-    case PB_FMT_JPEG: return "img-%08" PRIu64 ".jpg";
-    case PB_FMT_TFRECORD: return "shard-%05" PRIu64 ".tfrecord";
-    case PB_FMT_NPY: return "sample-%08" PRIu64 ".npy";
-    case PB_FMT_NPZ: return "sample-%08" PRIu64 ".npz";
-    default: return "records-%05" PRIu64 ".bin";
-  }
-}
-
-/* Record size of (file, sample): record_bytes, varied by a seeded normal of record_bytes_stdev. */
-static size_t record_size(const pb_config *cfg, uint64_t key) {
-  const pb_generate_cfg *g = &cfg->dataset.generate;
-  if (!g->record_bytes_stdev) return (size_t)g->record_bytes;
-  pb_rng rng;
-  pb_rng_seed(&rng, cfg->seed * 0x9E3779B97F4A7C15ULL + key);
-  double v = pb_rng_normal(&rng, (double)g->record_bytes, (double)g->record_bytes_stdev);
-  return v < 1 ? 1 : (size_t)v;
-}
-
 static uint8_t *random_bytes(const pb_config *cfg, uint64_t key, size_t bytes) {
   uint8_t *b = malloc(bytes ? bytes : 1);
   if (!b) return NULL;
   pb_rng rng;
-  pb_rng_seed(&rng, cfg->seed ^ (key * 0xD1B54A32D192ED03ULL));
+  pb_rng_seed(&rng, pb_gen_bytes_seed(cfg->seed, key));
   size_t i = 0;
   for (; i + 8 <= bytes; i += 8) {
     uint64_t r = pb_rng_next(&rng);
@@ -204,13 +186,12 @@ static int make_payload(gen_worker *gw, uint64_t index, uint64_t size_key, uint8
                         pb_err *err) {
   const pb_config *cfg = gw->job->cfg;
   const pb_dataset_cfg *d = &cfg->dataset;
-  bool jpeg = d->format == PB_FMT_JPEG || (d->format == PB_FMT_TFRECORD && d->payload == PB_PAYLOAD_JPEG);
-  if (jpeg) {
+  if (pb_gen_jpeg_payload(d)) {
     const pb_generate_cfg *g = &d->generate;
     return pb_synth_jpeg_with(gw->enc, (int)g->width, (int)g->height, (int)g->quality, cfg->seed, index, out,
                               bytes, err);
   }
-  *bytes = record_size(cfg, size_key);
+  *bytes = pb_gen_record_bytes(cfg, size_key);
   *out = random_bytes(cfg, index, *bytes);
   return *out ? 0 : pb_err_set(err, "out of memory for a %zu-byte record", *bytes);
 }
@@ -258,12 +239,13 @@ static int write_tfrecord_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *e
   int rc = 0;
   for (uint64_t k = 0; k < spf && !rc; k++) {
     if (pb_signalled()) return -ECANCELED; /* a big shard must not hold up an interrupt */
-    uint64_t index = file * spf + k;
+    uint64_t index = pb_gen_sample_index(file, spf, k);
     uint8_t *p, *rec = NULL;
     size_t n;
     if (make_payload(gw, index, index, &p, &n, err)) return -EINVAL;
-    pb_example_feature feats[2] = {{.name = cfg->dataset.feature, .kind = PB_FEATURE_BYTES, .data = p, .bytes = n},
-                                   {.name = "image/class/label", .kind = PB_FEATURE_INT64, .int64 = (int64_t)(index % 1000)}};
+    pb_example_feature feats[2] = {
+        {.name = cfg->dataset.feature, .kind = PB_FEATURE_BYTES, .data = p, .bytes = n},
+        {.name = "image/class/label", .kind = PB_FEATURE_INT64, .int64 = pb_gen_label(index)}};
     size_t rec_bytes = pb_example_encode(feats, 2, &rec);
     rc = rec_bytes ? pb_tfrecord_write_record(f, rec, rec_bytes) : -ENOMEM;
     if (!rc) note_sample(gw->job, n);
@@ -281,7 +263,7 @@ static int write_raw_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
   for (uint64_t k = 0; k < spf && !rc; k++) {
     if (pb_signalled()) return -ECANCELED;
     size_t n = (size_t)cfg->dataset.generate.record_bytes;
-    uint8_t *p = random_bytes(cfg, file * spf + k, n);
+    uint8_t *p = random_bytes(cfg, pb_gen_sample_index(file, spf, k), n);
     rc = p ? write_all(f, p, n) : -ENOMEM;
     if (!rc) note_sample(gw->job, n);
     free(p);
@@ -293,10 +275,8 @@ static int write_raw_file(gen_worker *gw, uint64_t file, FILE *f, pb_err *err) {
 static int array_of_file(gen_worker *gw, uint64_t file, uint8_t **data, int64_t shape[2], int *ndims) {
   const pb_config *cfg = gw->job->cfg;
   uint64_t spf = (uint64_t)cfg->dataset.generate.samples_per_file;
-  size_t rec = record_size(cfg, file);
-  *ndims = spf > 1 ? 2 : 1;
-  shape[0] = spf > 1 ? (int64_t)spf : (int64_t)rec;
-  shape[1] = (int64_t)rec;
+  size_t rec = pb_gen_record_bytes(cfg, file);
+  *ndims = pb_gen_array_shape(spf, rec, shape);
   *data = random_bytes(cfg, file, rec * spf);
   for (uint64_t k = 0; *data && k < spf; k++) note_sample(gw->job, rec);
   return *data ? 0 : -ENOMEM;
@@ -372,7 +352,7 @@ static void gen_worker_main(void *arg) {
     uint64_t file = atomic_fetch_add(&job->next_file, 1);
     if (file >= (uint64_t)d->generate.num_files || job->failed || pb_signalled()) break;
     char name[64], final[PB_PATH_LEN + 80], tmp[PB_PATH_LEN + 96];
-    snprintf(name, sizeof name, file_name(d->format), file);
+    pb_gen_file_name(d->format, file, name, sizeof name);
     snprintf(final, sizeof final, "%s/%s", d->path, name);
     snprintf(tmp, sizeof tmp, "%s/.tmp-%s", d->path, name); /* a reader never sees half a file */
     pb_err err = {{0}};
@@ -395,25 +375,6 @@ static void gen_worker_main(void *arg) {
 
 /* ---------- pb_gen ---------- */
 
-/* Does name read prefix, at least min_digits digits and nothing else, then suffix? */
-static bool name_matches(const char *name, const char *prefix, int min_digits, const char *suffix) {
-  size_t n = strlen(prefix);
-  if (strncmp(name, prefix, n) != 0) return false;
-  name += n;
-  int digits = 0;
-  while (*name >= '0' && *name <= '9') name++, digits++;
-  return digits >= min_digits && strcmp(name, suffix) == 0;
-}
-
-/* Is `name` one of the files gen writes (file_name's patterns, any format), its manifest, or a
- * temporary one of those it left?  Exact patterns: a user's img-holiday.png is not ours. */
-static bool is_generated(const char *name) {
-  if (strncmp(name, ".tmp-", 5) == 0) name += 5;
-  return strcmp(name, MANIFEST) == 0 || name_matches(name, "img-", 8, ".jpg") ||
-         name_matches(name, "shard-", 5, ".tfrecord") || name_matches(name, "sample-", 8, ".npy") ||
-         name_matches(name, "sample-", 8, ".npz") || name_matches(name, "records-", 5, ".bin");
-}
-
 /* --force: removes what an earlier gen wrote (only its own file names), so fewer files leave no
  * stale ones behind.  Other files in the directory are left alone. */
 static int remove_generated(const char *dir) {
@@ -422,7 +383,7 @@ static int remove_generated(const char *dir) {
   int rc = 0;
   char path[PB_PATH_LEN + 300];
   for (struct dirent *e; (e = readdir(d));) {
-    if (!is_generated(e->d_name)) continue;
+    if (!pb_gen_is_generated(e->d_name)) continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     if (unlink(path) && !rc) rc = -errno;
   }
@@ -430,48 +391,12 @@ static int remove_generated(const char *dir) {
   return rc;
 }
 
-/* What a JPEG can hold (libjpeg's 65500-pixel sides) and the image generator's pixel limit: the schema
- * allows sides up to 65535, which a decode's `max_pixels` judges, but gen cannot write them. */
-static const char *image_too_big(const pb_generate_cfg *g, bool jpeg, const char **path) {
-  static char why[160];
-  if (!jpeg || !g->has_image) return NULL;
-  if (g->width > PB_SYNTH_MAX_SIDE || g->height > PB_SYNTH_MAX_SIDE) {
-    *path = g->width > PB_SYNTH_MAX_SIDE ? "dataset.generate.image.width" : "dataset.generate.image.height";
-    snprintf(why, sizeof why, "%lld pixels is more than a JPEG can hold (expected at most %d)",
-             (long long)PB_MAX(g->width, g->height), PB_SYNTH_MAX_SIDE);
-    return why;
-  }
-  if ((int64_t)g->width * g->height > PB_SYNTH_MAX_PIXELS) {
-    *path = "dataset.generate.image";
-    snprintf(why, sizeof why, "%lld x %lld is %lld pixels (expected at most %lld pixels per generated image)",
-             (long long)g->width, (long long)g->height, (long long)g->width * g->height,
-             (long long)PB_SYNTH_MAX_PIXELS);
-    return why;
-  }
-  return NULL;
-}
-
-/* What gen needs from the config beyond validation; exit 2 with one line when it is missing. */
+/* What gen needs from the config beyond validation (pb_gen_refusal); exit 2 with one line when it is
+ * missing. */
 static int check_generable(const pb_config *cfg) {
-  const pb_dataset_cfg *d = &cfg->dataset;
-  const pb_generate_cfg *g = &d->generate;
-  const char *why = NULL, *path = "dataset.generate";
-  bool jpeg = d->format == PB_FMT_JPEG || (d->format == PB_FMT_TFRECORD && d->payload == PB_PAYLOAD_JPEG);
-  if (!g->present) why = "missing (expected num_files, samples_per_file and image or record_bytes)";
-  else if (d->format == PB_FMT_SYNTHETIC) path = "dataset.format", why = "synthetic data lives in memory (expected a file format to generate)";
-  else if (!d->path[0] || d->path[0] == '@' || strpbrk(d->path, "*?[{")) path = "dataset.path", why = "not a directory (expected a directory to write into, not a glob or @list)";
-  else if (jpeg && !g->has_image) path = "dataset.generate.image", why = "missing (expected width, height and quality for JPEG payloads)";
-  else if (!jpeg && !g->record_bytes) path = "dataset.generate.record_bytes", why = "missing (expected the bytes of each record)";
-  else if (d->format == PB_FMT_RAW && g->record_bytes_stdev) path = "dataset.generate.record_bytes_stdev", why = "raw records are fixed-size (expected 0)";
-  else if (d->format == PB_FMT_JPEG && g->samples_per_file != 1) path = "dataset.generate.samples_per_file", why = "a JPEG file holds one image (expected 1)";
-  if (!why) why = image_too_big(g, jpeg, &path);
-  char records[200];
-  if (!why && d->format == PB_FMT_RAW && d->record_bytes != g->record_bytes) {
-    snprintf(records, sizeof records, "%lld, not the %lld bytes of the records gen writes (expected "
-             "dataset.generate.record_bytes, or no dataset.record_bytes: it defaults to that)",
-             (long long)d->record_bytes, (long long)g->record_bytes);
-    path = "dataset.record_bytes", why = records;
-  }
+  const char *path;
+  char buf[200];
+  const char *why = pb_gen_refusal(cfg, &path, buf, sizeof buf);
   if (!why) return 0;
   fprintf(stderr, "pipebench: %s: %s: %s\n", cfg->file, path, why);
   return PB_EXIT_USAGE;
@@ -503,8 +428,7 @@ static void show_progress(const gen_job *job, pb_progress *p, double elapsed_s) 
 }
 
 static void run_workers(gen_job *job, const pb_gen_opts *opts) {
-  int n = (int)PB_MIN(PB_MAX(uv_available_parallelism(), 1u), 16u);
-  n = (int)PB_MIN((int64_t)n, job->cfg->dataset.generate.num_files);
+  int n = pb_gen_workers(uv_available_parallelism(), job->cfg->dataset.generate.num_files);
   gen_worker *gw = calloc((size_t)n, sizeof *gw);
   pb_progress progress;
   pb_progress_init(&progress, pb_progress_wanted(opts->quiet, opts->no_progress), "gen");
@@ -544,19 +468,10 @@ static void manifest_counts(const char *dir, uint64_t *files, uint64_t *samples,
 }
 
 /* --json and --out: what gen did, as JSON (stdout, and <out_dir>/gen.json).  0 or the exit status. */
-static int write_summary(const pb_config *cfg, const pb_gen_opts *opts, bool generated, uint64_t files,
-                         uint64_t samples, uint64_t bytes, double secs) {
+static int write_summary(const pb_gen_opts *opts, const pb_gen_result *r) {
   if (!opts->json_stdout && !opts->out_dir) return 0;
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "pipebench_version", PB_VERSION);
-  cJSON_AddStringToObject(o, "path", cfg->dataset.path);
-  cJSON_AddStringToObject(o, "format", pb_format_name(cfg->dataset.format));
-  cJSON_AddBoolToObject(o, "generated", generated); /* false: it was up to date */
-  cJSON_AddNumberToObject(o, "files", (double)files);
-  cJSON_AddNumberToObject(o, "samples", (double)samples);
-  cJSON_AddNumberToObject(o, "bytes", (double)bytes);
-  cJSON_AddNumberToObject(o, "seconds", generated ? round(secs * 1e3) / 1e3 : 0);
-  char *text = pb_json_print(o, true);
+  cJSON *o = pb_gen_out_json(r);
+  char *text = o ? pb_json_print(o, true) : NULL;
   cJSON_Delete(o);
   if (!text) return PB_EXIT_RUNTIME;
   if (opts->json_stdout) printf("%s\n", text);
@@ -594,10 +509,10 @@ static bool same_directory(const char *a, const char *b) {
          sa.st_ino == sb.st_ino;
 }
 
-int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
-  int rc = check_generable(cfg);
-  if (rc) return rc;
-  /* --out first: one that cannot be made fails now, not after the whole dataset was written */
+/* --out first: one that cannot be made fails now, not after the whole dataset was written; nor may it be
+ * the dataset's own directory.  0 or the exit status. */
+static int check_out_dir(const pb_config *cfg, const pb_gen_opts *opts) {
+  int rc;
   if (opts->out_dir && (rc = pb_mkdir_p(opts->out_dir))) {
     fprintf(stderr, "pipebench: %s: cannot create the output directory: %s (expected a writable directory)\n",
             opts->out_dir, strerror(-rc));
@@ -608,64 +523,86 @@ int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
                     "there would be read as a sample)\n", opts->out_dir);
     return PB_EXIT_USAGE;
   }
-  cJSON *spec = spec_json(cfg);
-  bool ours = false;
-  int existing = check_existing(cfg, opts, spec, &ours);
-  if (existing) {
-    if (existing == 1 && !opts->quiet)
-      fprintf(stderr, "pipebench: gen: %s is up to date (same settings); nothing to do\n", cfg->dataset.path);
-    cJSON_Delete(spec);
-    if (existing != 1) return existing;
-    uint64_t files, samples, bytes;
-    manifest_counts(cfg->dataset.path, &files, &samples, &bytes);
-    return write_summary(cfg, opts, false, files, samples, bytes, 0);
-  }
+  return 0;
+}
+
+/* The dataset up to date: the summary with the manifest's counts. */
+static int report_up_to_date(const pb_config *cfg, const pb_gen_opts *opts) {
+  if (!opts->quiet)
+    fprintf(stderr, "pipebench: gen: %s is up to date (same settings); nothing to do\n", cfg->dataset.path);
+  pb_gen_result r = {.path = cfg->dataset.path, .format = cfg->dataset.format, .generated = false};
+  manifest_counts(cfg->dataset.path, &r.files, &r.samples, &r.bytes);
+  return write_summary(opts, &r);
+}
+
+/* The directory made ready: an earlier gen's files removed (--force, or its own), the directory made and the
+ * manifest written as unfinished.  0 or the exit status. */
+static int prepare_dir(const pb_config *cfg, const pb_gen_opts *opts, cJSON *spec, bool ours) {
+  int rc;
   if ((opts->force || ours) && (rc = remove_generated(cfg->dataset.path))) {
     fprintf(stderr, "pipebench: %s: cannot remove the old dataset: %s (expected a directory pipebench can write "
                     "in)\n", cfg->dataset.path, strerror(-rc));
-    cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }
   if ((rc = pb_mkdir_p(cfg->dataset.path))) {
     fprintf(stderr, "pipebench: %s: cannot create the directory: %s (expected a writable place for the dataset)\n",
             cfg->dataset.path, strerror(-rc));
-    cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }
   if ((rc = write_manifest(cfg->dataset.path, spec, false, 0, 0, 0))) {
     fprintf(stderr, "pipebench: %s: cannot write %s: %s (expected a writable directory for the dataset)\n",
             cfg->dataset.path, MANIFEST, strerror(-rc));
-    cJSON_Delete(spec);
     return PB_EXIT_RUNTIME;
   }
+  return 0;
+}
+
+/* After the workers: what they wrote, the manifest marked complete, and the summary.  The exit status. */
+static int finish_job(const pb_config *cfg, const pb_gen_opts *opts, gen_job *job, cJSON *spec, double secs) {
+  pb_gen_result r = {.path = cfg->dataset.path, .format = cfg->dataset.format, .generated = true, .seconds = secs};
+  r.files = atomic_load(&job->files_done), r.samples = atomic_load(&job->samples_done);
+  r.bytes = atomic_load(&job->bytes_done);
+  bool interrupted = pb_signalled() && r.files < (uint64_t)cfg->dataset.generate.num_files;
+  if (interrupted && !job->failed) { /* the manifest still says incomplete: the next gen or run starts over */
+    fprintf(stderr, "pipebench: gen: interrupted after %" PRIu64 " of %lld files; %s is incomplete (run gen again)\n",
+            r.files, (long long)cfg->dataset.generate.num_files, cfg->dataset.path);
+    return PB_EXIT_INTERRUPTED;
+  }
+  int mrc = job->failed ? 0 : write_manifest(cfg->dataset.path, spec, true, r.files, r.samples, r.bytes);
+  if (mrc)
+    snprintf(job->error, sizeof job->error, "%.*s/%s: cannot write: %s (expected %s)", PB_PATH_LEN, cfg->dataset.path,
+             MANIFEST, strerror(-mrc), write_expected(mrc)),
+        job->failed = 1;
+  r.min_sample_bytes = atomic_load(&job->min_sample), r.max_sample_bytes = atomic_load(&job->max_sample);
+  r.payload_bytes = atomic_load(&job->payload_bytes);
+  if (job->failed)
+    fprintf(stderr, "pipebench: %s\n", job->error);
+  else if (!opts->quiet)
+    pb_gen_out_text(stderr, &r);
+  return job->failed ? PB_EXIT_RUNTIME : write_summary(opts, &r);
+}
+
+/* The dataset written: the directory made ready, the workers run, the outcome reported. */
+static int generate(const pb_config *cfg, const pb_gen_opts *opts, cJSON *spec, bool ours) {
+  int rc = prepare_dir(cfg, opts, spec, ours);
+  if (rc) return rc;
   gen_job job = {.cfg = cfg, .min_sample = UINT64_MAX};
   uv_mutex_init(&job.err_lock);
   uint64_t t0 = pb_now_ns();
   run_workers(&job, opts);
-  double secs = (double)(pb_now_ns() - t0) / 1e9;
-  uint64_t files = atomic_load(&job.files_done), samples = atomic_load(&job.samples_done);
-  uint64_t bytes = atomic_load(&job.bytes_done);
-  bool interrupted = pb_signalled() && files < (uint64_t)cfg->dataset.generate.num_files;
-  if (interrupted && !job.failed) { /* the manifest still says incomplete: the next gen or run starts over */
-    fprintf(stderr, "pipebench: gen: interrupted after %" PRIu64 " of %lld files; %s is incomplete (run gen again)\n",
-            files, (long long)cfg->dataset.generate.num_files, cfg->dataset.path);
-    uv_mutex_destroy(&job.err_lock);
-    cJSON_Delete(spec);
-    return PB_EXIT_INTERRUPTED;
-  }
-  int mrc = job.failed ? 0 : write_manifest(cfg->dataset.path, spec, true, files, samples, bytes);
-  if (mrc)
-    snprintf(job.error, sizeof job.error, "%.*s/%s: cannot write: %s (expected %s)", PB_PATH_LEN, cfg->dataset.path,
-             MANIFEST, strerror(-mrc), write_expected(mrc)),
-        job.failed = 1;
-  if (job.failed) fprintf(stderr, "pipebench: %s\n", job.error);
-  else if (!opts->quiet)
-    fprintf(stderr,
-            "pipebench: gen: wrote %" PRIu64 " files, %" PRIu64 " samples, %.1f MB to %s in %.1f s "
-            "(sample bytes min %" PRIu64 ", mean %.0f, max %" PRIu64 ")\n",
-            files, samples, (double)bytes / 1e6, cfg->dataset.path, secs, atomic_load(&job.min_sample),
-            samples ? (double)atomic_load(&job.payload_bytes) / (double)samples : 0.0, atomic_load(&job.max_sample));
+  rc = finish_job(cfg, opts, &job, spec, (double)(pb_now_ns() - t0) / 1e9);
   uv_mutex_destroy(&job.err_lock);
+  return rc;
+}
+
+int pb_gen(const pb_config *cfg, const pb_gen_opts *opts) {
+  int rc = check_generable(cfg);
+  if (!rc) rc = check_out_dir(cfg, opts);
+  if (rc) return rc;
+  cJSON *spec = spec_json(cfg);
+  bool ours = false;
+  int existing = check_existing(cfg, opts, spec, &ours);
+  rc = existing == 1 ? report_up_to_date(cfg, opts) : existing ? existing : generate(cfg, opts, spec, ours);
   cJSON_Delete(spec);
-  return job.failed ? PB_EXIT_RUNTIME : write_summary(cfg, opts, true, files, samples, bytes, secs);
+  return rc;
 }
