@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "calibrate_fit.h"
+#include "calibrate_out.h"
 #include "calibration.h"
 #include "device.h"
 #include "files.h"
@@ -29,17 +31,12 @@
 #include "decode_scale.h"
 #include "stats.h"
 
-#define PB_CALIB_SECONDS 1.0
 #define MEMCPY_BYTES (64u << 20)
 #define DECODE_MAX_FILES 64
 #define DECODE_MAX_BYTES (64u << 20)
-#define DIRECT_ALIGN 4096
+#define DIRECT_ALIGN PB_CALIB_DIRECT_ALIGN
 
-static double budget_s(void) {
-  const char *v = getenv("PIPEBENCH_CALIBRATE_SECONDS");
-  double s = v ? strtod(v, NULL) : 0;
-  return s > 0 ? s : PB_CALIB_SECONDS;
-}
+static double budget_s(void) { return pb_calib_budget_s(getenv("PIPEBENCH_CALIBRATE_SECONDS")); }
 
 static double seconds_since(uint64_t t0) { return (double)(pb_now_ns() - t0) / 1e9; }
 
@@ -135,7 +132,7 @@ static void loaded_free(loaded *l) {
 /* Up to 64 files (64 MiB), spread over the dataset, into memory: decode is measured without I/O.  An
  * empty file is kept (it fails to decode, and is counted as such); one that cannot be read is an error. */
 static int load_sample(const pb_file_list *files, loaded *l, pb_err *err) {
-  size_t total = 0, stride = files->count > DECODE_MAX_FILES ? files->count / DECODE_MAX_FILES : 1;
+  size_t total = 0, stride = pb_calib_sample_stride(files->count, DECODE_MAX_FILES);
   for (size_t i = 0; i < files->count && l->n < DECODE_MAX_FILES && total < DECODE_MAX_BYTES; i += stride) {
     struct stat st; /* opened as the read stage does: never blocking on a FIFO, regular files only */
     int fd = pb_data_file_open(files->files[i].path, 0, &st);
@@ -284,26 +281,6 @@ static int measure_decode(const pb_config *cfg, const pb_stage_cfg *dec, const l
 
 /* ---------- read ---------- */
 
-static void shuffled_order(size_t *order, size_t n, uint64_t seed) {
-  pb_rng r;
-  pb_rng_seed(&r, seed);
-  for (size_t i = 0; i < n; i++) order[i] = i;
-  for (size_t i = n; i > 1; i--) {
-    size_t j = (size_t)(pb_rng_next(&r) % i), t = order[i - 1];
-    order[i - 1] = order[j];
-    order[j] = t;
-  }
-}
-
-static uint64_t gcd_u64(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* Reads one file whole in blocks of `block` bytes, in order or (random) each block once in a scattered
  * order, as fio's randread does: block (start + k * step) mod n with step coprime to n, a permutation
  * that needs no table however large the file.  (Draws with replacement would read a third of the
@@ -311,11 +288,9 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b) {
 static int read_file_blocks(int fd, uint64_t bytes, uint8_t *buf, size_t block, bool random, pb_rng *r,
                             uint64_t *got) {
   uint64_t nblocks = (bytes + block - 1) / block, start = 0, step = 1;
-  if (random && nblocks > 2) {
-    start = pb_rng_next(r) % nblocks;
-    step = nblocks / 2 + 1 + pb_rng_next(r) % (nblocks / 3 + 1); /* far apart: no readahead helps */
-    step %= nblocks;
-    while (gcd_u64(step, nblocks) != 1) step = step + 1 < nblocks ? step + 1 : 1;
+  if (random && nblocks > 2) { /* the draws only then, in this order: the same blocks as before */
+    uint64_t draw_start = pb_rng_next(r), draw_step = pb_rng_next(r);
+    pb_calib_block_walk(nblocks, draw_start, draw_step, &start, &step);
   }
   for (uint64_t k = 0, b = start; k < nblocks; k++) {
     ssize_t n = pread(fd, buf, block, (off_t)(b * block));
@@ -342,12 +317,12 @@ static double measure_read(const pb_file_list *files, pb_read_mode mode, size_t 
                            char *why, size_t why_len) {
   bool direct = mode == PB_READ_DIRECT_SEQ || mode == PB_READ_DIRECT_RAND;
   bool random = mode == PB_READ_BUFFERED_RAND || mode == PB_READ_DIRECT_RAND;
-  if (direct) block = (block + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+  if (direct) block = pb_calib_direct_block(block);
   uint8_t *buf = aligned_alloc(DIRECT_ALIGN, block);
   size_t *order = malloc((files->count ? files->count : 1) * sizeof *order);
   double mb = NAN;
   if (!buf || !order) goto out;
-  shuffled_order(order, files->count, 7);
+  pb_calib_shuffled_order(order, files->count, 7);
   pb_rng r;
   pb_rng_seed(&r, 11);
   uint64_t got = 0, timed_ns = 0, t_start = pb_now_ns();
@@ -501,37 +476,11 @@ static int measure_dataset(pb_calibration *c, const pb_calibrate_opts *o, bool *
   return rc;
 }
 
-static void print_text(const pb_calibration *c, const pb_config *cfg) {
-  printf("calibration: %s (%s)\n", c->machine, c->measured_at);
-  printf("  cores            %d\n", c->cores);
-  printf("  memcpy           %.2f GB/s one core, %.2f GB/s all cores\n", c->memcpy_gb_per_s, c->memcpy_all_gb_per_s);
-  if (isfinite(c->h2d_pinned_gb_per_s))
-    printf("  h2d (%s)  %.2f GB/s pinned, %.2f GB/s pageable; step kernel %.3f ms for %.3f ms (%+.2f %%)\n",
-           c->gpu_name, c->h2d_pinned_gb_per_s, c->h2d_pageable_gb_per_s, c->step_kernel_measured_ms,
-           c->step_kernel_target_ms, c->step_kernel_error_pct);
-  else
-    printf("  h2d              not measured: %s\n", c->gpu_why);
-  if (!cfg) return;
+/* The summary (calibrate_out.h): the machine, the config's dataset when there is one, the cache's path. */
+static void print_text(const pb_calibration *c, const pb_config *cfg, const char *cache) {
   pb_calib_dataset key;
-  pb_calib_dataset_key(cfg, &key);
-  for (int i = 0; i < c->ndatasets; i++) {
-    const pb_calib_dataset *d = &c->datasets[i];
-    if (strcmp(d->path, key.path) || d->block_bytes != key.block_bytes || strcmp(d->scale, key.scale) ||
-        d->decode_min_side != key.decode_min_side || d->fused_crop != key.fused_crop)
-      continue;
-    printf("  dataset          %s (%llu files, %.1f MB)\n", d->path, (unsigned long long)d->files, (double)d->bytes / 1e6);
-    if (isfinite(d->decode_images_per_s))
-      printf("  decode           %.1f images/s per core (%.1f MB/s compressed; scale %s%s)\n",
-             d->decode_images_per_s, d->decode_mb_per_s, d->scale,
-             d->fused_crop ? ", the crops' regions (fused_crop)" : "");
-    for (int m = 0; m < PB_READ_MODES && d->block_bytes; m++) {
-      if (isfinite(d->read_mb_per_s[m]))
-        printf("  read %-19s %.1f MB/s one thread (%d-byte blocks)\n", pb_read_mode_name((pb_read_mode)m),
-               d->read_mb_per_s[m], d->block_bytes);
-      else
-        printf("  read %-19s not measured: %s\n", pb_read_mode_name((pb_read_mode)m), d->read_why[m]);
-    }
-  }
+  if (cfg) pb_calib_dataset_key(cfg, &key);
+  pb_calibrate_out_text(stdout, c, cfg ? &key : NULL, cache);
 }
 
 /* Made before measuring, so that an --out that cannot be made fails at once, not after the measurements
@@ -594,8 +543,7 @@ int pb_calibrate(const pb_calibrate_opts *o) {
     free(text);
     cJSON_Delete(j);
   } else if (!rc && !o->quiet && !o->no_text) {
-    print_text(c, o->cfg);
-    if (have_cache) printf("  saved in         %s\n", cache);
+    print_text(c, o->cfg, have_cache ? cache : NULL);
   }
   free(c);
   return rc;
