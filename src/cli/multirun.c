@@ -88,43 +88,6 @@ int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synth
   return rc ? rc : pb_run(cfg, &o);
 }
 
-void pb_multi_add_number(cJSON *o, const char *key, double v, int decimals) {
-  if (isnan(v) || isinf(v)) {
-    cJSON_AddNullToObject(o, key);
-    return;
-  }
-  double scale = pow(10.0, decimals), r = round(v * scale) / scale;
-  cJSON_AddNumberToObject(o, key, isfinite(r) ? r : v);
-}
-
-const char *pb_multi_bottleneck(const pb_report *r) {
-  return r->bottleneck_stage[0] ? r->bottleneck_stage : "-";
-}
-
-cJSON *pb_multi_figures_json(const pb_run_figures *f, const char *out_dir) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o) return NULL;
-  cJSON_AddNumberToObject(o, "status", f->status);
-  cJSON_AddStringToObject(o, "out_dir", out_dir);
-  pb_multi_add_number(o, "samples_per_s", f->samples_per_s, 1);
-  pb_multi_add_number(o, "batches_per_s", f->batches_per_s, 1);
-  pb_multi_add_number(o, "device_idle_pct", f->device_idle_pct, 2);
-  pb_multi_add_number(o, "accelerator_utilization_pct", f->accelerator_utilization_pct, 2);
-  pb_multi_add_number(o, "input_bound_pct", f->input_bound_pct, 2);
-  if (f->have && f->classification) cJSON_AddStringToObject(o, "classification", f->classification);
-  else cJSON_AddNullToObject(o, "classification");
-  if (f->have && f->bottleneck[0]) cJSON_AddStringToObject(o, "bottleneck", f->bottleneck);
-  else cJSON_AddNullToObject(o, "bottleneck");
-  cJSON_AddBoolToObject(o, "interrupted", f->interrupted);
-  return o;
-}
-
-cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir) {
-  pb_run_figures f;
-  pb_run_figures_of(r, status, 0, &f);
-  return pb_multi_figures_json(&f, out_dir);
-}
-
 static int text_body(FILE *f, const void *text) {
   return fprintf(f, "%s\n", (const char *)text) < 0 ? (errno ? -errno : -EIO) : 0;
 }
@@ -169,6 +132,14 @@ static int report_repeat(const pb_run_figures *runs, int nruns, const pb_repeat_
   return -1;
 }
 
+/* pb_repeat_write_report, with its error on stderr: 0, or PB_EXIT_RUNTIME. */
+static int write_report(const char *dir, const char *median_dir, const cJSON *tree, bool json, const char *title) {
+  pb_err err;
+  if (pb_repeat_write_report(dir, median_dir, tree, json, title, &err) == 0) return 0;
+  fprintf(stderr, "pipebench: %s\n", err.msg);
+  return PB_EXIT_RUNTIME;
+}
+
 /* The measurement's report.json tree (the stand-in repeat's with "repeats"); NULL after one line. */
 static cJSON *repeats_report(const pb_multi *m, const char *name, const pb_run_figures *runs, int nruns,
                              const pb_repeat_summary *s, char *median_dir, size_t len) {
@@ -177,7 +148,10 @@ static cJSON *repeats_report(const pb_multi *m, const char *name, const pb_run_f
   if (r < 0) return NULL;
   pb_multi_repeat_name(m, name, r, sub, sizeof sub);
   snprintf(median_dir, len, "%s/%s", m->out_dir, sub);
-  return pb_repeat_report(median_dir, pb_repeat_json(runs, nruns, s), pb_repeat_any_interrupted(runs, nruns));
+  pb_err err;
+  cJSON *tree = pb_repeat_report(median_dir, pb_repeat_json(runs, nruns, s), pb_repeat_any_interrupted(runs, nruns), &err);
+  if (!tree) fprintf(stderr, "pipebench: %s\n", err.msg);
+  return tree;
 }
 
 int pb_multi_write_repeats(const pb_multi *m, const char *name, const pb_run_figures *runs, int nruns,
@@ -188,7 +162,7 @@ int pb_multi_write_repeats(const pb_multi *m, const char *name, const pb_run_fig
   snprintf(dir, sizeof dir, "%s/%s", m->out_dir, name);
   char title[192];
   snprintf(title, sizeof title, "pipebench report: %s", m->name);
-  int rc = tree ? pb_repeat_write_report(dir, median_dir, tree, true, title) : PB_EXIT_RUNTIME;
+  int rc = tree ? write_report(dir, median_dir, tree, true, title) : PB_EXIT_RUNTIME;
   cJSON_Delete(tree);
   return rc;
 }
@@ -240,19 +214,15 @@ static int run_repeats_all(run_repeats *x) {
   return 0;
 }
 
-/* After an interrupt, the line a plain run prints, for the repeats: what was stopped and what the figures
- * are of. */
-static void print_interrupted(FILE *out, const run_repeats *x, const pb_repeat_summary *s) {
-  fprintf(out, "%-14sINTERRUPTED: the repeats were stopped, %d of %d run; the figures are of the %d that "
-          "completed\n", "status", x->nruns, x->m->repeat, s->n);
-}
-
 /* <out>/repeats.csv (--format csv): the intervals as a table. */
 static int write_csv(const pb_multi *m, const pb_repeat_summary *s) {
   if (!(m->run.formats & PB_FMT_CSV)) return 0;
   char path[PB_PATH_LEN + 32];
   snprintf(path, sizeof path, "%s/repeats.csv", m->out_dir);
-  return pb_repeat_write_csv(path, s);
+  pb_err err;
+  if (pb_repeat_write_csv(path, s, &err) == 0) return 0;
+  fprintf(stderr, "pipebench: %s\n", err.msg);
+  return PB_EXIT_RUNTIME;
 }
 
 /* <out>/report.json and report.html, and on stdout the median repeat's summary with the intervals (or the
@@ -267,8 +237,7 @@ static int finish_repeats(run_repeats *x, int rc) {
   /* a signal between two repeats interrupted the command too, though no repeat was cut */
   if (tree && rc == PB_EXIT_INTERRUPTED) cJSON_ReplaceItemInObject(tree, "interrupted", cJSON_CreateTrue());
   snprintf(title, sizeof title, "pipebench report: %s", m->name);
-  int wrc = tree ? pb_repeat_write_report(m->out_dir, median_dir, tree, m->run.formats & PB_FMT_JSON, title)
-                 : PB_EXIT_RUNTIME;
+  int wrc = tree ? write_report(m->out_dir, median_dir, tree, m->run.formats & PB_FMT_JSON, title) : PB_EXIT_RUNTIME;
   int crc = write_csv(m, &s);
   if (!wrc) wrc = crc;
   if (tree && m->run.json_stdout) {
@@ -279,7 +248,7 @@ static int finish_repeats(run_repeats *x, int rc) {
     int r = report_repeat(x->runs, x->nruns, &s);
     if (x->text[r]) fputs(x->text[r], stdout);
     pb_repeat_print_text(stdout, x->runs, x->nruns, &s);
-    if (rc == PB_EXIT_INTERRUPTED) print_interrupted(stdout, x, &s);
+    if (rc == PB_EXIT_INTERRUPTED) pb_repeat_print_stopped(stdout, x->nruns, m->repeat, s.n);
   }
   cJSON_Delete(tree);
   return rc ? rc : wrc;

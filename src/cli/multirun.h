@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "multirun_out.h"
 #include "repeat.h"
 #include "report.h"
 #include "run.h"
@@ -46,12 +47,6 @@ int pb_multi_load(const pb_multi *m, const char *const *sets, int nsets, pb_conf
  * as writing one.  Returns pb_run's exit status. */
 int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synthetic, pb_report *report);
 
-/* A run's headline figures as JSON: status, out_dir, samples_per_s, batches_per_s, device_idle_pct,
- * accelerator_utilization_pct, input_bound_pct, classification, bottleneck, interrupted. */
-cJSON *pb_multi_run_json(const pb_report *r, int status, const char *out_dir);
-/* The same from a run's figures (or a repeated measurement's: its medians, pb_repeat_figures). */
-cJSON *pb_multi_figures_json(const pb_run_figures *f, const char *out_dir);
-
 /* Repeats per measurement: --repeat, at least 1. */
 int pb_multi_repeats(const pb_multi *m);
 
@@ -73,11 +68,5 @@ int pb_multi_run_repeated(pb_multi *m);
 /* Writes `json` pretty-printed to <out_dir>/<name>, and the command's report.html from it when the formats
  * include html.  0, or PB_EXIT_RUNTIME after printing one line. */
 int pb_multi_write_json(const pb_multi *m, const char *name, cJSON *json);
-
-/* Adds v rounded to `decimals` (as report.json rounds: samples/s 1, percentages 2), or null when NAN/inf. */
-void pb_multi_add_number(cJSON *o, const char *key, double v, int decimals);
-
-/* "bottleneck" cell of a table: the stage, "device", or "-". */
-const char *pb_multi_bottleneck(const pb_report *r);
 
 #endif
