@@ -10,6 +10,8 @@
 
 struct pb_jpeg_decoder {
   tjhandle tj;
+  uint8_t *cmyk; /* a CMYK image's pixels before their conversion to RGB (rare: grown on use) */
+  size_t cmyk_cap_bytes;
 };
 
 struct pb_jpeg_encoder {
@@ -62,6 +64,7 @@ int pb_jpeg_decoder_init(pb_jpeg_decoder **dec, pb_err *err) {
 void pb_jpeg_decoder_free(pb_jpeg_decoder *dec) {
   if (!dec) return;
   if (dec->tj) tjDestroy(dec->tj);
+  free(dec->cmyk);
   free(dec);
 }
 
@@ -95,7 +98,8 @@ static bool frame_header(const uint8_t *d, size_t n, int *width, int *height, in
   return false;
 }
 
-static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height,
+/* *cmyk (may be NULL) says whether the image is CMYK or YCCK: decoded to CMYK, then converted. */
+static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height, bool *cmyk,
                           pb_err *err) {
   int rc = check_input(data, bytes, err);
   if (rc < 0) return rc;
@@ -106,9 +110,8 @@ static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t byte
       return tj_error(dec, "reading the JPEG header", err);
     colorspace = ncomp == 4 ? TJCS_CMYK : TJCS_YCbCr; /* tjDecompress2 still decodes it (libjpeg does) */
   }
-  /* libjpeg cannot convert CMYK/YCCK to RGB; say so here rather than after a failed decode. */
-  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
-    return pb_err_setc(err, -EBADMSG, "CMYK JPEG (expected a YCbCr, RGB or grayscale JPEG)");
+  /* libjpeg cannot convert CMYK/YCCK to RGB itself: pb_jpeg_decode converts (ImageNet has 22 such files) */
+  if (cmyk) *cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   if (*width <= 0 || *height <= 0) { /* e.g. a file that ends after its SOI: libjpeg saw a fake EOI */
     pb_err_set(err,
                "JPEG header gives a %dx%d image: the %zu bytes end before a frame header, or it is damaged "
@@ -123,7 +126,7 @@ static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t byte
 
 int pb_jpeg_header(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height,
                    pb_err *err) {
-  return header_checked(dec, data, bytes, width, height, err);
+  return header_checked(dec, data, bytes, width, height, NULL, err);
 }
 
 
@@ -141,12 +144,46 @@ static int check_max_pixels(int width, int height, int64_t max_pixels, pb_err *e
   return -EFBIG;
 }
 
+/* Pillow's MULDIV255: a * b / 255, rounded, without a division. */
+static inline unsigned muldiv255(unsigned a, unsigned b) {
+  unsigned t = a * b + 128;
+  return ((t >> 8) + t) >> 8;
+}
+
+void pb_jpeg_cmyk_to_rgb(const uint8_t *in, uint8_t *out, size_t pixels) {
+  for (size_t i = 0; i < pixels; i++) {
+    const uint8_t *p = in + 4 * i;
+    unsigned nk = p[3]; /* inverted K: 255 - k */
+    uint8_t rgb[3];
+    for (int ch = 0; ch < 3; ch++) rgb[ch] = (uint8_t)(nk - muldiv255(255u - p[ch], nk));
+    memcpy(out + 3 * i, rgb, 3); /* after reading the pixel: out may be in */
+  }
+}
+
+/* A CMYK (or YCCK, which libjpeg turns into CMYK) image: decoded to CMYK into the decoder's own buffer,
+ * then converted into `out`. */
+static int decode_cmyk(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int sw, int sh, uint8_t *out,
+                       pb_err *err) {
+  size_t need = (size_t)sw * (size_t)sh * 4u;
+  if (need > dec->cmyk_cap_bytes) {
+    uint8_t *p = realloc(dec->cmyk, need);
+    if (!p) return pb_err_setc(err, -ENOMEM, "decoding a CMYK JPEG: out of memory for %zu bytes", need);
+    dec->cmyk = p;
+    dec->cmyk_cap_bytes = need;
+  }
+  if (tjDecompress2(dec->tj, data, (unsigned long)bytes, dec->cmyk, sw, sw * 4, sh, TJPF_CMYK, TJFLAG_STOPONWARNING))
+    return tj_error(dec, "decoding", err);
+  pb_jpeg_cmyk_to_rgb(dec->cmyk, out, (size_t)sw * (size_t)sh);
+  return 0;
+}
+
 int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int scale_denom, int64_t max_pixels,
                    uint8_t *out, size_t out_capacity_bytes, int *out_width, int *out_height, pb_err *err) {
   if (!valid_denom(scale_denom))
     return pb_err_set(err, "scale 1/%d (expected 1, 1/2, 1/4 or 1/8)", scale_denom);
   int width = 0, height = 0;
-  int rc = header_checked(dec, data, bytes, &width, &height, err);
+  bool cmyk = false;
+  int rc = header_checked(dec, data, bytes, &width, &height, &cmyk, err);
   if (rc < 0) return rc;
   rc = check_max_pixels(width, height, max_pixels, err);
   if (rc < 0) return rc;
@@ -157,8 +194,11 @@ int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int 
                        out_capacity_bytes, sw, sh, need);
   /* Asking for exactly the scaled size makes TurboJPEG pick the 1/scale_denom DCT scaling.  STOPONWARNING
    * stops at the first corrupt-data warning instead of decoding the rest of a file we will reject anyway. */
-  if (tjDecompress2(dec->tj, data, (unsigned long)bytes, out, sw, sw * 3, sh, TJPF_RGB, TJFLAG_STOPONWARNING) != 0)
-    return tj_error(dec, "decoding", err);
+  if (cmyk)
+    rc = decode_cmyk(dec, data, bytes, sw, sh, out, err);
+  else if (tjDecompress2(dec->tj, data, (unsigned long)bytes, out, sw, sw * 3, sh, TJPF_RGB, TJFLAG_STOPONWARNING) != 0)
+    rc = tj_error(dec, "decoding", err);
+  if (rc < 0) return rc;
   *out_width = sw;
   *out_height = sh;
   return 0;

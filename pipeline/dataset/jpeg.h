@@ -41,9 +41,16 @@ size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom);
  * full-size width * height exceeds max_pixels (<= 0: no limit) are refused from the header, before decoding:
  * the guard is on the stored image, whatever the scaling, because that is what a hostile file can inflate.
  * Pixels are exactly what libjpeg-turbo's `djpeg -rgb [-scale 1/N]` writes (accurate integer IDCT, fancy
- * upsampling). */
+ * upsampling).  A CMYK or YCCK JPEG is decoded to CMYK and converted to RGB as Pillow does
+ * (pb_jpeg_cmyk_to_rgb). */
 int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int scale_denom, int64_t max_pixels,
                    uint8_t *out, size_t out_capacity_bytes, int *out_width, int *out_height, pb_err *err);
+
+/* CMYK pixels of a JPEG (4 bytes each, as libjpeg decodes them) to packed RGB, the way Pillow converts them
+ * (`Image.open(f).convert("RGB")`): a JPEG's CMYK is taken as Adobe's inverted CMYK, and each channel is
+ * (255 - k) - (255 - k) * c / 255 on the inverted values, with Pillow's rounding.  `in` and `out` may be the
+ * same buffer (each pixel is read before it is written over). */
+void pb_jpeg_cmyk_to_rgb(const uint8_t *in, uint8_t *out, size_t pixels);
 
 /* ---- decoding a region (jpeg_region.c) ---- */
 

@@ -28,6 +28,8 @@ struct pb_jpeg_region {
   struct jpeg_decompress_struct cinfo;
   region_err err;
   pb_jpeg_huff *huff; /* the entropy decoder put in libjpeg's place (jpeg_huff.c) */
+  uint8_t *cmyk;      /* a CMYK image's rows before their conversion to RGB (rare: grown on use) */
+  size_t cmyk_cap_bytes;
 };
 
 static void on_error(j_common_ptr c) {
@@ -66,6 +68,7 @@ void pb_jpeg_region_free(pb_jpeg_region *r) {
   if (!r) return;
   jpeg_destroy_decompress(&r->cinfo);
   pb_jpeg_huff_free(r->huff);
+  free(r->cmyk);
   free(r);
 }
 
@@ -90,6 +93,29 @@ static bool has_eoi_after(const uint8_t *data, size_t bytes, size_t scan_at) {
   return false;
 }
 
+/* Room for 16 CMYK rows of a region whose RGB rows are row_bytes long. */
+static int reserve_cmyk_rows(pb_jpeg_region *r, size_t row_bytes, pb_err *err) {
+  size_t need = row_bytes / 3u * 4u * 16u;
+  if (need <= r->cmyk_cap_bytes) return 0;
+  uint8_t *p = realloc(r->cmyk, need);
+  if (!p) return pb_err_setc(err, -ENOMEM, "decoding a CMYK JPEG: out of memory for %zu bytes", need);
+  r->cmyk = p;
+  r->cmyk_cap_bytes = need;
+  return 0;
+}
+
+/* Up to 16 rows into out (row_bytes apart).  A CMYK image's rows are decoded into the region's own buffer
+ * (reserve_cmyk_rows) and converted to RGB as pb_jpeg_decode does.  Returns the rows read; 0 when the data
+ * ended. */
+static JDIMENSION read_rows(pb_jpeg_region *r, uint8_t *out, size_t row_bytes, int n, bool cmyk) {
+  JSAMPROW rows[16];
+  size_t cmyk_row_bytes = row_bytes / 3u * 4u;
+  for (int k = 0; k < n; k++) rows[k] = cmyk ? r->cmyk + (size_t)k * cmyk_row_bytes : out + (size_t)k * row_bytes;
+  JDIMENSION done = jpeg_read_scanlines(&r->cinfo, rows, (JDIMENSION)n);
+  for (JDIMENSION k = 0; cmyk && k < done; k++) pb_jpeg_cmyk_to_rgb(rows[k], out + k * row_bytes, row_bytes / 3u);
+  return done;
+}
+
 /* The body, under setjmp: libjpeg errors jump back to pb_jpeg_decode_region. */
 static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, const pb_jpeg_rect *rect,
                        int scale_denom, int64_t max_pixels, uint8_t *out, size_t out_capacity_bytes,
@@ -105,7 +131,8 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
     return pb_err_setc(err, -EFBIG, "image is %ux%u = %lld pixels, over max_pixels %lld (expected at most %lld pixels)",
                        c->image_width, c->image_height, (long long)c->image_width * c->image_height,
                        (long long)max_pixels, (long long)max_pixels);
-  c->out_color_space = JCS_RGB;
+  bool cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK; /* no RGB conversion in libjpeg */
+  c->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   c->scale_num = 1;
   c->scale_denom = (unsigned)scale_denom;
   c->dct_method = JDCT_ISLOW;
@@ -127,13 +154,12 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   if (row_bytes * (size_t)rect->h > out_capacity_bytes)
     return pb_err_setc(err, -ENOBUFS, "output buffer of %zu bytes for a %ux%d region (expected at least %zu bytes)",
                        out_capacity_bytes, cw, rect->h, row_bytes * (size_t)rect->h);
+  int rc = cmyk ? reserve_cmyk_rows(r, row_bytes, err) : 0;
+  if (rc < 0) return rc;
   if (rect->y > 0 && jpeg_skip_scanlines(c, (JDIMENSION)rect->y) != (JDIMENSION)rect->y)
     return pb_err_setc(err, -EBADMSG, "truncated image (expected rows down to %d)", rect->y + rect->h);
   for (int y = 0; y < rect->h;) {
-    JSAMPROW rows[16];
-    int n = PB_MIN(rect->h - y, 16);
-    for (int k = 0; k < n; k++) rows[k] = out + (size_t)(y + k) * row_bytes;
-    JDIMENSION done = jpeg_read_scanlines(c, rows, (JDIMENSION)n);
+    JDIMENSION done = read_rows(r, out + (size_t)y * row_bytes, row_bytes, PB_MIN(rect->h - y, 16), cmyk);
     if (done == 0) return pb_err_setc(err, -EBADMSG, "truncated image (expected rows down to %d)", rect->y + rect->h);
     y += (int)done;
   }

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+/* jpeglib.h needs stdio.h and size_t first: libjpeg's own API makes the CMYK and YCCK files */
+#include <jpeglib.h>
 
 #include "jpeg.h"
 #include "synth_image.h"
@@ -472,6 +474,109 @@ static void test_encoder_refuses_bad_input(void **state) {
   pb_jpeg_encoder_free(NULL);
 }
 
+/* ---- CMYK and YCCK (issue 34: ImageNet holds 22 CMYK JPEGs) ---- */
+
+/* A w x h CMYK JPEG, stored as `space` (JCS_CMYK or JCS_YCCK), of smooth gradients; libjpeg writes the
+ * Adobe marker such files carry. */
+static blob cmyk_jpeg(int w, int h, J_COLOR_SPACE space) {
+  struct jpeg_compress_struct c;
+  struct jpeg_error_mgr jerr;
+  c.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&c);
+  unsigned char *buf = NULL;
+  unsigned long bytes = 0;
+  jpeg_mem_dest(&c, &buf, &bytes);
+  c.image_width = (JDIMENSION)w, c.image_height = (JDIMENSION)h;
+  c.input_components = 4, c.in_color_space = JCS_CMYK;
+  jpeg_set_defaults(&c);
+  jpeg_set_colorspace(&c, space);
+  jpeg_set_quality(&c, 95, TRUE);
+  jpeg_start_compress(&c, TRUE);
+  uint8_t *row = malloc((size_t)w * 4);
+  for (int y = 0; y < h; y++) {
+    for (int x = 0; x < w; x++) {
+      uint8_t *p = row + 4 * x;
+      p[0] = (uint8_t)(x * 255 / w), p[1] = (uint8_t)(y * 255 / h), p[2] = (uint8_t)((x + y) * 127 / (w + h));
+      p[3] = (uint8_t)(255 - (x * 200 / w));
+    }
+    JSAMPROW r = row;
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  free(row);
+  return (blob){.data = buf, .bytes = bytes};
+}
+
+/* The file's CMYK pixels as libjpeg decodes them (4 bytes each). */
+static uint8_t *libjpeg_cmyk(const blob *b, int *w, int *h) {
+  struct jpeg_decompress_struct c;
+  struct jpeg_error_mgr jerr;
+  c.err = jpeg_std_error(&jerr);
+  jpeg_create_decompress(&c);
+  jpeg_mem_src(&c, b->data, (unsigned long)b->bytes);
+  jpeg_read_header(&c, TRUE);
+  c.out_color_space = JCS_CMYK;
+  c.dct_method = JDCT_ISLOW;
+  jpeg_start_decompress(&c);
+  *w = (int)c.output_width, *h = (int)c.output_height;
+  uint8_t *px = malloc((size_t)*w * *h * 4);
+  while (c.output_scanline < c.output_height) {
+    JSAMPROW r = px + (size_t)c.output_scanline * *w * 4;
+    jpeg_read_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_decompress(&c);
+  jpeg_destroy_decompress(&c);
+  return px;
+}
+
+/* Hand-worked pixels of Pillow's conversion (inverted CMYK: 255 is no ink). */
+static void test_cmyk_to_rgb_as_pillow(void **state) {
+  const uint8_t in[] = {255, 255, 255, 255, /* no ink: white */ 0, 0, 0, 255, /* full C, M, Y: black */
+                        128, 64,  0,   128, /* k half: 128 - 128*127/255 = 64, 128 - 128*191/255 = 32, 0 */
+                        200, 100, 50,  0 /* full black ink: black whatever C, M, Y */};
+  const uint8_t want[] = {255, 255, 255, 0, 0, 0, 64, 32, 0, 0, 0, 0};
+  uint8_t out[12];
+  pb_jpeg_cmyk_to_rgb(in, out, 4);
+  for (int i = 0; i < 12; i++)
+    if (out[i] != want[i]) fail_msg("byte %d: %u, expected %u", i, out[i], want[i]);
+  uint8_t same[8] = {128, 64, 0, 128, 255, 255, 255, 255}; /* in place, as the region decode converts */
+  pb_jpeg_cmyk_to_rgb(same, same, 2);
+  assert_memory_equal(same, ((uint8_t[]){64, 32, 0, 255, 255, 255}), 6);
+}
+
+/* CMYK and YCCK files decode (they were refused as "CMYK JPEG") to the RGB of their CMYK pixels, within one
+ * level of c * k / 255 worked in floating point; a region of them equals the whole decode cropped. */
+static void test_cmyk_and_ycck_decode_to_rgb(void **state) {
+  const J_COLOR_SPACE spaces[] = {JCS_CMYK, JCS_YCCK};
+  pb_jpeg_decoder *dec = decoder();
+  pb_jpeg_region *r = NULL;
+  pb_err err = {{0}};
+  assert_int_equal(pb_jpeg_region_init(&r, &err), 0);
+  for (int s = 0; s < 2; s++) {
+    blob b = cmyk_jpeg(97, 61, spaces[s]);
+    int w, h, ow, oh;
+    uint8_t *cmyk = libjpeg_cmyk(&b, &w, &h), *rgb = malloc((size_t)w * h * 3), *part = malloc((size_t)w * h * 3);
+    if (pb_jpeg_decode(dec, b.data, b.bytes, 1, 0, rgb, (size_t)w * h * 3, &ow, &oh, &err))
+      fail_msg("space %d: %s", s, err.msg);
+    assert_int_equal(ow, w);
+    assert_int_equal(oh, h);
+    for (int i = 0; i < w * h * 3; i++) {
+      double want = cmyk[i / 3 * 4 + i % 3] * cmyk[i / 3 * 4 + 3] / 255.0;
+      if (rgb[i] < want - 1 || rgb[i] > want + 1) fail_msg("space %d byte %d: %u, expected %.2f", s, i, rgb[i], want);
+    }
+    pb_jpeg_rect rect = {13, 7, 40, 30}, got;
+    if (pb_jpeg_decode_region(r, b.data, b.bytes, &rect, 1, 0, part, (size_t)w * h * 3, &got, &err))
+      fail_msg("space %d region: %s", s, err.msg);
+    for (int y = 0; y < rect.h; y++)
+      assert_memory_equal(part + ((size_t)y * got.w + (rect.x - got.x)) * 3,
+                          rgb + ((size_t)(rect.y + y) * w + rect.x) * 3, (size_t)rect.w * 3);
+    free(cmyk), free(rgb), free(part), free(b.data);
+  }
+  pb_jpeg_region_free(r);
+  pb_jpeg_decoder_free(dec);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pixels_equal_djpeg_at_every_scale),
@@ -485,6 +590,8 @@ int main(void) {
       cmocka_unit_test(test_bad_arguments_are_refused),
       cmocka_unit_test(test_encoder_refuses_bad_input),
       cmocka_unit_test(test_region_equals_whole_decode_cropped),
+      cmocka_unit_test(test_cmyk_to_rgb_as_pillow),
+      cmocka_unit_test(test_cmyk_and_ycck_decode_to_rgb),
   };
   return cmocka_run_group_tests(tests, make_tmp_dir, remove_tmp_dir);
 }
