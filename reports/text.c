@@ -49,6 +49,25 @@ static void wrapped(FILE *out, const char *label, const char *text) {
   }
 }
 
+/* One error whole, wrapped at spaces (a message is never cut mid-word); the file name's control characters
+ * show as '?', so each error stays on its own lines. */
+static void print_error(FILE *out, const char *label, const pb_first_error *e) {
+  char file[PB_PATH_LEN], text[PB_PATH_LEN + sizeof e->message + 4];
+  const char *name = pb_cfg_clean(e->file, sizeof file - 4, file, sizeof file);
+  snprintf(text, sizeof text, "%s%s%s", name, name[0] ? ": " : "", e->message);
+  wrapped(out, label, text);
+}
+
+/* Failed samples belong near the top, not only in the accounting at the end. */
+static void print_errors_first(const pb_report *r, FILE *out) {
+  if (!r->errors) return;
+  pb_numbuf a;
+  double pct = r->samples_read ? 100.0 * (double)r->errors / (double)r->samples_read : NAN;
+  fprintf(out, "%-*s%" PRIu64 " samples failed (%s %% of those read)\n", LABEL, "errors", r->errors,
+          pb_fmt_double(&a, "%.1f", pct));
+  if (r->nfirst_errors) print_error(out, "", &r->first_errors[0]);
+}
+
 static void print_header(const pb_report *r, FILE *out) {
   char devs[16] = "";
   if (r->device_count > 1) snprintf(devs, sizeof devs, " x%d", r->device_count);
@@ -61,6 +80,7 @@ static void print_header(const pb_report *r, FILE *out) {
   pb_numbuf a;
   fprintf(out, "%-*s%" PRIu64 " steps in %s s (%" PRId64 " warm-up steps excluded)\n", LABEL, "measured",
           r->step_count, pb_fmt_double(&a, "%.3f", r->measured_s), r->warmup_steps);
+  print_errors_first(r, out);
 }
 
 /* The breakdown with the gradient exchange, and the exchange modelled against measured. */
@@ -276,11 +296,7 @@ static void print_accounting(const pb_report *r, FILE *out) {
   fprintf(out, "%-*sfiles %" PRIu64 "   decoded %" PRIu64 "   batched %" PRIu64 "\n", LABEL, "",
           r->files_read, r->samples_decoded, r->samples_batched);
   int n = r->nfirst_errors < PB_MAX_FIRST_ERRORS ? r->nfirst_errors : PB_MAX_FIRST_ERRORS;
-  for (int i = 0; i < n; i++) {
-    char file[PB_PATH_LEN]; /* a file name may hold control characters: shown as '?', one line each */
-    line(out, "%-*s%s: %s", LABEL, i == 0 ? "first errors" : "",
-         pb_cfg_clean(r->first_errors[i].file, sizeof file - 4, file, sizeof file), r->first_errors[i].message);
-  }
+  for (int i = 0; i < n; i++) print_error(out, i == 0 ? "first errors" : "", &r->first_errors[i]);
 }
 
 static void print_engine(const pb_report *r, FILE *out) {

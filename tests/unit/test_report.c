@@ -411,11 +411,31 @@ static void test_text_summary(void **state) {
   assert_contains(t, "accounting    read 30720 = consumed 25600 + dropped 0 + errors 1 + in flight 5119"
                      "  (balanced)\n");
   assert_contains(t, "first errors  data/x/0001.jpg: not a JPEG file\n");
+  /* errors near the top too, right after the measured line (issue 34) */
+  assert_contains(t, " warm-up steps excluded)\nerrors        1 samples failed (0.0 % of those read)\n"
+                     "              data/x/0001.jpg: not a JPEG file\nthroughput");
   assert_contains(t, "engine        cpu 1.234 s (40.2 ns per sample)\n");
   assert_contains(t, "output        pipebench-out/resnet50-20250101-000000\n");
   assert_null(strstr(t, "NOT BALANCED"));
   assert_null(strstr(t, "INTERRUPTED"));
   assert_lines_under_100(t);
+  free_report(r);
+}
+
+/* A long error message is wrapped whole, never cut mid-word (it was clipped at 99 columns); no errors, no
+ * errors line. */
+static void test_text_errors_whole(void **state) {
+  pb_report *r = make_report();
+  snprintf(r->first_errors[0].message, sizeof r->first_errors[0].message,
+           "decoding: bad JPEG: Premature end of JPEG file (no end-of-image marker after the scan data; expected a "
+           "file starting FF D8 and ending FF D9)");
+  const char *t = print_text(r);
+  assert_contains(t, "ending FF D9)\n");
+  assert_lines_under_100(t);
+  r->errors = 0;
+  r->samples_consumed += 1; /* balanced again */
+  t = print_text(r);
+  assert_null(strstr(t, "errors        "));
   free_report(r);
 }
 
@@ -477,6 +497,7 @@ int main(void) {
       cmocka_unit_test(test_json_nulls_when_absent),
       cmocka_unit_test(test_write_json_round_trip),
       cmocka_unit_test(test_text_summary),
+      cmocka_unit_test(test_text_errors_whole),
       cmocka_unit_test(test_text_not_balanced_and_long_text),
       cmocka_unit_test(test_job_accounting_with_a_silent_rank),
   };
