@@ -1,11 +1,13 @@
 /* Private to the config module.
  *
  * config_schema.c holds one table row per JSON key (name, kind, offsetof into the struct, range, default,
- * help); config_keys.c is the engine that walks those rows to parse, fill defaults, suggest names for
- * unknown keys and emit the resolved config.  config_sections.c adds what one row cannot say (stage and op
- * lists, step_ms, cross-key rules of a section); config_pipeline.c checks the stage order and
- * config_shape.c infers per-sample shapes; config_set.c applies --set overrides to the cJSON tree;
- * config_msg.c builds the pieces of error messages.  Internal names start with pb_cfg_. */
+ * help; a stage type's rows are in its description, src/core/stages/<type>.c); config_keys.c is the engine
+ * that walks those rows to parse, fill defaults, suggest names for unknown keys and emit the resolved
+ * config.  config_sections.c adds what one row cannot say (stage and op lists, step_ms, cross-key rules of
+ * a section); config_pipeline.c checks the stage order and config_shape.c infers per-sample shapes, each
+ * asking the stage types' descriptions (stage_desc.h) for what is particular to a type; config_set.c
+ * applies --set overrides to the cJSON tree; config_msg.c builds the pieces of error messages.  Internal
+ * names start with pb_cfg_. */
 #ifndef PB_CONFIG_INTERNAL_H
 #define PB_CONFIG_INTERNAL_H
 
@@ -81,6 +83,40 @@ typedef struct pb_key {
   const char *help;
 } pb_key;
 
+/* Row builders for the key tables (config_schema.c, and each stage type's table in src/core/stages/).
+ * A scalar row: name, kind, offsetof and sizeof come from the struct field; the rest are designated. */
+#define ROW(st, fld, nm, kind, ...) \
+  { .name = nm, .type = kind, .off = offsetof(st, fld), .size = sizeof(((st *)0)->fld), __VA_ARGS__ }
+/* An array row: elements at `fld`, their count in the int `cnt`. */
+#define ARR(st, fld, cnt, nm, kind, ...)                                                                  \
+  {                                                                                                      \
+    .name = nm, .type = kind, .off = offsetof(st, fld), .size = sizeof(((st *)0)->fld[0]),               \
+    .count_off = offsetof(st, cnt), .cap = (int)PB_ARRAY_LEN(((st *)0)->fld), __VA_ARGS__                \
+  }
+#define TABLE(rows, chk) \
+  { rows, (int)PB_ARRAY_LEN(rows), chk }
+
+/* The rows every stage type opens with (name, type) and its "threads" row: any count, or always one. */
+#define PB_CFG_TYPE_KEY                                                                                   \
+  ROW(pb_stage_cfg, type, "type", PB_KT_ENUM, .choices = pb_cfg_stage_type_names, .flags = PB_KF_REQUIRED,   \
+      .help = "The stage type.")
+#define PB_CFG_STAGE_COMMON                                                                               \
+  ROW(pb_stage_cfg, name, "name", PB_KT_STRING, .min = 1, .max = PB_NAME_LEN - 1, .flags = PB_KF_IDENT,  \
+      .help = "Unique stage name, used by --set stages.NAME.KEY. Default: the type."),                   \
+      PB_CFG_TYPE_KEY
+#define PB_CFG_THREADS_ANY                                                                                \
+  ROW(pb_stage_cfg, threads, "threads", PB_KT_INT, .min = 1, .max = PB_MAX_THREADS, .def = "1",          \
+      .help = "Worker threads.")
+#define PB_CFG_THREADS_ONE(a_type)                                                                        \
+  ROW(pb_stage_cfg, threads, "threads", PB_KT_INT, .min = 1, .max = 1, .def = "1",                       \
+      .expect = "1: " a_type " stage runs on one thread", .help = "Always 1: " a_type " stage runs on one thread.")
+
+/* Rates are divisors (a time is bytes / rate): every one has a floor a user would still call a rate, so
+ * 1e-300 GB/s is refused here instead of overflowing a nanosecond count at run time, and a ceiling past
+ * any real hardware.  Times and durations have ceilings likewise (CONFIG.md lists every range); a tiny
+ * time is harmless (run.duration_s of 1e-10 is one nanosecond, steps.c). */
+#define PB_CFG_MIN_RATE 0.001
+
 /* step_ms given as an object; config_sections.c copies it into pb_device_cfg. */
 typedef struct pb_step_dist {
   int dist; /* 0 = normal, the only distribution */
@@ -144,9 +180,22 @@ bool pb_cfg_emit_if_steps(const void *run);
 bool pb_cfg_emit_if_epochs(const void *run);
 bool pb_cfg_emit_if_duration(const void *run);
 
+/* The stage types' descriptions (src/core/stages/<type>.c; stage_desc.h), by type in config_schema.c. */
+struct pb_stage_desc;
+extern const struct pb_stage_desc pb_stage_desc_read, pb_stage_desc_decode, pb_stage_desc_map, pb_stage_desc_shuffle,
+    pb_stage_desc_cache, pb_stage_desc_batch, pb_stage_desc_prefetch, pb_stage_desc_h2d;
+
 /* config_pipeline.c, config_shape.c, config_set.c */
 int pb_cfg_check_pipeline(pb_cfg_ctx *c);
+/* stages[i]'s placement failed: "<file>: stages[i].type: <what> (expected <expect>)". */
+int pb_cfg_stage_fail(pb_cfg_ctx *c, int i, const char *what, const char *expect);
+/* A read or decode stage at stages[i] needs files: refused with dataset.format "synthetic". */
+int pb_cfg_needs_files(pb_cfg_ctx *c, int i);
 int pb_cfg_infer_shapes(pb_cfg_ctx *c);
+/* Shapes are built in place with memset, padding included, so two equal configs are equal bytes. */
+void pb_cfg_set_shape(pb_shape *s, int ndims, const int64_t *dims, pb_dtype dtype);
+/* Variable-size bytes (an encoded payload): no dims, not known. */
+void pb_cfg_set_encoded_bytes(pb_shape *s);
 int pb_cfg_apply_sets(cJSON *root, const char *const *sets, int nsets, pb_err *err);
 /* PATH of a --set in one spelling per key of `root` (see pb_config_canonical_paths); out is always set. */
 void pb_cfg_canonical_path(const cJSON *root, const char *path, char *out, size_t len);

@@ -1,23 +1,13 @@
 /* Every config key, one row each (docs/CONTRACT.md §2): the same rows drive parsing, defaults, unknown-key
- * suggestions, pb_config_to_json and docs/CONFIG.md (keep that file in step with this one).
+ * suggestions, pb_config_to_json and docs/CONFIG.md (keep that file in step with this one).  A stage type's
+ * rows are in its description (src/core/stages/<type>.c), the rest here.
  * Defaults are JSON text parsed by the same code as user values, so a default can never be out of range. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "config_internal.h"
-
-/* A scalar row: name, kind, offsetof and sizeof come from the struct field; the rest are designated. */
-#define ROW(st, fld, nm, kind, ...) \
-  { .name = nm, .type = kind, .off = offsetof(st, fld), .size = sizeof(((st *)0)->fld), __VA_ARGS__ }
-/* An array row: elements at `fld`, their count in the int `cnt`. */
-#define ARR(st, fld, cnt, nm, kind, ...)                                                                  \
-  {                                                                                                      \
-    .name = nm, .type = kind, .off = offsetof(st, fld), .size = sizeof(((st *)0)->fld[0]),               \
-    .count_off = offsetof(st, cnt), .cap = (int)PB_ARRAY_LEN(((st *)0)->fld), __VA_ARGS__                \
-  }
-#define TABLE(rows, chk) \
-  { rows, (int)PB_ARRAY_LEN(rows), chk }
+#include "stage_desc.h"
 
 /* Names by enum value (config.h), NULL-terminated. */
 const char *const pb_cfg_stage_type_names[] = {"read",  "decode",   "map", "shuffle", "cache",
@@ -37,12 +27,7 @@ static const char *const dist_names[] = {"normal", NULL};
 
 #define MAX_RECORD_BYTES 17179869184.0 /* 16 GiB */
 
-/* Rates are divisors (a time is bytes / rate): every one has a floor a user would still call a rate, so
- * 1e-300 GB/s is refused here instead of overflowing a nanosecond count at run time, and a ceiling past
- * any real hardware.  Times and durations have ceilings likewise (CONFIG.md lists every range); a tiny
- * time is harmless (run.duration_s of 1e-10 is one nanosecond, steps.c). */
-#define MIN_RATE 0.001
-#define MAX_READ_MB_PER_S 1e9 /* 1 PB/s */
+#define MIN_RATE PB_CFG_MIN_RATE /* the floor of every rate (config_internal.h says why) */
 
 /* ---- dataset ---- */
 
@@ -165,86 +150,27 @@ static const pb_key_table op_tables[PB_OP__COUNT] = {
 
 /* ---- stages ---- */
 
-#define TYPE_KEY                                                                                          \
-  ROW(pb_stage_cfg, type, "type", PB_KT_ENUM, .choices = pb_cfg_stage_type_names, .flags = PB_KF_REQUIRED,   \
-      .help = "The stage type.")
-const pb_key pb_cfg_stage_type_key = TYPE_KEY; /* parsed first: it picks the stage's table */
-#define STAGE_COMMON                                                                                      \
-  ROW(pb_stage_cfg, name, "name", PB_KT_STRING, .min = 1, .max = PB_NAME_LEN - 1, .flags = PB_KF_IDENT,  \
-      .help = "Unique stage name, used by --set stages.NAME.KEY. Default: the type."),                   \
-      TYPE_KEY
-#define THREADS_ANY                                                                                       \
-  ROW(pb_stage_cfg, threads, "threads", PB_KT_INT, .min = 1, .max = PB_MAX_THREADS, .def = "1",          \
-      .help = "Worker threads.")
-#define THREADS_ONE(a_type)                                                                               \
-  ROW(pb_stage_cfg, threads, "threads", PB_KT_INT, .min = 1, .max = 1, .def = "1",                       \
-      .expect = "1: " a_type " stage runs on one thread", .help = "Always 1: " a_type " stage runs on one thread.")
+/* Each type's rows are in its description (src/core/stages/<type>.c); "type" is parsed first, since it
+ * picks the rest. */
+const pb_key pb_cfg_stage_type_key = PB_CFG_TYPE_KEY;
 
-static const pb_key read_keys[] = {
-    STAGE_COMMON,
-    THREADS_ANY,
-    ROW(pb_stage_cfg, block_bytes, "block_bytes", PB_KT_INT, .min = 512, .max = 1073741824, .def = "1048576",
-        .help = "Bytes per read() call."),
-    ROW(pb_stage_cfg, direct, "direct", PB_KT_BOOL, .def = "false", .help = "Open files with O_DIRECT."),
-    ROW(pb_stage_cfg, latency_us, "latency_us", PB_KT_INT, .min = 0, .max = 1e7, .def = "0",
-        .help = "Emulation: microseconds added to every read."),
-    ROW(pb_stage_cfg, bandwidth_mb_per_s, "bandwidth_mb_per_s", PB_KT_NUMBER, .min = MIN_RATE,
-        .max = MAX_READ_MB_PER_S, .flags = PB_KF_ZERO_OFF, .def = "0", .help = "Emulation: cap for the whole stage in MB/s (10^6 bytes); 0 = uncapped."),
-};
-static const pb_key decode_keys[] = {
-    STAGE_COMMON,
-    THREADS_ANY,
-    ROW(pb_stage_cfg, scale, "scale", PB_KT_ENUM, .choices = pb_cfg_decode_scale_names, .def = "\"auto\"",
-        .help = "JPEG DCT scaling; auto decodes at full size."),
-    ROW(pb_stage_cfg, max_pixels, "max_pixels", PB_KT_INT, .min = 1, .max = 1e12, .def = "100000000",
-        .help = "Bigger images are refused as sample errors."),
-    ROW(pb_stage_cfg, fused_crop, "fused_crop", PB_KT_BOOL, .def = "false",
-        .help = "Decode only the region the next random_resized_crop keeps (the same pixels, less work)."),
-};
-static const pb_key map_keys[] = {
-    STAGE_COMMON,
-    THREADS_ANY,
-    {.name = "ops", .type = PB_KT_CUSTOM, .parse = pb_cfg_parse_ops, .emit = pb_cfg_emit_ops, .flags = PB_KF_REQUIRED,
-     .expect = "an array of 0 to 16 op objects", .help = "Ops applied in order; [] is a no-op map."},
-};
-static const pb_key shuffle_keys[] = {
-    STAGE_COMMON,
-    THREADS_ONE("a shuffle"),
-    ROW(pb_stage_cfg, buffer, "buffer", PB_KT_INT, .min = 1, .max = 1e8, .def = "1024",
-        .help = "Samples in the shuffle buffer."),
-};
-static const pb_key cache_keys[] = {STAGE_COMMON, THREADS_ONE("a cache")};
-static const pb_key batch_keys[] = {
-    STAGE_COMMON,
-    THREADS_ANY,
-    ROW(pb_stage_cfg, size, "size", PB_KT_INT, .min = 1, .max = 1e6, .flags = PB_KF_REQUIRED,
-        .help = "Samples per batch."),
-    ROW(pb_stage_cfg, drop_remainder, "drop_remainder", PB_KT_BOOL, .def = "true",
-        .help = "Drop a last, short batch (its samples count as dropped)."),
-    ROW(pb_stage_cfg, fuse_map, "fuse_map", PB_KT_BOOL, .def = "false",
-        .help = "The map stage right before writes each result straight into its place in the batch (tf.data's "
-                "map_and_batch fusion): no collate copy. Applies when that map makes a new image of a known shape."),
-};
-static const pb_key prefetch_keys[] = {
-    STAGE_COMMON,
-    THREADS_ONE("a prefetch"),
-    ROW(pb_stage_cfg, depth, "depth", PB_KT_INT, .min = 1, .max = 1024, .def = "2",
-        .help = "Batches buffered ahead of the device."),
-};
-static const pb_key h2d_keys[] = {
-    STAGE_COMMON,
-    THREADS_ONE("an h2d"),
-    ROW(pb_stage_cfg, pinned, "pinned", PB_KT_BOOL, .def = "true", .help = "Copy from pinned host memory."),
-    ROW(pb_stage_cfg, streams, "streams", PB_KT_INT, .min = 1, .max = 16, .def = "1",
-        .help = "Copy streams in flight."),
+static const pb_stage_desc *const stage_descs[PB_STAGE__COUNT] = {
+    [PB_STAGE_READ] = &pb_stage_desc_read,         [PB_STAGE_DECODE] = &pb_stage_desc_decode,
+    [PB_STAGE_MAP] = &pb_stage_desc_map,           [PB_STAGE_SHUFFLE] = &pb_stage_desc_shuffle,
+    [PB_STAGE_CACHE] = &pb_stage_desc_cache,       [PB_STAGE_BATCH] = &pb_stage_desc_batch,
+    [PB_STAGE_PREFETCH] = &pb_stage_desc_prefetch, [PB_STAGE_H2D] = &pb_stage_desc_h2d,
 };
 
-static const pb_key_table stage_tables[PB_STAGE__COUNT] = {
-    [PB_STAGE_READ] = TABLE(read_keys, NULL),         [PB_STAGE_DECODE] = TABLE(decode_keys, NULL),
-    [PB_STAGE_MAP] = TABLE(map_keys, NULL),           [PB_STAGE_SHUFFLE] = TABLE(shuffle_keys, NULL),
-    [PB_STAGE_CACHE] = TABLE(cache_keys, NULL),       [PB_STAGE_BATCH] = TABLE(batch_keys, NULL),
-    [PB_STAGE_PREFETCH] = TABLE(prefetch_keys, NULL), [PB_STAGE_H2D] = TABLE(h2d_keys, NULL),
-};
+const pb_stage_desc *pb_stage_desc_for(pb_stage_type t) {
+  return (int)t >= 0 && t < PB_STAGE__COUNT ? stage_descs[t] : NULL;
+}
+
+bool pb_stage_has_knob(pb_stage_type t, const char *key) {
+  const pb_stage_desc *d = pb_stage_desc_for(t);
+  for (const char *const *k = d ? d->knobs : NULL; k && *k; k++)
+    if (strcmp(*k, key) == 0) return true;
+  return false;
+}
 
 /* ---- device, run, limits ---- */
 
@@ -334,11 +260,11 @@ static const pb_key top_keys[] = {
 };
 const pb_key_table pb_cfg_top_table = TABLE(top_keys, NULL);
 
-const pb_key_table *pb_cfg_stage_table(pb_stage_type t) { return &stage_tables[t]; }
+const pb_key_table *pb_cfg_stage_table(pb_stage_type t) { return stage_descs[t]->options; }
 
 int64_t pb_config_stage_key_max(pb_stage_type t, const char *key) {
   if ((int)t < 0 || t >= PB_STAGE__COUNT) return 0;
-  const pb_key_table *tab = &stage_tables[t];
+  const pb_key_table *tab = stage_descs[t]->options;
   for (int i = 0; i < tab->nkeys; i++)
     if (tab->keys[i].type == PB_KT_INT && strcmp(tab->keys[i].name, key) == 0) return (int64_t)tab->keys[i].max;
   return 0;

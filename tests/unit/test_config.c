@@ -16,6 +16,7 @@
 #include "allreduce.h"
 #include "config.h"
 #include "config_internal.h"
+#include "stage_desc.h"
 #include "unit_util.h"
 
 /* docs/CONTRACT.md §2's example. */
@@ -963,6 +964,51 @@ static void test_tables(void **state) {
   for (int k = 0; k < PB_OP__COUNT; k++) check_table(pb_cfg_op_table((pb_op_kind)k));
 }
 
+/* Finds the row named `name` in a stage type's option table, or NULL. */
+static const pb_key *option_row(const pb_stage_desc *d, const char *name) {
+  for (int i = 0; i < d->options->nkeys; i++)
+    if (strcmp(d->options->keys[i].name, name) == 0) return &d->options->keys[i];
+  return NULL;
+}
+
+/* Every type has one description that says its name, opens its table with name and type, and names as
+ * knobs only integer keys the tuner can move; the knobs are exactly the ones tune searched before they
+ * moved here (a "threads" that may exceed 1, a "depth"), and the places are the order rule's. */
+static void test_stage_descs(void **state) {
+  (void)state;
+  static const char *const want_knob[PB_STAGE__COUNT] = {"threads", "threads", "threads", NULL,
+                                                         NULL,      "threads", "depth",   NULL};
+  static const pb_stage_place want_place[PB_STAGE__COUNT] = {
+      PB_PLACE_BEFORE_BATCH, PB_PLACE_BEFORE_BATCH, PB_PLACE_BEFORE_BATCH, PB_PLACE_BEFORE_BATCH,
+      PB_PLACE_BEFORE_BATCH, PB_PLACE_BATCH,        PB_PLACE_AFTER_BATCH,  PB_PLACE_AFTER_BATCH};
+  for (int t = 0; t < PB_STAGE__COUNT; t++) {
+    const pb_stage_desc *d = pb_stage_desc_for((pb_stage_type)t);
+    assert_non_null(d);
+    assert_int_equal(d->type, t);
+    assert_string_equal(d->name, pb_stage_type_name((pb_stage_type)t));
+    assert_ptr_equal(d->options, pb_cfg_stage_table((pb_stage_type)t));
+    assert_string_equal(d->options->keys[0].name, "name");
+    assert_string_equal(d->options->keys[1].name, "type");
+    assert_int_equal(d->place, want_place[t]);
+    int nknobs = 0;
+    for (const char *const *k = d->knobs; k && *k; k++, nknobs++) {
+      const pb_key *row = option_row(d, *k);
+      assert_non_null(row);
+      assert_int_equal(row->type, PB_KT_INT);
+      assert_double_cmp(row->max, >, 1);
+      assert_true(pb_stage_has_knob((pb_stage_type)t, *k));
+    }
+    bool tuned = pb_config_stage_key_max((pb_stage_type)t, "threads") > 1 ||
+                 pb_config_stage_key_max((pb_stage_type)t, "depth") > 0;
+    assert_int_equal(nknobs, want_knob[t] ? 1 : 0);
+    assert_int_equal(nknobs, tuned ? 1 : 0);
+    if (want_knob[t]) assert_string_equal(d->knobs[0], want_knob[t]);
+    assert_false(pb_stage_has_knob((pb_stage_type)t, "streams"));
+  }
+  assert_null(pb_stage_desc_for(PB_STAGE__COUNT));
+  assert_false(pb_stage_has_knob(PB_STAGE__COUNT, "threads"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_example_values),
@@ -993,6 +1039,7 @@ int main(void) {
       cmocka_unit_test(test_robust_mutations),
       cmocka_unit_test(test_robust_random),
       cmocka_unit_test(test_tables),
+      cmocka_unit_test(test_stage_descs),
       cmocka_unit_test(test_allreduce),
       cmocka_unit_test(test_canonical_paths),
   };

@@ -1,0 +1,30 @@
+/* The batch stage's config facts: its keys.  Exactly one batch stands in every pipeline: it is where
+ * config_pipeline.c's order rule turns from samples to batches, so that rule, not a check here, counts
+ * it.  It keeps the per-sample shape (a batch is `size` of them).  Its runtime is pipeline/stage_batch.c. */
+#include <stddef.h>
+
+#include "config_internal.h"
+#include "stage_desc.h"
+
+static const pb_key batch_keys[] = {
+    PB_CFG_STAGE_COMMON,
+    PB_CFG_THREADS_ANY,
+    ROW(pb_stage_cfg, size, "size", PB_KT_INT, .min = 1, .max = 1e6, .flags = PB_KF_REQUIRED,
+        .help = "Samples per batch."),
+    ROW(pb_stage_cfg, drop_remainder, "drop_remainder", PB_KT_BOOL, .def = "true",
+        .help = "Drop a last, short batch (its samples count as dropped)."),
+    ROW(pb_stage_cfg, fuse_map, "fuse_map", PB_KT_BOOL, .def = "false",
+        .help = "The map stage right before writes each result straight into its place in the batch (tf.data's "
+                "map_and_batch fusion): no collate copy. Applies when that map makes a new image of a known shape."),
+};
+static const pb_key_table batch_table = TABLE(batch_keys, NULL);
+
+static const char *const batch_knobs[] = {"threads", NULL};
+
+const pb_stage_desc pb_stage_desc_batch = {
+    .type = PB_STAGE_BATCH,
+    .name = "batch",
+    .options = &batch_table,
+    .place = PB_PLACE_BATCH,
+    .knobs = batch_knobs,
+};
