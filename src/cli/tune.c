@@ -36,70 +36,31 @@
 #include "analysis.h"
 #include "engine.h"
 #include "sweep.h"
+#include "tune_out.h"
+#include "tune_search.h"
 
-#define MAX_KNOBS (PB_MAX_STAGES + 1)
+#define MAX_KNOBS PB_TUNE_MAX_KNOBS
+_Static_assert(PB_SWEEP_MAX_VALUES <= PB_TUNE_MAX_VALUES, "a --set list fits a knob");
 #define MAX_TRIALS 256
 #define DEFAULT_MAX_TRIALS 12
 #define DEFAULT_BUDGET_S 600.0
 #define GAIN 1.02                 /* a change must gain 2 % to count: run-to-run noise on a busy machine */
-#define HEADROOM 1.10             /* allocation: threads for 10 % more than the target rate */
 #define MODEL_MISS_PCT 15.0       /* median |prediction error| above which the model is not trusted to stop */
-#define RANGE_MAX 256
 /* The base and the best, re-measured interleaved at least this many times: 5 pairs give each a (min, max)
  * interval of 93.75 %, the fewest that can decide a difference (repeat.h) */
 #define REMEASURE_MIN_PAIRS PB_REPEAT_MIN_DECISIVE
-#define CEILING_MATCH 0.01        /* a prediction within 1 % of the device's rate is that ceiling ("up to") */
-#define CEILING_NOISE_MAX 0.05    /* the run's noise widens the "reached" tolerance up to 5 %, no further */
+#define CEILING_MATCH PB_TUNE_CEILING_MATCH /* a prediction within 1 % of the device's rate: "up to" */
 
-typedef struct knob {
-  int stage;                    /* config stage index */
-  bool depth;                   /* prefetch depth; else threads */
-  char path[PB_NAME_LEN + 32];  /* stages.<name>.threads|depth */
-  int nvalues;                  /* > 0: the listed values, ascending; 0: the range 1..RANGE_MAX */
-  int values[PB_SWEEP_MAX_VALUES];
-} knob;
-
-typedef struct point {
-  int v[MAX_KNOBS];
-} point;
-
-typedef struct trial {
-  point p;
-  char change[160];
-  double predicted;             /* samples/s (NAN for the first trial) */
-  bool up_to;                   /* the prediction is the device's rate: a ceiling, not an estimate */
-  int status;                   /* pb_run's exit status (the worst of its repeats) */
-  double wall_s;                /* all its repeats */
-  double longest_run_s;         /* its longest repeat */
-  pb_report *rep;               /* its (median repeat's) report: the model and the analysis */
-  int nruns;                    /* repeats run */
-  pb_run_figures *runs;         /* each one's figures (one with --repeat 1) */
-  pb_repeat_summary sum;        /* the medians and intervals over the repeats that count */
-} trial;
-
-/* The base config and the best point run again after the search, interleaved (base, best, base, ...):
- * the gain is claimed only when the best's interval lies above the base's. */
-typedef struct remeasure {
-  bool needed;                  /* the best is not the base config */
-  int pairs;                    /* asked for when needed */
-  double estimate_s;            /* its expected length: pairs x (the base's longest run + the best's) */
-  bool skipped;                 /* not run: it would have ended after --budget-s, or the search failed */
-  char why_not[160];            /* why it was not run, when skipped */
-  bool started, interrupted;
-  int done[2];                  /* runs done: [0] base, [1] best */
-  pb_run_figures runs[2][PB_REPEAT_MAX];
-  pb_repeat_summary sum[2];
-  double wall_s;
-  pb_tune_outcome outcome;
-} remeasure;
+typedef pb_tune_knob knob;
+typedef pb_tune_point point;
+typedef pb_tune_trial trial;
+typedef pb_tune_remeasure remeasure;
 
 /* A trial's model of the pipeline (model.h, in its report), and what tune reads of it per knob. */
 typedef struct model {
   const pb_report *r;
   int row[MAX_KNOBS];           /* the knob's stage in the model (-1: not there, e.g. skipped) */
-  double thread_s[MAX_KNOBS];   /* one thread's seconds per delivered sample on an idle machine */
-  double bw_cap[MAX_KNOBS];     /* a read's bandwidth cap, samples/s (INFINITY: none) */
-  bool cpu_bound[MAX_KNOBS], valid[MAX_KNOBS];
+  pb_tune_rates rates;          /* per knob: one thread's seconds per sample, bandwidth cap, CPU-bound */
 } model;
 
 typedef struct tuner {
@@ -123,28 +84,9 @@ typedef struct tuner {
 
 /* ---------- knobs and points ---------- */
 
-static int knob_min(const knob *k) { return k->nvalues ? k->values[0] : 1; }
-static int knob_max(const knob *k) { return k->nvalues ? k->values[k->nvalues - 1] : RANGE_MAX; }
-
-/* The smallest allowed value >= want (the largest when none is). */
-static int snap_up(const knob *k, double want) {
-  if (!k->nvalues) return want < 1 ? 1 : want > RANGE_MAX ? RANGE_MAX : (int)ceil(want - 1e-9);
-  for (int i = 0; i < k->nvalues; i++)
-    if (k->values[i] >= want - 1e-9) return k->values[i];
-  return knob_max(k);
-}
-
-/* The largest allowed value <= want (the smallest when none is). */
-static int snap_down(const knob *k, double want) {
-  if (!k->nvalues) return want < 1 ? 1 : want > RANGE_MAX ? RANGE_MAX : (int)floor(want + 1e-9);
-  for (int i = k->nvalues - 1; i >= 0; i--)
-    if (k->values[i] <= want + 1e-9) return k->values[i];
-  return knob_min(k);
-}
-
-/* The next allowed value above / below cur, or cur when there is none. */
-static int step_up(const knob *k, int cur) { return cur >= knob_max(k) ? cur : snap_up(k, cur + 1); }
-static int step_down(const knob *k, int cur) { return cur <= knob_min(k) ? cur : snap_down(k, cur - 1); }
+static int snap_up(const knob *k, double want) { return pb_tune_snap_up(k, want); }
+static int step_up(const knob *k, int cur) { return pb_tune_step_up(k, cur); }
+static int step_down(const knob *k, int cur) { return pb_tune_step_down(k, cur); }
 
 static bool same_point(const tuner *t, const point *a, const point *b) {
   for (int k = 0; k < t->nknobs; k++)
@@ -191,14 +133,9 @@ static bool fits_memory(tuner *t, const point *p) {
   return ok;
 }
 
-/* Threads of the CPU-bound stages (by the model) stay within twice the cores plus one per stage: a thread
- * per core keeps the cores busy, the rest cover threads blocked on their queues; beyond that, threads only
- * add switching and memory.  Stages that wait without CPU are not counted: threads are right for them. */
+/* The cores rule (pb_tune_within_cores) on the model's CPU-bound stages. */
 static bool within_cores(const tuner *t, const model *md, const point *p) {
-  int threads = 0, stages = 0;
-  for (int k = 0; k < t->nknobs; k++)
-    if (!t->knobs[k].depth && md->valid[k] && md->cpu_bound[k]) threads += p->v[k], stages++;
-  return threads <= 2 * t->ncpu + stages;
+  return pb_tune_within_cores(t->knobs, t->nknobs, &md->rates, p, t->ncpu);
 }
 
 /* ---------- the model ---------- */
@@ -218,21 +155,18 @@ static void fit_model(const tuner *t, const pb_report *r, model *md) {
   for (int k = 0; k < t->nknobs; k++) {
     md->row[k] = pb_model_row(pm, t->cfg->stages[t->knobs[k].stage].name);
     const pb_model_stage *ms = md->row[k] >= 0 ? &pm->stages[md->row[k]] : NULL;
-    md->valid[k] = pm->valid && ms && ms->valid;
-    if (!md->valid[k] || t->knobs[k].depth) continue;
-    md->cpu_bound[k] = ms->cpu_share >= PB_CPU_BOUND_FRACTION;
+    md->rates.valid[k] = pm->valid && ms && ms->valid;
+    if (!md->rates.valid[k] || t->knobs[k].depth) continue;
+    md->rates.cpu_bound[k] = ms->cpu_share >= PB_CPU_BOUND_FRACTION;
     double cap = pb_model_stage_capacity(r, md->row[k]); /* threads x this thread's rate, in samples/s */
-    md->thread_s[k] = cap > 0 ? ms->threads / cap : 0;
-    md->bw_cap[k] = ms->rate_cap_per_s > 0 ? ms->rate_cap_per_s * (ms->batched ? pm->batch_size : 1) : INFINITY;
+    md->rates.thread_s[k] = cap > 0 ? ms->threads / cap : 0;
+    md->rates.bw_cap[k] = ms->rate_cap_per_s > 0 ? ms->rate_cap_per_s * (ms->batched ? pm->batch_size : 1) : INFINITY;
   }
 }
 
 /* A knob stage's samples/s with `threads` threads, each as fast as on an idle machine (the cores bound
  * them together: the simulation knows). */
-static double stage_cap(const model *md, int k, int threads) {
-  double cap = md->thread_s[k] > 0 ? threads / md->thread_s[k] : INFINITY;
-  return fmin(cap, md->bw_cap[k]);
-}
+static double stage_cap(const model *md, int k, int threads) { return pb_tune_stage_cap(&md->rates, k, threads); }
 
 /* The point as a change to the model's pipeline. */
 static void point_change(const tuner *t, const model *md, const point *p, pb_model_change *c) {
@@ -265,28 +199,18 @@ static double ceiling(const tuner *t, const model *md) {
     if (!is_knob && !isnan(cap)) rate = fmin(rate, cap);
   }
   for (int k = 0; k < t->nknobs; k++)
-    if (!t->knobs[k].depth && md->valid[k]) rate = fmin(rate, md->bw_cap[k]);
+    if (!t->knobs[k].depth && md->rates.valid[k]) rate = fmin(rate, md->rates.bw_cap[k]);
   return rate;
 }
 
-/* Threads a stage needs for `rate` samples/s, as an allowed value: with headroom when the values allow
- * it, but a listed value that reaches the rate itself is not passed over for the headroom (with lists
- * like 1,2,4,8,16 the headroom would double the threads). */
+/* Threads a stage needs for `rate` samples/s, as an allowed value (pb_tune_threads_needed). */
 static int threads_needed(const tuner *t, const model *md, int k, double rate) {
-  double need = fmax(1, rate * md->thread_s[k]);
-  int with_headroom = snap_up(&t->knobs[k], need * HEADROOM), without = snap_up(&t->knobs[k], need);
-  return t->knobs[k].nvalues && without < with_headroom && without >= need - 1e-9 ? without : with_headroom;
+  return pb_tune_threads_needed(&t->knobs[k], md->rates.thread_s[k], rate);
 }
 
 /* ---------- candidates ---------- */
 
-typedef struct candidate {
-  point p;
-  char change[160];
-  double predicted;
-  bool up_to;                   /* the prediction is the device's rate (a recommendation's ceiling) */
-  bool explore;                 /* a step around the best point: picked only when exploring */
-} candidate;
+typedef pb_tune_candidate candidate;
 
 typedef struct cand_list {
   /* From the best trial (at most 13 + prefetch knobs), the steps around it (2 per knob), then the other
@@ -334,21 +258,8 @@ static const char *stage_name(const tuner *t, int k) { return t->cfg->stages[t->
 static void offer_allocation(tuner *t, cand_list *cl, const model *md, const point *from) {
   double target = ceiling(t, md);
   if (isinf(target) || isnan(target)) return;
-  point p = *from;
-  for (int k = 0; k < t->nknobs; k++)
-    if (!t->knobs[k].depth && md->valid[k]) p.v[k] = threads_needed(t, md, k, target);
-  /* Over the cores' guard: trim the stages with the most slack first. */
-  for (int guard = 0; guard < 4096 && !within_cores(t, md, &p); guard++) {
-    int best = -1;
-    double best_slack = 0;
-    for (int k = 0; k < t->nknobs; k++) {
-      if (t->knobs[k].depth || !md->valid[k] || !md->cpu_bound[k] || step_down(&t->knobs[k], p.v[k]) == p.v[k]) continue;
-      double slack = stage_cap(md, k, p.v[k]) / target;
-      if (best < 0 || slack > best_slack) best = k, best_slack = slack;
-    }
-    if (best < 0) break;
-    p.v[best] = step_down(&t->knobs[best], p.v[best]);
-  }
+  point p; /* over the cores' guard: trimmed on the stages with the most slack first */
+  pb_tune_allocate(t->knobs, t->nknobs, &md->rates, t->ncpu, target, from, &p);
   offer(t, cl, md, &p, predict(t, md, &p), "allocation%s", "");
 }
 
@@ -361,7 +272,7 @@ static double trial_cores(const tuner *t, const trial *tr) {
 /* More threads for the stage the analysis blames, enough for the next limit when the model knows it. */
 static void offer_bottleneck(tuner *t, cand_list *cl, const model *md, const trial *best) {
   int k = knob_for_stage(t, best->rep->bottleneck_stage, false);
-  if (k < 0 || !md->valid[k]) return;
+  if (k < 0 || !md->rates.valid[k]) return;
   point p = best->p;
   int want = threads_needed(t, md, k, ceiling(t, md));
   p.v[k] = want > best->p.v[k] ? want : step_up(&t->knobs[k], best->p.v[k]);
@@ -370,11 +281,11 @@ static void offer_bottleneck(tuner *t, cand_list *cl, const model *md, const tri
   q.v[k] = step_up(&t->knobs[k], best->p.v[k]);
   if (q.v[k] != best->p.v[k]) offer(t, cl, md, &q, predict(t, md, &q), "%s: one more thread (bottleneck)", stage_name(t, k));
   /* Saturated cores: take a thread from the CPU-bound stage with the most slack. */
-  if (!md->cpu_bound[k] || best->rep->cores_used < 0.85 * trial_cores(t, best)) return;
+  if (!md->rates.cpu_bound[k] || best->rep->cores_used < 0.85 * trial_cores(t, best)) return;
   double rate = best->rep->samples_per_s;
   int donor = -1;
   for (int d = 0; d < t->nknobs; d++) {
-    if (d == k || t->knobs[d].depth || !md->valid[d] || !md->cpu_bound[d]) continue;
+    if (d == k || t->knobs[d].depth || !md->rates.valid[d] || !md->rates.cpu_bound[d]) continue;
     int fewer = step_down(&t->knobs[d], best->p.v[d]);
     if (fewer == best->p.v[d] || stage_cap(md, d, fewer) < 1.15 * rate) continue;
     if (donor < 0 || stage_cap(md, d, fewer) > stage_cap(md, donor, step_down(&t->knobs[donor], best->p.v[donor]))) donor = d;
@@ -408,7 +319,8 @@ static void offer_oversubscribe(tuner *t, cand_list *cl, const model *md, const 
   for (double f = 2.0; f >= 1.5; f -= 0.5) {
     point p = best->p;
     for (int k = 0; k < t->nknobs; k++)
-      if (!t->knobs[k].depth && md->valid[k] && md->cpu_bound[k]) p.v[k] = snap_up(&t->knobs[k], f * best->p.v[k]);
+      if (!t->knobs[k].depth && md->rates.valid[k] && md->rates.cpu_bound[k])
+        p.v[k] = snap_up(&t->knobs[k], f * best->p.v[k]);
     if (within_cores(t, md, &p)) {
       offer(t, cl, md, &p, predict(t, md, &p), "more threads, CPU-bound (cores saturated)%s", "");
       return;
@@ -430,7 +342,7 @@ static bool recommendation_point(const tuner *t, const char *action, const point
     int k = knob_for_stage(t, name, strcmp(what, "depth") == 0);
     if (k < 0 || (strcmp(what, "depth") && strcmp(what, "threads"))) return false;
     if (t->knobs[k].nvalues && snap_up(&t->knobs[k], v) != v) return false; /* outside the listed space */
-    if (v < 1 || v > RANGE_MAX) return false;
+    if (v < 1 || v > PB_TUNE_RANGE_MAX) return false;
     p->v[k] = v;
     n++;
   }
@@ -447,16 +359,8 @@ static void offer_recommendations(tuner *t, cand_list *cl, const model *md, cons
   }
 }
 
-/* The candidate predicted best (the first of equals), or -1; steps around the best point only when
- * exploring. */
-static int pick(const cand_list *cl, bool exploring) {
-  int best = -1;
-  for (int i = 0; i < cl->n; i++)
-    if ((exploring || !cl->v[i].explore) && !isnan(cl->v[i].predicted) &&
-        (best < 0 || cl->v[i].predicted > cl->v[best].predicted))
-      best = i;
-  return best;
-}
+/* The candidate predicted best (pb_tune_pick), or -1; steps around the best point only when exploring. */
+static int pick(const cand_list *cl, bool exploring) { return pb_tune_pick(cl->v, cl->n, exploring); }
 
 /* ---------- trials ---------- */
 
@@ -467,45 +371,11 @@ static double search_s(const tuner *t) {
   return (double)((t->search_end_ns ? t->search_end_ns : pb_now_ns()) - t->t0_ns) / 1e9;
 }
 
-/* The trial's samples/s: the median of its repeats that count (its one run's with --repeat 1); NAN when
- * a repeat failed or was interrupted (such a trial is never the best). */
-static double measured(const trial *tr) {
-  if (tr->status != 0 || !tr->rep || !tr->rep->version || !tr->runs || tr->sum.n == 0) return NAN;
-  return tr->sum.samples_per_s.median;
-}
-
-double pb_tune_ceiling_tolerance(double noise_pct) {
-  double noise = isfinite(noise_pct) && noise_pct > 0 ? noise_pct / 100 : 0;
-  return fmax(CEILING_MATCH, fmin(noise, CEILING_NOISE_MAX));
-}
-
-bool pb_tune_reached_ceiling(bool up_to, double predicted, double measured_per_s, double noise_pct) {
-  return up_to && isfinite(predicted) && !isnan(measured_per_s) &&
-         measured_per_s >= predicted * (1 - pb_tune_ceiling_tolerance(noise_pct));
-}
-
-/* The run's noise, in %, as its report says (NAN: unknown). */
-static double noise_pct(const trial *tr) { return tr->rep ? tr->rep->noise_pct : NAN; }
-
-/* An "up to" prediction that the run reached: the device's rate was the limit, and the distance to it says
- * nothing about the model. */
-static bool reached_ceiling(const trial *tr) {
-  return pb_tune_reached_ceiling(tr->up_to, tr->predicted, measured(tr), noise_pct(tr));
-}
-
-/* (predicted - measured) / measured x 100, NAN when either is missing or the prediction could not have
- * been wrong (reached_ceiling). */
-static double error_pct(const trial *tr) {
-  double m = measured(tr);
-  if (isnan(tr->predicted) || isnan(m) || m <= 0 || reached_ceiling(tr)) return NAN;
-  return (tr->predicted - m) / m * 100;
-}
+static double measured(const trial *tr) { return pb_tune_trial_measured(tr); }
+static double error_pct(const trial *tr) { return pb_tune_trial_error_pct(tr); }
 
 static void point_text(const tuner *t, const point *p, char *out, size_t len) {
-  size_t n = 0;
-  out[0] = '\0';
-  for (int k = 0; k < t->nknobs && n < len; k++)
-    n += (size_t)snprintf(out + n, len - n, "%s%s=%d", k ? " " : "", t->knobs[k].path, p->v[k]);
+  pb_tune_point_text(t->knobs, t->nknobs, p, out, len);
 }
 
 static void show_trial(const tuner *t, const trial *tr) {
@@ -630,7 +500,9 @@ static bool should_stop(tuner *t, int without_gain) {
   return true;
 }
 
-static int error_summary(const tuner *t, double *median, double *max);
+static int error_summary(const tuner *t, double *median, double *max) {
+  return pb_tune_error_summary(t->trials, t->ntrials, median, max);
+}
 
 /* The model's predictions have been checked and held: at least one was measured, and the median
  * |prediction error| so far is within MODEL_MISS_PCT.  Before that the model is one run's guess. */
@@ -741,7 +613,7 @@ static int search(tuner *t, const point *base) {
 
 /* ---------- the re-measure ---------- */
 
-enum { RE_BASE, RE_BEST };
+enum { RE_BASE = PB_TUNE_RE_BASE, RE_BEST = PB_TUNE_RE_BEST };
 
 /* One run of the base (side RE_BASE) or the best point into <out>/remeasure/<base|best>-<i>. */
 static int remeasure_one(tuner *t, pb_report *scratch, int side, int i) {
@@ -759,35 +631,6 @@ static int remeasure_one(tuner *t, pb_report *scratch, int side, int i) {
   t->re.done[side] = i + 1;
   return rc;
 }
-
-pb_tune_outcome pb_tune_remeasure_outcome(bool needed, bool skipped, bool interrupted, const pb_interval *base,
-                                          const pb_interval *best) {
-  if (!needed) return PB_TUNE_NOT_NEEDED;
-  if (interrupted) return PB_TUNE_INTERRUPTED;
-  if (skipped) return PB_TUNE_NOT_REMEASURED;
-  switch (pb_interval_compare(best, base)) {
-  case PB_DIFF_ABOVE: return PB_TUNE_GAIN;
-  case PB_DIFF_BELOW: return PB_TUNE_BASE_FASTER;
-  case PB_DIFF_OVERLAP: return PB_TUNE_NO_DIFFERENCE;
-  default: return PB_TUNE_TOO_FEW;
-  }
-}
-
-const char *pb_tune_outcome_name(pb_tune_outcome o) {
-  static const char *const names[] = {[PB_TUNE_NOT_NEEDED] = NULL, [PB_TUNE_NOT_REMEASURED] = "not_remeasured",
-                                      [PB_TUNE_INTERRUPTED] = "interrupted", [PB_TUNE_TOO_FEW] = "too_few_repeats",
-                                      [PB_TUNE_GAIN] = "gain", [PB_TUNE_NO_DIFFERENCE] = "no_measurable_difference",
-                                      [PB_TUNE_BASE_FASTER] = "base_faster"};
-  return (unsigned)o < PB_ARRAY_LEN(names) ? names[o] : NULL;
-}
-
-static double remeasured_gain_pct(const remeasure *re) {
-  double base = re->sum[RE_BASE].samples_per_s.median, best = re->sum[RE_BEST].samples_per_s.median;
-  return base > 0 ? (best - base) / base * 100 : NAN;
-}
-
-/* The trial whose config tune writes: the best, unless the re-measure found the base measurably faster. */
-static int written_trial(const tuner *t) { return t->re.outcome == PB_TUNE_BASE_FASTER ? 0 : t->best; }
 
 static void settle(tuner *t) {
   remeasure *re = &t->re;
@@ -870,26 +713,12 @@ static int run_remeasure(tuner *t, int rc) {
 
 /* ---------- the space ---------- */
 
-static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
-
-/* A --set list as a knob's allowed values: positive integers, sorted, without repeats. */
+/* A --set list as a knob's allowed values (pb_tune_list_values). */
 static int list_values(knob *k, const pb_axis *ax) {
-  for (int i = 0; i < ax->nvalues; i++) {
-    char *end;
-    long v = strtol(ax->values[i], &end, 10);
-    if (*end || v < 1 || v > PB_MAX_THREADS) {
-      fprintf(stderr, "pipebench: tune: --set %s: \"%s\" is not a count (expected integers from 1 to %d)\n", ax->path,
-              ax->values[i], PB_MAX_THREADS);
-      return PB_EXIT_USAGE;
-    }
-    k->values[k->nvalues++] = (int)v;
-  }
-  qsort(k->values, (size_t)k->nvalues, sizeof k->values[0], cmp_int);
-  int n = 0;
-  for (int i = 0; i < k->nvalues; i++)
-    if (!n || k->values[i] != k->values[n - 1]) k->values[n++] = k->values[i];
-  k->nvalues = n;
-  return 0;
+  pb_err err;
+  if (!pb_tune_list_values(k, ax->path, (const char(*)[64])ax->values, ax->nvalues, &err)) return 0;
+  fprintf(stderr, "pipebench: %s\n", err.msg);
+  return PB_EXIT_USAGE;
 }
 
 static void add_knob(tuner *t, int stage, bool depth) {
@@ -907,15 +736,20 @@ static bool knob_is(const knob *k, const char *key) {
   return strcmp(mine, key) == 0;
 }
 
-/* Every threads and depth knob of the config; with lists, only the listed ones, with their values.  Which
- * stages have one is the config schema's word (pb_config_stage_key_max: a "threads" above 1, a "depth"),
- * as for the recommendations. */
-static int find_knobs(tuner *t, const pb_axis *axes, const char (*canon)[PB_CFG_PATH_LEN], int naxes) {
+/* Every threads and depth knob of the config.  Which stages have one is the config schema's word
+ * (pb_config_stage_key_max: a "threads" above 1, a "depth"), as for the recommendations. */
+static void collect_knobs(tuner *t) {
   for (int i = 0; i < t->cfg->nstages; i++) {
     pb_stage_type ty = t->cfg->stages[i].type;
     if (pb_config_stage_key_max(ty, "threads") > 1) add_knob(t, i, false);
     if (pb_config_stage_key_max(ty, "depth") > 0) add_knob(t, i, true);
   }
+}
+
+/* The knobs searched: every one of the config (collect_knobs); with lists, only the listed ones, with their
+ * values. */
+static int find_knobs(tuner *t, const pb_axis *axes, const char (*canon)[PB_CFG_PATH_LEN], int naxes) {
+  collect_knobs(t);
   if (!naxes) return 0;
   knob listed[MAX_KNOBS];
   int n = 0;
@@ -943,269 +777,37 @@ static void base_point(const tuner *t, point *p) {
   for (int k = 0; k < t->nknobs; k++) {
     const pb_stage_cfg *sc = &t->cfg->stages[t->knobs[k].stage];
     int v = t->knobs[k].depth ? (int)sc->depth : sc->threads;
-    p->v[k] = v < knob_min(&t->knobs[k]) ? knob_min(&t->knobs[k]) : snap_down(&t->knobs[k], v);
+    p->v[k] = pb_tune_base_value(&t->knobs[k], v);
   }
 }
 
 /* ---------- output ---------- */
 
-/* The trial's figures: its run's, or with repeats the medians and the median repeat's bottleneck. */
-static cJSON *trial_figures_json(const trial *tr, const char *dir) {
-  if (!tr->runs) return pb_multi_run_json(NULL, tr->status, dir);
-  pb_run_figures f;
-  pb_repeat_figures(tr->runs, tr->nruns, &tr->sum, &f);
-  f.status = tr->status;
-  return pb_multi_figures_json(&f, dir);
+/* The search as plain data for tune.json and the summary (tune_out.h); the elapsed time as of now. */
+static pb_tune_result result_of(const tuner *t) {
+  return (pb_tune_result){.config_file = t->m->config_file,
+                          .out_dir = t->m->out_dir,
+                          .knobs = t->knobs,
+                          .nknobs = t->nknobs,
+                          .listed = t->listed,
+                          .space_size = t->space_size,
+                          .trials = t->trials,
+                          .ntrials = t->ntrials,
+                          .best = t->best,
+                          .ncpu = t->ncpu,
+                          .max_trials = t->max_trials,
+                          .repeats = t->repeats,
+                          .budget_s = t->budget_s,
+                          .elapsed_s = elapsed_s(t),
+                          .search_s = search_s(t),
+                          .stop_reason = t->stop_reason,
+                          .re = &t->re};
 }
 
-#define CEILING_NOTE                                                                                 \
-  "predicted up to the device's rate, and measured within the run's noise of it (at least 1 %, at most\n" \
-  "  5 %): not a check of the model"
-
-/* The trial's note: how close to the ceiling it measured, and the tolerance that makes it "reached". */
-static void ceiling_note(const trial *tr, char *out, size_t len) {
-  double m = measured(tr);
-  snprintf(out, len,
-           "predicted up to the device's rate (%.1f samples/s) and measured %.1f, %.1f %% below it, within the "
-           "tolerance of %.1f %% (the run's noise, at least 1 %%, at most 5 %%): not a check of the model",
-           tr->predicted, m, 100 * (tr->predicted - m) / tr->predicted,
-           100 * pb_tune_ceiling_tolerance(noise_pct(tr)));
-}
-
-static cJSON *trial_json(const tuner *t, int i) {
-  const trial *tr = &t->trials[i];
-  char dir[PB_PATH_LEN + 32];
-  snprintf(dir, sizeof dir, "%s/trial-%03d", t->m->out_dir, i + 1);
-  cJSON *o = trial_figures_json(tr, dir);
-  cJSON_AddNumberToObject(o, "trial", i + 1);
-  cJSON_AddStringToObject(o, "change", tr->change);
-  cJSON *sets = cJSON_AddObjectToObject(o, "sets");
-  for (int k = 0; k < t->nknobs; k++) cJSON_AddNumberToObject(sets, t->knobs[k].path, tr->p.v[k]);
-  pb_multi_add_number(o, "predicted_samples_per_s", tr->predicted, 1);
-  cJSON_AddBoolToObject(o, "predicted_up_to", tr->up_to);
-  pb_multi_add_number(o, "prediction_error_pct", error_pct(tr), 2);
-  char note[320];
-  if (reached_ceiling(tr)) ceiling_note(tr, note, sizeof note);
-  if (reached_ceiling(tr)) cJSON_AddStringToObject(o, "prediction_note", note);
-  else cJSON_AddNullToObject(o, "prediction_note");
-  cJSON_AddBoolToObject(o, "best", i == t->best);
-  if (t->repeats > 1 && tr->runs) cJSON_AddItemToObject(o, "repeats", pb_repeat_json(tr->runs, tr->nruns, &tr->sum));
-  else cJSON_AddNullToObject(o, "repeats");
-  return o;
-}
-
-/* A boolean the re-measure decides: null where it decided nothing (not run, interrupted, too few). */
-static void add_decided(cJSON *o, const char *key, const remeasure *re, bool v) {
-  bool decided = re->outcome == PB_TUNE_GAIN || re->outcome == PB_TUNE_NO_DIFFERENCE || re->outcome == PB_TUNE_BASE_FASTER;
-  if (decided) cJSON_AddBoolToObject(o, key, v);
-  else cJSON_AddNullToObject(o, key);
-}
-
-/* tune.json's "remeasure": null when the base config is the best; else what it found (outcome), each side's
- * repeats object (with its trial; null when it did not run), the booleans and the gain of the medians. */
-static cJSON *remeasure_json(const tuner *t) {
-  const remeasure *re = &t->re;
-  if (!re->needed) return cJSON_CreateNull();
-  cJSON *o = cJSON_CreateObject();
-  if (!o) return NULL;
-  cJSON_AddNumberToObject(o, "pairs", re->pairs);
-  cJSON_AddStringToObject(o, "outcome", pb_tune_outcome_name(re->outcome));
-  if (re->skipped) cJSON_AddStringToObject(o, "not_remeasured_reason", re->why_not);
-  else cJSON_AddNullToObject(o, "not_remeasured_reason");
-  pb_multi_add_number(o, "estimate_s", re->estimate_s, 3);
-  pb_multi_add_number(o, "wall_s", re->started ? re->wall_s : NAN, 3);
-  static const char *const keys[] = {"base", "tuned"};
-  for (int side = RE_BASE; side <= RE_BEST; side++) {
-    cJSON *r = re->started ? pb_repeat_json(re->runs[side], re->done[side], &re->sum[side]) : cJSON_CreateNull();
-    if (re->started && r) cJSON_AddNumberToObject(r, "trial", side == RE_BASE ? 1 : t->best + 1);
-    cJSON_AddItemToObject(o, keys[side], r);
-  }
-  add_decided(o, "no_measurable_difference", re, re->outcome == PB_TUNE_NO_DIFFERENCE);
-  add_decided(o, "gain_measurable", re, re->outcome == PB_TUNE_GAIN);
-  add_decided(o, "base_measurably_faster", re, re->outcome == PB_TUNE_BASE_FASTER);
-  pb_multi_add_number(o, "gain_pct", re->started ? remeasured_gain_pct(re) : NAN, 2);
-  cJSON_AddBoolToObject(o, "interrupted", re->interrupted);
-  return o;
-}
-
-/* The gain tune.json claims: the re-measure's when it found one (else null: unconfirmed, none, or the base
- * faster), 0 when the base config is the best (nothing to re-measure). */
-static double claimed_gain_pct(const tuner *t) {
-  if (t->re.outcome == PB_TUNE_NOT_NEEDED) return t->best == 0 ? 0 : NAN;
-  return t->re.outcome == PB_TUNE_GAIN ? remeasured_gain_pct(&t->re) : NAN;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median and max of |prediction error| over the trials that have one; returns how many. */
-static int error_summary(const tuner *t, double *median, double *max) {
-  double v[MAX_TRIALS];
-  int n = 0;
-  for (int i = 0; i < t->ntrials; i++)
-    if (!isnan(error_pct(&t->trials[i]))) v[n++] = fabs(error_pct(&t->trials[i]));
-  qsort(v, (size_t)n, sizeof v[0], cmp_double);
-  *median = n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : NAN;
-  *max = n ? v[n - 1] : NAN;
-  return n;
-}
-
-static void add_num(cJSON *o, const char *key, double v, int decimals) { pb_multi_add_number(o, key, v, decimals); }
-
-static cJSON *space_json(const tuner *t) {
-  cJSON *space = cJSON_CreateArray();
-  for (int k = 0; k < t->nknobs; k++) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "path", t->knobs[k].path);
-    if (t->knobs[k].nvalues) cJSON_AddItemToObject(o, "values", cJSON_CreateIntArray(t->knobs[k].values, t->knobs[k].nvalues));
-    else cJSON_AddItemToObject(o, "range", cJSON_CreateIntArray((const int[]){1, RANGE_MAX}, 2));
-    cJSON_AddItemToArray(space, o);
-  }
-  return space;
-}
-
-static cJSON *tune_json(const tuner *t, const char *tuned_path, bool interrupted) {
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "command", "tune");
-  cJSON_AddStringToObject(o, "config", t->m->config_file);
-  cJSON_AddItemToObject(o, "space", space_json(t));
-  if (t->listed) cJSON_AddNumberToObject(o, "space_size", (double)t->space_size);
-  else cJSON_AddNullToObject(o, "space_size");
-  cJSON_AddNumberToObject(o, "ncpu", t->ncpu);
-  cJSON_AddNumberToObject(o, "max_trials", t->max_trials);
-  cJSON_AddNumberToObject(o, "budget_s", t->budget_s);
-  pb_multi_add_number(o, "elapsed_s", elapsed_s(t), 3);
-  pb_multi_add_number(o, "search_elapsed_s", search_s(t), 3);
-  cJSON *trials = cJSON_AddArrayToObject(o, "trials");
-  for (int i = 0; i < t->ntrials; i++) cJSON_AddItemToArray(trials, trial_json(t, i));
-  bool have = t->ntrials && t->best >= 0;
-  if (have) cJSON_AddItemToObject(o, "best", trial_json(t, t->best));
-  else cJSON_AddNullToObject(o, "best");
-  double base = t->ntrials ? measured(&t->trials[0]) : NAN, tuned = have ? measured(&t->trials[t->best]) : NAN;
-  add_num(o, "base_samples_per_s", base, 1);
-  add_num(o, "tuned_samples_per_s", tuned, 1);
-  add_num(o, "search_gain_pct", base > 0 ? (tuned - base) / base * 100 : NAN, 2);
-  add_num(o, "gain_pct", claimed_gain_pct(t), 2);
-  cJSON_AddNumberToObject(o, "repeat", t->repeats);
-  cJSON_AddItemToObject(o, "remeasure", remeasure_json(t));
-  add_decided(o, "no_measurable_difference", &t->re, t->re.outcome == PB_TUNE_NO_DIFFERENCE);
-  double med, max;
-  int n = error_summary(t, &med, &max);
-  cJSON *pe = cJSON_AddObjectToObject(o, "prediction_error_pct");
-  cJSON_AddNumberToObject(pe, "trials", n);
-  add_num(pe, "median_abs", med, 2);
-  add_num(pe, "max_abs", max, 2);
-  cJSON_AddStringToObject(o, "stop_reason", t->stop_reason);
-  if (tuned_path) cJSON_AddStringToObject(o, "tuned_config", tuned_path);
-  else cJSON_AddNullToObject(o, "tuned_config");
-  if (tuned_path) cJSON_AddNumberToObject(o, "tuned_trial", written_trial(t) + 1);
-  else cJSON_AddNullToObject(o, "tuned_trial");
-  cJSON_AddBoolToObject(o, "interrupted", interrupted);
-  return o;
-}
-
-/* The best row's mark: "<- best", unless the re-measure did not confirm it ("<- highest"); the base row's
- * when the re-measure found it measurably faster (its config is the one written). */
-static const char *best_mark(const tuner *t, int i) {
-  pb_tune_outcome o = t->re.outcome;
-  if (i == 0 && i != t->best && o == PB_TUNE_BASE_FASTER) return "  <- written (faster when re-measured)";
-  if (i != t->best) return "";
-  return o == PB_TUNE_NOT_NEEDED || o == PB_TUNE_GAIN ? "  <- best" : "  <- highest";
-}
-
-static void print_row(const tuner *t, int i, FILE *out) {
-  const trial *tr = &t->trials[i];
-  char pred[48] = "-", meas[32] = "failed", err[32] = "-";
-  if (tr->status == PB_EXIT_INTERRUPTED) snprintf(meas, sizeof meas, "interrupted");
-  if (!isnan(tr->predicted)) snprintf(pred, sizeof pred, "%s%.1f", tr->up_to ? "up to " : "", tr->predicted);
-  if (!isnan(measured(tr))) snprintf(meas, sizeof meas, "%.1f", measured(tr));
-  if (!isnan(error_pct(tr))) snprintf(err, sizeof err, "%+.1f", error_pct(tr));
-  else if (reached_ceiling(tr)) snprintf(err, sizeof err, "n/a *");
-  fprintf(out, "%-5d %-44.44s", i + 1, tr->change);
-  for (int k = 0; k < t->nknobs; k++) fprintf(out, " %*d", (int)PB_MAX(6, strlen(t->knobs[k].path) - 7), tr->p.v[k]);
-  fprintf(out, " %16s %10s %8s  %s%s\n", pred, meas, err, tr->status ? "-" : pb_multi_bottleneck(tr->rep),
-          best_mark(t, i));
-}
-
-static void print_table(const tuner *t, FILE *out) {
-  fprintf(out, "%-5s %-44s", "trial", "change");
-  for (int k = 0; k < t->nknobs; k++)
-    fprintf(out, " %*s", (int)PB_MAX(6, strlen(t->knobs[k].path) - 7), t->knobs[k].path + 7); /* no "stages." */
-  fprintf(out, " %16s %10s %8s  %s\n", "predicted", "measured", "error %", "bottleneck");
-  bool note = false;
-  for (int i = 0; i < t->ntrials; i++) {
-    print_row(t, i, out);
-    note = note || reached_ceiling(&t->trials[i]);
-  }
-  if (note) fprintf(out, "* %s\n", CEILING_NOTE);
-}
-
-static int ceilings_reached(const tuner *t) {
-  int n = 0;
-  for (int i = 0; i < t->ntrials; i++) n += reached_ceiling(&t->trials[i]);
-  return n;
-}
-
-/* The re-measure's lines: the gain only when the best's interval lies above the base's (both covering at
- * least 90 %); no claim when it was not run, was interrupted or has too few runs. */
-static void print_remeasure(const tuner *t, FILE *out) {
-  const remeasure *re = &t->re;
-  char a[160], b[160], why[96];
-  int pairs = PB_MIN(re->done[RE_BASE], re->done[RE_BEST]), begun = PB_MAX(re->done[RE_BASE], re->done[RE_BEST]);
-  if (re->outcome == PB_TUNE_NOT_REMEASURED) {
-    fprintf(out, "not re-measured: %s; the search's %+.1f %% is not confirmed\n", re->why_not,
-            (measured(&t->trials[t->best]) / measured(&t->trials[0]) - 1) * 100);
-    return;
-  }
-  if (re->outcome == PB_TUNE_INTERRUPTED) {
-    if (re->started)
-      fprintf(out, "re-measure interrupted in pair %d of %d: no claim (trial %d, the search's highest, is written "
-                   "unconfirmed)\n", begun, re->pairs, t->best + 1);
-    else
-      fprintf(out, "not re-measured (interrupted): no claim (trial %d, the search's highest, is written unconfirmed)\n",
-              t->best + 1);
-    return;
-  }
-  fprintf(out, "re-measured, %d pairs interleaved in %.1f s (samples/s):\n  base %s, tuned %s\n", pairs, re->wall_s,
-          pb_interval_text(&re->sum[RE_BASE].samples_per_s, 1, a, sizeof a),
-          pb_interval_text(&re->sum[RE_BEST].samples_per_s, 1, b, sizeof b));
-  if (re->outcome == PB_TUNE_GAIN)
-    fprintf(out, "  gain %+.1f %%: the tuned config's interval lies above the base config's\n", remeasured_gain_pct(re));
-  else if (re->outcome == PB_TUNE_BASE_FASTER)
-    fprintf(out, "  no gain: the base config is measurably faster (its interval lies above trial %d's; the search's "
-                 "lead was noise), so the base config is the one written\n", t->best + 1);
-  else if (re->outcome == PB_TUNE_NO_DIFFERENCE)
-    fprintf(out, "  no measurable difference: the intervals overlap, so the tuned config is not shown to be faster "
-                 "(it is written all the same)\n");
-  else
-    fprintf(out, "  no claim: %s; runs that failed do not count, and trial %d is written unconfirmed\n",
-            pb_interval_undecided_text(pb_interval_decisive(&re->sum[RE_BASE].samples_per_s)
-                                           ? &re->sum[RE_BEST].samples_per_s : &re->sum[RE_BASE].samples_per_s,
-                                       why, sizeof why), t->best + 1);
-}
-
-static void print_summary(const tuner *t, const char *tuned_path, FILE *out) {
-  print_table(t, out);
-  double base = measured(&t->trials[0]), tuned = measured(&t->trials[t->best]);
-  char pt[1024];
-  point_text(t, &t->trials[t->best].p, pt, sizeof pt);
-  if (t->re.needed)
-    fprintf(out, "\ntuned: %s\n  searched: %.1f samples/s against the base config's %.1f (%+.1f %%); %d trials in "
-                 "%.1f s\n  stopped: %s\n", pt, tuned, base, (tuned - base) / base * 100, t->ntrials, search_s(t),
-            t->stop_reason);
-  else
-    fprintf(out, "\ntuned: %s\n  %.1f samples/s, %+.1f %% over the base config's %.1f; %d trials in %.1f s; stopped: %s\n",
-            pt, tuned, (tuned - base) / base * 100, base, t->ntrials, search_s(t), t->stop_reason);
-  if (t->re.needed) print_remeasure(t, out);
-  double med, max;
-  int n = error_summary(t, &med, &max);
-  if (n) fprintf(out, "prediction error: median |error| %.1f %%, max %.1f %% over %d trials (target 15 %%)\n", med, max, n);
-  else if (ceilings_reached(t))
-    fprintf(out, "prediction error: none to check (every prediction measured was the device's rate, and reached)\n");
-  if (tuned_path)
-    fprintf(out, "tuned config: %s%s\n", tuned_path, written_trial(t) == 0 && t->best != 0 ? " (the base config)" : "");
+/* The trial whose config tune writes (pb_tune_written_trial). */
+static int written_trial(const tuner *t) {
+  pb_tune_result r = {.best = t->best, .re = &t->re};
+  return pb_tune_written_trial(&r);
 }
 
 /* The best trial's config, resolved (valid and runnable), to `path`. */
@@ -1233,14 +835,15 @@ static int finish(tuner *t, const pb_tune_opts *o, int rc) {
    * the summary names only a tuned config that was written. */
   int wrc = have ? write_config(t, tuned) : 0;
   int user_rc = have && o->write_file ? write_config(t, o->write_file) : 0;
-  cJSON *json = tune_json(t, have && !wrc ? tuned : NULL, rc == PB_EXIT_INTERRUPTED);
+  pb_tune_result res = result_of(t);
+  cJSON *json = pb_tune_out_json(&res, have && !wrc ? tuned : NULL, rc == PB_EXIT_INTERRUPTED);
   int jrc = pb_multi_write_json(t->m, "tune.json", json);
   if (t->m->run.json_stdout) {
     char *text = pb_json_print(json, true);
     if (text) printf("%s\n", text);
     free(text);
   } else if (!t->m->run.quiet && have && (t->m->run.formats & PB_FMT_TEXT)) { /* --format without text: none */
-    print_summary(t, o->write_file && !user_rc ? o->write_file : !wrc ? tuned : NULL, stdout);
+    pb_tune_out_text(stdout, &res, o->write_file && !user_rc ? o->write_file : !wrc ? tuned : NULL);
   }
   cJSON_Delete(json);
   return rc ? rc : wrc ? wrc : user_rc ? user_rc : jrc;
@@ -1309,10 +912,7 @@ static int setup(tuner *t, pb_multi *m, const pb_tune_opts *o) {
   t->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (t->ncpu < 1) t->ncpu = 1;
   t->budget_s = o->budget_s > 0 ? o->budget_s : DEFAULT_BUDGET_S;
-  t->max_trials = o->max_trials > 0 ? o->max_trials
-                  : t->listed       ? (int)PB_MAX(2, t->space_size / 4)
-                                    : DEFAULT_MAX_TRIALS;
-  if (t->max_trials > MAX_TRIALS) t->max_trials = MAX_TRIALS;
+  t->max_trials = pb_tune_max_trials(o->max_trials, t->listed, t->space_size, DEFAULT_MAX_TRIALS, MAX_TRIALS);
   return 0;
 }
 
