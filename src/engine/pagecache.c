@@ -131,52 +131,60 @@ static bool should_stop(pb_pagecache_stop_fn stop, pb_pagecache_tally *t) {
   return t->stopped;
 }
 
-uint64_t pb_pagecache_evict(const pb_file_list *l, pb_pagecache_stop_fn stop, pb_pagecache_tally *t) {
+/* One file's work; on success it adds what it measured to *t (files is counted by the caller). */
+typedef int (*file_op)(const pb_file *f, pb_pagecache_tally *t, pb_err *err);
+
+/* op over every file of the list until stop says so; a file that fails is skipped, the first error kept. */
+static uint64_t each_file(const pb_file_list *l, pb_pagecache_stop_fn stop, pb_pagecache_tally *t, file_op op) {
   memset(t, 0, sizeof *t);
   for (size_t i = 0; i < l->count && !should_stop(stop, t); i++) {
     pb_err err;
-    bool synced;
-    if (pb_pagecache_evict_file(l->files[i].path, &synced, &err)) {
+    if (op(&l->files[i], t, &err)) {
       tally_skip(t, &err);
       continue;
     }
     t->files++;
-    t->bytes += l->files[i].bytes;
-    t->synced += synced;
   }
   return t->skipped;
+}
+
+static int evict_one(const pb_file *f, pb_pagecache_tally *t, pb_err *err) {
+  bool synced;
+  int rc = pb_pagecache_evict_file(f->path, &synced, err);
+  if (rc) return rc;
+  t->bytes += f->bytes;
+  t->synced += synced;
+  return 0;
+}
+
+static int warm_one(const pb_file *f, pb_pagecache_tally *t, pb_err *err) {
+  uint64_t read_bytes;
+  int rc = pb_pagecache_warm_file(f->path, &read_bytes, err);
+  if (rc) return rc;
+  t->bytes += read_bytes;
+  t->resident_bytes += read_bytes;
+  return 0;
+}
+
+static int resident_one(const pb_file *f, pb_pagecache_tally *t, pb_err *err) {
+  uint64_t resident, bytes;
+  int rc = pb_pagecache_resident_file(f->path, &resident, &bytes, err);
+  if (rc) return rc;
+  t->bytes += bytes;
+  t->resident_bytes += resident;
+  return 0;
+}
+
+uint64_t pb_pagecache_evict(const pb_file_list *l, pb_pagecache_stop_fn stop, pb_pagecache_tally *t) {
+  return each_file(l, stop, t, evict_one);
 }
 
 uint64_t pb_pagecache_warm(const pb_file_list *l, pb_pagecache_stop_fn stop, pb_pagecache_tally *t) {
-  memset(t, 0, sizeof *t);
-  for (size_t i = 0; i < l->count && !should_stop(stop, t); i++) {
-    pb_err err;
-    uint64_t read_bytes;
-    if (pb_pagecache_warm_file(l->files[i].path, &read_bytes, &err)) {
-      tally_skip(t, &err);
-      continue;
-    }
-    t->files++;
-    t->bytes += read_bytes;
-    t->resident_bytes += read_bytes;
-  }
-  return t->skipped;
+  return each_file(l, stop, t, warm_one);
 }
 
 uint64_t pb_pagecache_resident(const pb_file_list *l, pb_pagecache_stop_fn stop, pb_pagecache_tally *t) {
-  memset(t, 0, sizeof *t);
-  for (size_t i = 0; i < l->count && !should_stop(stop, t); i++) {
-    pb_err err;
-    uint64_t resident, bytes;
-    if (pb_pagecache_resident_file(l->files[i].path, &resident, &bytes, &err)) {
-      tally_skip(t, &err);
-      continue;
-    }
-    t->files++;
-    t->bytes += bytes;
-    t->resident_bytes += resident;
-  }
-  return t->skipped;
+  return each_file(l, stop, t, resident_one);
 }
 
 double pb_pagecache_resident_pct(const pb_pagecache_tally *t) {
