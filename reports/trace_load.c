@@ -43,24 +43,25 @@ int pb_trace_load_config(pb_trace_loader *l, const cJSON *v, void *base, const c
   return pb_trace_bad(l, "%s: %s", where, m);
 }
 
-int pb_trace_load_device_ids(pb_trace_loader *l, const cJSON *v, void *base, const char *where) {
-  pb_record *rec = base;
+/* device.ids and device.names: at most PB_MAX_DEVICES entries, each checked under the name where[]. */
+static int load_device_list(pb_trace_loader *l, const cJSON *v, pb_record *rec, const char *where, bool names) {
   char at[96];
   snprintf(at, sizeof at, "%s[]", where);
   int n = 0, rc = pb_trace_v_array(l, v, where, PB_MAX_DEVICES, &n);
-  for (int k = 0; !rc && k < n; k++)
-    rc = pb_trace_v_int(l, cJSON_GetArrayItem(v, k), at, 0, 1 << 20, &rec->device_ids[k]);
+  for (int k = 0; !rc && k < n; k++) {
+    const cJSON *e = cJSON_GetArrayItem(v, k);
+    rc = names ? pb_trace_v_str(l, e, at, rec->device_names[k], sizeof rec->device_names[k])
+               : pb_trace_v_int(l, e, at, 0, 1 << 20, &rec->device_ids[k]);
+  }
   return rc;
 }
 
+int pb_trace_load_device_ids(pb_trace_loader *l, const cJSON *v, void *base, const char *where) {
+  return load_device_list(l, v, base, where, false);
+}
+
 int pb_trace_load_device_names(pb_trace_loader *l, const cJSON *v, void *base, const char *where) {
-  pb_record *rec = base;
-  char at[96];
-  snprintf(at, sizeof at, "%s[]", where);
-  int n = 0, rc = pb_trace_v_array(l, v, where, PB_MAX_DEVICES, &n);
-  for (int k = 0; !rc && k < n; k++)
-    rc = pb_trace_v_str(l, cJSON_GetArrayItem(v, k), at, rec->device_names[k], sizeof rec->device_names[k]);
-  return rc;
+  return load_device_list(l, v, base, where, true);
 }
 
 /* null (or a value beyond int64) is unknown: -1, the default. */
