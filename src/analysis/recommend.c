@@ -325,6 +325,18 @@ static int decode_to_cheapen(const pb_report *r, const pb_record *rec, bool *cor
   return rec->stages[m->stages[row].report_row].cfg_index >= 0 ? row : -1;
 }
 
+/* Why a cheaper decode pays, the reason's first words. */
+static const char *decode_why(bool cores) { return cores ? "the cores bind and decode spends them" : "decode-bound"; }
+
+/* Decode made `speedup` times cheaper, simulated: a recommendation of `kind` when it gains (add_simulated). */
+static pb_recommendation *add_decode_speedup(pb_report *r, const char *kind, int row, double speedup,
+                                             pb_model_result *res) {
+  pb_model_change c;
+  pb_model_change_init(&c);
+  c.speedup[row] = speedup;
+  return add_simulated(r, kind, &c, res);
+}
+
 /* The first op after decode that sets the image size, and its size; 0 when none. */
 static int64_t crop_size_after(const pb_record *rec, int cfg_index) {
   for (int i = cfg_index + 1; i < rec->cfg->nstages; i++) {
@@ -350,18 +362,15 @@ static void recommend_scale(pb_report *r, const pb_record *rec) {
   double pixels = m->stages[row].bytes_per_element / 3.0;
   double short_side = sqrt(pixels * 3.0 / 4.0);
   if (!crop || short_side < 2.0 * (double)crop) return;
-  pb_model_change c;
-  pb_model_change_init(&c);
-  c.speedup[row] = PB_DECODE_HALF_SPEEDUP;
   pb_model_result res;
-  pb_recommendation *rc = add_simulated(r, "scale", &c, &res);
+  pb_recommendation *rc = add_decode_speedup(r, "scale", row, PB_DECODE_HALF_SPEEDUP, &res);
   if (!rc) return;
   snprintf(rc->action, sizeof rc->action, "--set stages.%s.scale=1/2", name_of(m, row).s);
-  snprintf(rc->reason, sizeof rc->reason,
-           "%s, and the images (shorter side ~%.0f px) are at least twice the %lld px crop: DCT scaling decodes at half "
-           "size (measured %.2fx faster), which the model turns into %.1f samples/s",
-           cores ? "the cores bind and decode spends them" : "decode-bound", short_side, (long long)crop,
-           PB_DECODE_HALF_SPEEDUP, res.samples_per_s);
+  snprintf(
+      rc->reason, sizeof rc->reason,
+      "%s, and the images (shorter side ~%.0f px) are at least twice the %lld px crop: DCT scaling decodes at half "
+      "size (measured %.2fx faster), which the model turns into %.1f samples/s",
+      decode_why(cores), short_side, (long long)crop, PB_DECODE_HALF_SPEEDUP, res.samples_per_s);
 }
 
 /* The first map stage after the decode row opens with random_resized_crop, with no cache between (the
@@ -382,18 +391,15 @@ static void recommend_fused_crop(pb_report *r, const pb_record *rec) {
   if (row < 0) return;
   const pb_stage_rec *sr = &rec->stages[m->stages[row].report_row];
   if (rec->cfg->stages[sr->cfg_index].fused_crop || !crop_to_fuse(rec, sr->cfg_index)) return;
-  pb_model_change c;
-  pb_model_change_init(&c);
-  c.speedup[row] = PB_DECODE_FUSED_SPEEDUP;
   pb_model_result res;
-  pb_recommendation *rc = add_simulated(r, "fused_crop", &c, &res);
+  pb_recommendation *rc = add_decode_speedup(r, "fused_crop", row, PB_DECODE_FUSED_SPEEDUP, &res);
   if (!rc) return;
   snprintf(rc->action, sizeof rc->action, "--set stages.%s.fused_crop=true", name_of(m, row).s);
   snprintf(rc->reason, sizeof rc->reason,
            "%s, and the next map opens with random_resized_crop: decoding only the crop's region gives the same "
            "pixels with less work (measured %.2fx less decode CPU per image on 500x375 photos), which the model "
            "turns into %.1f samples/s",
-           cores ? "the cores bind and decode spends them" : "decode-bound", PB_DECODE_FUSED_SPEEDUP, res.samples_per_s);
+           decode_why(cores), PB_DECODE_FUSED_SPEEDUP, res.samples_per_s);
 }
 
 static void recommend_cores(pb_report *r) {
