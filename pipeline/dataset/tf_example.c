@@ -287,3 +287,33 @@ size_t pb_example_encode_bytes(const char *feature, const void *data, size_t len
   pb_example_feature f = {.name = feature, .kind = PB_FEATURE_BYTES, .data = data, .bytes = len};
   return pb_example_encode(&f, 1, out);
 }
+
+static void feature_info(const Tensorflow__Features__FeatureEntry *e, pb_example_feature_info *info) {
+  const Tensorflow__Feature *f = e->value;
+  *info = (pb_example_feature_info){.name = e->key ? e->key : "", .kind = -1};
+  if (!f) return;
+  if (f->kind_case == TENSORFLOW__FEATURE__KIND_BYTES_LIST && f->bytes_list) {
+    info->kind = 0, info->nvalues = f->bytes_list->n_value;
+    if (info->nvalues) info->first = f->bytes_list->value[0].data, info->first_bytes = f->bytes_list->value[0].len;
+  } else if (f->kind_case == TENSORFLOW__FEATURE__KIND_INT64_LIST && f->int64_list) {
+    info->kind = 1, info->nvalues = f->int64_list->n_value;
+  } else if (f->kind_case == TENSORFLOW__FEATURE__KIND_FLOAT_LIST && f->float_list) {
+    info->kind = 2, info->nvalues = f->float_list->n_value;
+  }
+}
+
+int pb_example_features(const uint8_t *rec, size_t rec_bytes, pb_example_feature_info *out, int max, const char *file,
+                        pb_err *err) {
+  arena *a = thread_arena();
+  arena_reset(a);
+  ProtobufCAllocator alloc = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+  Tensorflow__Example *ex = tensorflow__example__unpack(&alloc, rec_bytes, rec);
+  if (!ex)
+    return PB_BAD_DATA(err,
+                       "%s: record of %zu bytes is not a tf.train.Example (expected a serialized "
+                       "tf.train.Example protobuf)",
+                       pb_ds_name(file), rec_bytes);
+  int n = ex->features ? (int)ex->features->n_feature : 0;
+  for (int i = 0; i < n && i < max; i++) feature_info(ex->features->feature[i], &out[i]);
+  return n;
+}

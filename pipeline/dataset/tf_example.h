@@ -27,6 +27,21 @@ int pb_example_get_bytes(const uint8_t *rec, size_t rec_bytes, const char *featu
 int pb_example_get_int64(const uint8_t *rec, size_t rec_bytes, const char *feature, int64_t *value,
                          const char *file, uint64_t offset, pb_err *err);
 
+/* What one feature of an Example holds (pb_example_features). */
+typedef struct pb_example_feature_info {
+  const char *name;     /* valid until the thread's next pb_example_* parse */
+  int kind;             /* 0 bytes_list, 1 int64_list, 2 float_list, -1 no value */
+  size_t nvalues;       /* values in the list */
+  const uint8_t *first; /* bytes_list: the first value, and its size */
+  size_t first_bytes;
+} pb_example_feature_info;
+
+/* The features of the Example `rec`, in record order, into out[0..max): how many there are (may exceed
+ * max), or a negative errno with err set when `rec` is not an Example.  What `out` points to stays valid
+ * until the calling thread's next pb_example_* parse. */
+int pb_example_features(const uint8_t *rec, size_t rec_bytes, pb_example_feature_info *out, int max, const char *file,
+                        pb_err *err);
+
 /* Frees the calling thread's parse arena now instead of at thread exit (values from it become invalid). */
 void pb_example_release_arena(void);
 

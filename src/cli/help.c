@@ -25,6 +25,8 @@ static const char k_usage[] =
     "                                              measure this machine's ceilings (memcpy, cores, GPU copies;\n"
     "                                              with a config, its dataset's decode and read rates), kept in\n"
     "                                              the machine's calibration.json for every later run\n"
+    "  pipebench init --data DIR [--preset NAME] [--out FILE]\n"
+    "                                              probe your own data and write a config for it\n"
     "  pipebench help [COMMAND] | COMMAND --help   a command's own options\n"
     "  pipebench --help | --version\n"
     "\n"
@@ -122,6 +124,21 @@ static const pb_cli_help k_help[] = {
      "  --budget-s N             stop searching after about N seconds (default 600)\n"
      "  --write FILE             write the best config found to FILE\n"
      "  -s, --set PATH=V1,V2,..  narrow a knob's search to these values\n" RUN_OPTIONS},
+    {"init",
+     "usage: pipebench init [--data] DIR [--preset resnet|unet3d|cosmoflow|bert] [--out FILE] [--force] [--quiet]\n"
+     "\n"
+     "Probes DIR (its files by format; JPEG sizes, subsampling and colour spaces from a sample of headers; a\n"
+     "TFRecord file's features and records; npy dtypes and shapes; npz members), says what it found, and writes\n"
+     "a config of the preset's pipeline reading that data, its shapes and memory plan from the files themselves.\n"
+     "The preset is chosen from the data unless given: resnet for images, unet3d for arrays, cosmoflow or bert\n"
+     "for other TFRecord samples (large or small).\n"
+     "\n"
+     "options:\n"
+     "  --data DIR               the data: a directory, a glob or @FILE listing paths (as dataset.path)\n"
+     "  --preset NAME            the pipeline to start from\n"
+     "  -o, --out FILE           where to write the config (default <directory name>.json here)\n"
+     "  --force                  replace FILE when it exists\n"
+     "  -q, --quiet              no summary of what was found\n"},
     {"calibrate",
      "usage: pipebench calibrate [[--config] FILE] [--set ..] [--force] [--out DIR] [--format text,json]\n"
      "                           [--json] [--quiet]\n"
@@ -146,11 +163,11 @@ const pb_cli_help *pb_cli_help_for(const char *command) {
 }
 
 static const char *const k_commands[] = {"run",   "validate", "gen",       "analyze", "ab",
-                                         "sweep", "tune",     "calibrate", "help"};
+                                         "sweep", "tune",     "calibrate", "init",    "help"};
 
-static const char *const k_options[] = {"--config", "--set",      "--data",        "--device",   "--out",    "--format",
-                                        "--json",   "--quiet",    "--no-progress", "--no-trace", "--seed",   "--repeat",
-                                        "--force",  "--budget-s", "--write",       "--help",     "--version"};
+static const char *const k_options[] = {
+    "--config",      "--set",      "--data", "--device", "--out",   "--format",   "--json",  "--quiet", "--preset",
+    "--no-progress", "--no-trace", "--seed", "--repeat", "--force", "--budget-s", "--write", "--help",  "--version"};
 
 /* The name nearest `word` within max(2, len/3) edits (the rule of the config's key suggestions), or NULL. */
 static const char *nearest(const char *word, const char *const *names, size_t n) {

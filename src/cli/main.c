@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "gen.h"
 #include "help.h"
+#include "init.h"
 #include "json_text.h"
 #include "multirun.h"
 #include "outdir.h"
@@ -52,7 +53,7 @@ static int usage_error(const char *fmt, const char *arg) {
 }
 
 static bool is_command(const char *s) {
-  static const char *cmds[] = {"run", "validate", "gen", "ab", "tune", "sweep", "analyze", "calibrate"};
+  static const char *cmds[] = {"run", "validate", "gen", "ab", "tune", "sweep", "analyze", "calibrate", "init"};
   for (size_t i = 0; i < PB_ARRAY_LEN(cmds); i++)
     if (strcmp(s, cmds[i]) == 0) return true;
   return false;
@@ -238,7 +239,7 @@ static int unknown_command(const char *a) {
   const char *near = pb_cli_nearest_command(a);
   char clean[256];
   fprintf(stderr,
-          "pipebench: unknown command \"%s\"%s%s%s (expected run, validate, gen, ab, tune, sweep, analyze, "
+          "pipebench: unknown command \"%s\"%s%s%s (expected run, validate, gen, ab, tune, sweep, analyze, init, "
           "calibrate or help, or a config FILE)\n",
           pb_cfg_clean(a, 160, clean, sizeof clean), near ? "; did you mean \"" : "", near ? near : "",
           near ? "\"?" : "");
@@ -532,6 +533,36 @@ static int cmd_world(cli *c) {
   return rc;
 }
 
+/* init takes only --data DIR, --preset NAME, --out FILE, --force and --quiet (its --data is a directory,
+ * not run's real|synthetic). */
+static int cmd_init(int argc, char **argv) {
+  static const char *const valued[] = {"--data", "--preset", "--out"};
+  pb_init_opts o = {0};
+  const char **slot[] = {&o.data_dir, &o.preset, &o.out_file};
+  for (int i = 2; i < argc; i++) {
+    const char *a = pb_cli_long_option(argv[i]), *v = NULL;
+    int k = option_index(a, valued, PB_ARRAY_LEN(valued));
+    if (k >= 0) {
+      char *eq = strchr(a, '=');
+      v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : "";
+      if (!*v) return usage_error("init: %s: missing value (expected a value after it)", valued[k]);
+      *slot[k] = v;
+    } else if (strcmp(a, "--force") == 0)
+      o.force = true;
+    else if (strcmp(a, "--quiet") == 0)
+      o.quiet = true;
+    else if (a[0] != '-' && !o.data_dir)
+      o.data_dir = a; /* pipebench init DIR */
+    else
+      return usage_error(
+          "init: option \"%s\" does not apply (expected --data DIR, --preset NAME, --out FILE, "
+          "--force or --quiet)",
+          a);
+  }
+  if (!o.data_dir) return usage_error("%s: no data (expected pipebench init --data DIR)", "init");
+  return pb_init(&o);
+}
+
 static int dispatch(cli *c) {
   if (pb_world_get()->size > 1) return cmd_world(c);
   if (strcmp(c->command, "analyze") == 0) return cmd_analyze(c);
@@ -600,6 +631,7 @@ int main(int argc, char **argv) {
   if (!isatty(STDOUT_FILENO)) setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
   int rc = help_or_version(argc, argv);
   if (rc >= 0) return finish_stdout(rc);
+  if (strcmp(argv[1], "init") == 0) return finish_stdout(cmd_init(argc, argv)); /* arguments of its own */
   rc = pb_world_init(&argc, &argv); /* joins the MPI job under mpirun; a world of one otherwise */
   if (rc) return rc;
   pb_signals_install(); /* every command, from here: gen, warm-up, measuring, report writing */

@@ -283,12 +283,14 @@ static E2E_UNUSED int free_reports(void **state) {
   return 0;
 }
 
-/* The value at a dotted path of object keys ("accounting.samples_read"), or NULL. */
+/* The value at a dotted path of object keys and array indices ("accounting.samples_read", "stages.1.type"),
+ * or NULL. */
 static E2E_UNUSED cJSON *at(cJSON *j, const char *dotted) {
   char buf[200];
   snprintf(buf, sizeof buf, "%s", dotted);
   for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && j; k = strtok_r(NULL, ".", &save))
-    j = cJSON_GetObjectItemCaseSensitive(j, k);
+    j = cJSON_IsArray(j) && strspn(k, "0123456789") == strlen(k) ? cJSON_GetArrayItem(j, atoi(k))
+                                                                 : cJSON_GetObjectItemCaseSensitive(j, k);
   return j;
 }
 
