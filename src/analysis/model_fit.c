@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analysis.h"
 #include "model.h"
@@ -230,6 +231,30 @@ static void debug_print(const pb_model *m) {
   }
 }
 
+/* PB_DEBUG_MODEL: the predicted rate and idle at each prefetch depth (of the last prefetch row, else of the
+ * batch row's output queue), and what those predictions cost, for bench/bursty_depth.py to set against the
+ * measured ones. */
+static void debug_print_depths(const pb_model *m) {
+  static const int depths[] = {1, 2, 4, 8, 16, 32, 64};
+  int row = -1;
+  for (int i = 0; i < m->nstages; i++)
+    if (strcmp(m->stages[i].type, "prefetch") == 0 || (row < 0 && m->stages[i].role == PB_ROLE_BATCH)) row = i;
+  if (row < 0) return;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (size_t k = 0; k < sizeof depths / sizeof depths[0]; k++) {
+    pb_model_change c;
+    pb_model_result res;
+    pb_model_change_init(&c);
+    c.queue_capacity[row] = depths[k];
+    if (pb_model_predict(m, &c, &res))
+      fprintf(stderr, "model: depth %d: %.1f/s idle %.2f %%\n", depths[k], res.samples_per_s, res.idle_pct);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  fprintf(stderr, "model: %zu predictions in %.3f s\n", sizeof depths / sizeof depths[0],
+          (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+
 void pb_model_fit(pb_model *m, const pb_record *rec, const pb_report *r) {
   memset(m, 0, sizeof *m);
   m->service_scale = 1;
@@ -257,5 +282,8 @@ void pb_model_fit(pb_model *m, const pb_record *rec, const pb_report *r) {
   m->measured_idle_pct = r->device_idle_pct;
   m->valid = true;
   calibrate(m, r->classification && strcmp(r->classification, "not_input_bound") != 0);
-  if (getenv("PB_DEBUG_MODEL")) debug_print(m); /* PB_DEBUG_MODEL=1: the fitted model on stderr */
+  if (getenv("PB_DEBUG_MODEL")) { /* PB_DEBUG_MODEL=1: the fitted model on stderr */
+    debug_print(m);
+    if (m->valid) debug_print_depths(m);
+  }
 }
