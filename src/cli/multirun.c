@@ -140,16 +140,18 @@ static int write_report(const char *dir, const char *median_dir, const cJSON *tr
   return PB_EXIT_RUNTIME;
 }
 
-/* The measurement's report.json tree (the stand-in repeat's with "repeats"); NULL after one line. */
+/* The measurement's report.json tree (the stand-in repeat's with "repeats"), marked interrupted when a repeat
+ * was or `stopped` (a signal between two repeats); NULL after one line. */
 static cJSON *repeats_report(const pb_multi *m, const char *name, const pb_run_figures *runs, int nruns,
-                             const pb_repeat_summary *s, char *median_dir, size_t len) {
+                             const pb_repeat_summary *s, bool stopped, char *median_dir, size_t len) {
   int r = report_repeat(runs, nruns, s);
   char sub[160]; /* "trial-NNN/repeat-R", "real-cold/repeat-R" */
   if (r < 0) return NULL;
   pb_multi_repeat_name(m, name, r, sub, sizeof sub);
   snprintf(median_dir, len, "%s/%s", m->out_dir, sub);
   pb_err err;
-  cJSON *tree = pb_repeat_report(median_dir, pb_repeat_json(runs, nruns, s), pb_repeat_any_interrupted(runs, nruns), &err);
+  bool interrupted = pb_repeat_any_interrupted(runs, nruns) || stopped;
+  cJSON *tree = pb_repeat_report(median_dir, pb_repeat_json(runs, nruns, s), interrupted, &err);
   if (!tree) fprintf(stderr, "pipebench: %s\n", err.msg);
   return tree;
 }
@@ -158,7 +160,7 @@ int pb_multi_write_repeats(const pb_multi *m, const char *name, const pb_run_fig
                            const pb_repeat_summary *s) {
   if (pb_multi_repeats(m) == 1 || report_repeat(runs, nruns, s) < 0) return 0;
   char median_dir[PB_PATH_LEN + 192], dir[PB_PATH_LEN + 192];
-  cJSON *tree = repeats_report(m, name, runs, nruns, s, median_dir, sizeof median_dir);
+  cJSON *tree = repeats_report(m, name, runs, nruns, s, false, median_dir, sizeof median_dir);
   snprintf(dir, sizeof dir, "%s/%s", m->out_dir, name);
   char title[192];
   snprintf(title, sizeof title, "pipebench report: %s", m->name);
@@ -233,9 +235,8 @@ static int finish_repeats(run_repeats *x, int rc) {
   pb_repeat_summarize(x->runs, x->nruns, &s);
   char median_dir[PB_PATH_LEN + 192], title[192];
   if (report_repeat(x->runs, x->nruns, &s) < 0) return rc ? rc : PB_EXIT_RUNTIME;
-  cJSON *tree = repeats_report(m, "", x->runs, x->nruns, &s, median_dir, sizeof median_dir);
   /* a signal between two repeats interrupted the command too, though no repeat was cut */
-  if (tree && rc == PB_EXIT_INTERRUPTED) cJSON_ReplaceItemInObject(tree, "interrupted", cJSON_CreateTrue());
+  cJSON *tree = repeats_report(m, "", x->runs, x->nruns, &s, rc == PB_EXIT_INTERRUPTED, median_dir, sizeof median_dir);
   snprintf(title, sizeof title, "pipebench report: %s", m->name);
   int wrc = tree ? write_report(m->out_dir, median_dir, tree, m->run.formats & PB_FMT_JSON, title) : PB_EXIT_RUNTIME;
   int crc = write_csv(m, &s);

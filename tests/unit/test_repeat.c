@@ -1,8 +1,7 @@
-/* Unit tests for src/cli/repeat.c (the median's distribution-free interval, --repeat, the repeats object, which
- * repeats count) and for the decisions built on it: ab's verdict (src/cli/ab.c: "no measurable difference", "too
- * few repeats to tell", storage not blamed while the cold run's read stage sat idle, the stalls' split),
- * sweep's best (src/cli/sweep.c: measurable, no difference, undecided) and tune's re-measure, budget reserve and
- * "up to" ceilings (src/cli/tune.c).
+/* Unit tests for repeats (src/analysis/repeat_stats.c: the median's distribution-free interval, which repeats
+ * count; src/cli/repeat.c: --repeat; reports/repeat_out.c: the repeats object) and for the decisions built on
+ * it: sweep's best (src/cli/sweep.c: measurable, no difference, undecided) and tune's re-measure, budget
+ * reserve and "up to" ceilings (src/cli/tune.c).  ab's verdict is tests/unit/test_ab.c.
  *
  * The coverages are exact binomial sums: 1 - 2 P(Bin(n, 1/2) <= k - 1), e.g. n = 10, k = 2:
  * 1 - 2 (1 + 10) / 1024 = 0.978515625. */
@@ -16,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ab.h"
 #include "repeat.h"
 #include "report.h"
 #include "sweep.h"
@@ -273,153 +271,6 @@ static void test_summary_odd_and_none(void **state) {
   cJSON_Delete(j);
 }
 
-/* ---------- ab's verdict ---------- */
-
-/* A side of ab measured at these rates (one value: no interval), named bottleneck and read utilization. */
-static pb_ab_side side(const double *rates, int n, const char *bottleneck, double read_utilization) {
-  pb_ab_side s = {.started = true, .read_utilization = read_utilization};
-  pb_interval_of(rates, n, &s.rate);
-  snprintf(s.bottleneck, sizeof s.bottleneck, "%s", bottleneck);
-  return s;
-}
-
-static void verdict(pb_ab_numbers *x, char *v, size_t len) {
-  x->cold_effective = true;
-  pb_ab_compute(x);
-  pb_ab_verdict(x, v, len);
-}
-
-static void expect(const char *v, const char *has, const char *lacks) {
-  if (has && !strstr(v, has)) fail_msg("verdict lacks \"%s\": %s", has, v);
-  if (lacks && strstr(v, lacks)) fail_msg("verdict has \"%s\": %s", lacks, v);
-}
-
-/* The cold run slower than the warm one while its read stage was 2 % busy: storage is not blamed. */
-static void test_ab_idle_read_is_not_storage(void **state) {
-  char v[1024];
-  pb_ab_numbers x = {.side = {side((const double[]){1000}, 1, "device", NAN),
-                              side((const double[]){500}, 1, "augment", 0.02),
-                              side((const double[]){900}, 1, "augment", 0.02)}};
-  verdict(&x, v, sizeof v);
-  expect(v, "not on storage", "mostly fetch");
-  expect(v, "busy only 2 %", NULL);
-  expect(v, "the cold run's bottleneck is augment", NULL);
-  expect(v, "for another reason", NULL); /* 44 % of a sample's time: well outside the 3 % noise */
-  /* the same numbers with a busy read stage: storage it is */
-  x.side[PB_AB_COLD].read_utilization = 0.9;
-  verdict(&x, v, sizeof v);
-  expect(v, "input-bound, mostly fetch (storage)", "not on storage");
-  /* no read stage in the report: the split alone decides, as before */
-  x.side[PB_AB_COLD].read_utilization = NAN;
-  verdict(&x, v, sizeof v);
-  expect(v, "mostly fetch (storage)", NULL);
-}
-
-/* Five repeats each: 93.75 % intervals, which decide. */
-static void test_ab_repeats(void **state) {
-  char v[1024];
-  /* real (cold) and synthetic overlap: nothing measurable to name, however the medians lie */
-  pb_ab_numbers x = {.repeats = 5,
-                     .side = {side((const double[]){1000, 1100, 800, 1050, 950}, 5, "device", NAN),
-                              side((const double[]){700, 820, 900, 760, 780}, 5, "read", 0.9),
-                              side((const double[]){950, 1000, 1050, 990, 1010}, 5, "device", 0.1)}};
-  verdict(&x, v, sizeof v);
-  expect(v, "no measurable difference", "input-bound,");
-  assert_true(x.s.repeated);
-  assert_true(x.s.decisive);
-  assert_false(x.s.real_differs);
-  /* cold measurably below synthetic, the warm run overlapping both: no split to claim */
-  x.side[PB_AB_SYNTHETIC] = side((const double[]){1000, 1010, 1020, 1005, 1015}, 5, "device", NAN);
-  x.side[PB_AB_COLD] = side((const double[]){500, 510, 520, 505, 515}, 5, "read", 0.9);
-  x.side[PB_AB_WARM] = side((const double[]){515, 800, 1005, 700, 900}, 5, "decode", 0.1);
-  verdict(&x, v, sizeof v);
-  expect(v, "no measurable difference splits it", "mostly");
-  expect(v, NULL, "too few");
-  /* warm measurably between them, nearer synthetic: fetch, and storage (read 90 % busy) */
-  x.side[PB_AB_WARM] = side((const double[]){900, 910, 920, 905, 915}, 5, "decode", 0.1);
-  verdict(&x, v, sizeof v);
-  expect(v, "mostly fetch (storage)", NULL);
-  assert_true(x.s.fetch_measurable);
-  assert_true(x.s.prep_measurable);
-  /* warm overlapping cold: only the prep stall is measurable, so preprocessing it is */
-  x.side[PB_AB_WARM] = side((const double[]){505, 530, 560, 540, 550}, 5, "decode", 0.1);
-  verdict(&x, v, sizeof v);
-  expect(v, "mostly preprocessing", NULL);
-  expect(v, "the warm run's bottleneck is decode", NULL);
-}
-
-/* Three repeats each (75 %): no difference is claimed measurable or not; the verdict is the medians', as
- * with one run each, and says the repeats were too few. */
-static void test_ab_too_few_repeats(void **state) {
-  char v[1024];
-  pb_ab_numbers x = {.repeats = 3,
-                     .side = {side((const double[]){1000, 1010, 1020}, 3, "device", NAN),
-                              side((const double[]){500, 510, 520}, 3, "read", 0.9),
-                              side((const double[]){900, 910, 920}, 3, "decode", 0.1)}};
-  verdict(&x, v, sizeof v);
-  assert_true(x.s.repeated);
-  assert_false(x.s.decisive);
-  assert_false(x.s.real_differs);
-  assert_false(x.s.fetch_measurable);
-  assert_false(x.s.prep_measurable);
-  expect(v, "mostly fetch (storage)", "no measurable difference");
-  expect(v, "too few repeats to tell (coverage 75.0 %", NULL);
-  /* apart by far, yet the intervals cannot say so: no "no measurable difference" either way */
-  x.side[PB_AB_COLD] = side((const double[]){990, 1000, 1030}, 3, "device", 0.9);
-  verdict(&x, v, sizeof v);
-  expect(v, "not input-bound", "no measurable difference");
-  expect(v, "too few repeats to tell", NULL);
-  /* one run each: no note */
-  x = (pb_ab_numbers){.repeats = 1,
-                      .side = {side((const double[]){1000}, 1, "device", NAN), side((const double[]){500}, 1, "read", 0.9),
-                               side((const double[]){900}, 1, "decode", 0.1)}};
-  verdict(&x, v, sizeof v);
-  expect(v, "mostly fetch (storage)", "too few");
-}
-
-/* The stalls split the time real data loses: a warm run slower than the cold one is noise, and prep_pct
- * never passes 100 (it did: T_W - T_S over T_C with T_W > 2 T_C). */
-static void test_ab_stalls_clamped(void **state) {
-  char v[1024];
-  pb_ab_numbers x = {.side = {side((const double[]){1000}, 1, "device", NAN), side((const double[]){500}, 1, "read", 0.9),
-                              side((const double[]){200}, 1, "decode", 0.1)}};
-  verdict(&x, v, sizeof v);
-  assert_close(x.s.fetch_pct, 0, 1e-9);
-  assert_close(x.s.prep_pct, 50, 1e-9); /* (T_C - T_S) / T_C: all of the loss, no more */
-  assert_close(x.s.fetch_pct + x.s.prep_pct, 100 * (1 - 500.0 / 1000), 1e-9);
-  assert_false(x.s.fetch_within_noise); /* taken before the clamping */
-  /* warm faster than synthetic: all of the loss is fetch */
-  x.side[PB_AB_WARM] = side((const double[]){1500}, 1, "decode", 0.1);
-  verdict(&x, v, sizeof v);
-  assert_close(x.s.fetch_pct, 50, 1e-9);
-  assert_close(x.s.prep_pct, 0, 1e-9);
-  /* nothing lost (cold faster than synthetic): no stall */
-  x.side[PB_AB_COLD] = side((const double[]){1200}, 1, "read", 0.9);
-  x.side[PB_AB_WARM] = side((const double[]){100}, 1, "decode", 0.1);
-  verdict(&x, v, sizeof v);
-  assert_close(x.s.fetch_pct, 0, 0);
-  assert_close(x.s.prep_pct, 0, 0);
-  for (int k = 0; k < 50; k++) { /* any rates: each stall within 0..100 and their sum the loss */
-    double syn = 100 + 37 * k % 1000, cold = 50 + 91 * k % 1300, warm = 20 + 53 * k % 1700;
-    x.side[PB_AB_SYNTHETIC] = side(&syn, 1, "device", NAN);
-    x.side[PB_AB_COLD] = side(&cold, 1, "read", 0.9);
-    x.side[PB_AB_WARM] = side(&warm, 1, "decode", 0.1);
-    verdict(&x, v, sizeof v);
-    assert_double_between(x.s.fetch_pct, 0, 100);
-    assert_double_between(x.s.prep_pct, 0, 100);
-    assert_close(x.s.fetch_pct + x.s.prep_pct, cold < syn ? 100 * (1 - cold / syn) : 0, 1e-9);
-  }
-}
-
-/* An interrupted side: no rate counts, and the verdict says it was interrupted. */
-static void test_ab_interrupted_side(void **state) {
-  char v[1024];
-  pb_ab_numbers x = {.side = {side((const double[]){1000}, 1, "device", NAN), side(NULL, 0, "", NAN)}};
-  x.side[PB_AB_COLD].status = 130;
-  verdict(&x, v, sizeof v);
-  expect(v, "no verdict: the real (cold cache) run was interrupted", NULL);
-}
-
 /* ---------- sweep's best ---------- */
 
 static void test_sweep_decide(void **state) {
@@ -523,11 +374,6 @@ int main(void) {
       cmocka_unit_test(test_summary),
       cmocka_unit_test(test_interrupted_repeats),
       cmocka_unit_test(test_summary_odd_and_none),
-      cmocka_unit_test(test_ab_idle_read_is_not_storage),
-      cmocka_unit_test(test_ab_repeats),
-      cmocka_unit_test(test_ab_too_few_repeats),
-      cmocka_unit_test(test_ab_stalls_clamped),
-      cmocka_unit_test(test_ab_interrupted_side),
       cmocka_unit_test(test_sweep_decide),
       cmocka_unit_test(test_tune_reached_ceiling),
       cmocka_unit_test(test_tune_reserve),
