@@ -1,7 +1,7 @@
 /* Unit tests for repeats (src/analysis/repeat_stats.c: the median's distribution-free interval, which repeats
  * count; src/cli/repeat.c: --repeat; reports/repeat_out.c: the repeats object) and for the decisions built on
- * it: sweep's best (src/cli/sweep.c: measurable, no difference, undecided) and tune's re-measure, budget
- * reserve and "up to" ceilings (src/cli/tune.c).  ab's verdict is tests/unit/test_ab.c.
+ * it: tune's re-measure, budget reserve and "up to" ceilings (src/cli/tune.c).  ab's verdict is
+ * tests/unit/test_ab.c, sweep's best tests/unit/test_sweep.c.
  *
  * The coverages are exact binomial sums: 1 - 2 P(Bin(n, 1/2) <= k - 1), e.g. n = 10, k = 2:
  * 1 - 2 (1 + 10) / 1024 = 0.978515625. */
@@ -17,7 +17,6 @@
 
 #include "repeat.h"
 #include "report.h"
-#include "sweep.h"
 #include "tune.h"
 #include "unit_util.h"
 
@@ -271,49 +270,6 @@ static void test_summary_odd_and_none(void **state) {
   cJSON_Delete(j);
 }
 
-/* ---------- sweep's best ---------- */
-
-static void test_sweep_decide(void **state) {
-  char why[256];
-  pb_interval iv[3];
-  bool ran[3] = {true, true, true};
-  /* five repeats each, the best (trial 2) above both: measurably the best */
-  iv[0] = interval((const double[]){10, 11, 12, 13, 14}, 5);
-  iv[1] = interval((const double[]){30, 31, 32, 33, 34}, 5);
-  iv[2] = interval((const double[]){20, 21, 22, 23, 24}, 5);
-  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_BEST);
-  assert_string_equal(why, "");
-  /* trial 3 overlapping it: no measurable difference */
-  iv[2] = interval((const double[]){20, 21, 22, 23, 30}, 5);
-  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_NO_DIFFERENCE);
-  /* trial 3 ran and none of its repeats counted (failed, interrupted): nothing to compare it with, so no
-   * claim, and no "nan" anywhere */
-  iv[2] = interval(NULL, 0);
-  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_UNDECIDED);
-  assert_string_equal(why, "trial 3: too few repeats to tell (0 counted, no interval)");
-  /* ... but one that did not run at all is not compared */
-  ran[2] = false;
-  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_BEST);
-  /* the best alone: "above every other trial's" would be empty */
-  ran[0] = false;
-  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_UNDECIDED);
-  assert_string_equal(why, "no other trial ran to compare it with");
-  /* three repeats each (75 %): too few, however far apart */
-  ran[0] = ran[2] = true;
-  iv[0] = interval((const double[]){10, 11, 12}, 3);
-  iv[1] = interval((const double[]){30, 31, 32}, 3);
-  iv[2] = interval((const double[]){20, 21, 22}, 3);
-  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_UNDECIDED);
-  assert_string_equal(why, "too few repeats to tell (coverage 75.0 %)");
-  assert_null(strstr(why, "nan"));
-  /* a decisive overlap settles it even when another trial cannot decide */
-  iv[1] = interval((const double[]){30, 31, 32, 33, 34}, 5);
-  iv[0] = interval((const double[]){29, 30, 31, 32, 33}, 5);
-  iv[2] = interval((const double[]){20}, 1);
-  assert_int_equal(pb_sweep_decide(iv, ran, 3, 1, why, sizeof why), PB_SWEEP_NO_DIFFERENCE);
-  assert_int_equal(pb_sweep_decide(iv, ran, 3, -1, why, sizeof why), PB_SWEEP_NO_BEST);
-}
-
 /* ---------- tune ---------- */
 
 /* "Up to" the device's rate counts as reached within max(1 %, min(noise, 5 %)): never 25 % below it. */
@@ -374,7 +330,6 @@ int main(void) {
       cmocka_unit_test(test_summary),
       cmocka_unit_test(test_interrupted_repeats),
       cmocka_unit_test(test_summary_odd_and_none),
-      cmocka_unit_test(test_sweep_decide),
       cmocka_unit_test(test_tune_reached_ceiling),
       cmocka_unit_test(test_tune_reserve),
       cmocka_unit_test(test_tune_outcome),
