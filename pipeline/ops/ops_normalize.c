@@ -42,36 +42,37 @@ static void norm_luts(const norm_params *np, float (*lut)[256], uint16_t (*lut16
     }
 }
 
-/* uint8 in: per-channel tables, then a lookup per element. */
+/* uint8 in: a lookup per element in its channel's table (lut: norm_luts' float32 or float16 one).  T is
+ * float or half_t; always inlined, so each caller's loop is compiled for its own element type. */
+#define LUT_APPLY(T)                                                                                              \
+  static inline __attribute__((always_inline)) void lut_apply_##T(const uint8_t *src, T *dst, const T(*lut)[256], \
+                                                                  const pb_image *in, int nch) {                  \
+    size_t hw = (size_t)in->height * (size_t)in->width, n = hw * (size_t)nch;                                     \
+    if (nch == 3 && !in->chw) {                                                                                   \
+      for (size_t i = 0; i < n; i += 3) {                                                                         \
+        dst[i] = lut[0][src[i]];                                                                                  \
+        dst[i + 1] = lut[1][src[i + 1]];                                                                          \
+        dst[i + 2] = lut[2][src[i + 2]];                                                                          \
+      }                                                                                                           \
+      return;                                                                                                     \
+    }                                                                                                             \
+    for (size_t i = 0; i < n; i++) dst[i] = lut[channel_of(i, in, hw)][src[i]];                                   \
+  }
+typedef uint16_t half_t;
+LUT_APPLY(float)
+LUT_APPLY(half_t)
+
 static void norm_u8_f32(const uint8_t *src, float *dst, const pb_image *in, const norm_params *np) {
   float lut[LUT_CHANNELS][256];
   norm_luts(np, lut, NULL);
-  size_t hw = (size_t)in->height * (size_t)in->width, n = hw * (size_t)np->nch;
-  if (np->nch == 3 && !in->chw) {
-    for (size_t i = 0; i < n; i += 3) {
-      dst[i] = lut[0][src[i]];
-      dst[i + 1] = lut[1][src[i + 1]];
-      dst[i + 2] = lut[2][src[i + 2]];
-    }
-    return;
-  }
-  for (size_t i = 0; i < n; i++) dst[i] = lut[channel_of(i, in, hw)][src[i]];
+  lut_apply_float(src, dst, (const float(*)[256])lut, in, np->nch);
 }
 
 static void norm_u8_f16(const uint8_t *src, uint16_t *dst, const pb_image *in, const norm_params *np) {
   float lut32[LUT_CHANNELS][256];
   uint16_t lut[LUT_CHANNELS][256];
   norm_luts(np, lut32, lut);
-  size_t hw = (size_t)in->height * (size_t)in->width, n = hw * (size_t)np->nch;
-  if (np->nch == 3 && !in->chw) {
-    for (size_t i = 0; i < n; i += 3) {
-      dst[i] = lut[0][src[i]];
-      dst[i + 1] = lut[1][src[i + 1]];
-      dst[i + 2] = lut[2][src[i + 2]];
-    }
-    return;
-  }
-  for (size_t i = 0; i < n; i++) dst[i] = lut[channel_of(i, in, hw)][src[i]];
+  lut_apply_half_t(src, dst, (const half_t(*)[256])lut, in, np->nch);
 }
 
 /* Float input, or more channels than the tables hold: the arithmetic per element, front to back (which
@@ -178,7 +179,6 @@ int pb_normalize(const pb_image *in, pb_image *out, const double *mean, int nmea
         fused_row_##T(src, W, C, flip, lut, dst, plane, chw);                                             \
     }                                                                                                     \
   }
-typedef uint16_t half_t;
 FUSED_ROW(float)
 FUSED_ROW(half_t)
 
