@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -341,6 +342,59 @@ int pb_files_list(const char *path, pb_file_list *out, pb_err *err) {
   }
   for (size_t i = 0; i < out->count; i++) out->files[i].index = i;
   return 0;
+}
+
+/* The extension of the file's own name ("" when it has none; a leading dot is not one). */
+static const char *extension_of(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strrchr(base, '.');
+  return dot && dot != base ? dot + 1 : "";
+}
+
+static bool extension_kept(const char *path, const char *const *exts, int nexts) {
+  const char *ext = extension_of(path);
+  for (int i = 0; i < nexts; i++)
+    if (strcmp(exts[i], "*") == 0 || strcasecmp(exts[i], ext) == 0) return true;
+  return false;
+}
+
+void pb_file_list_keep_extensions(pb_file_list *l, const char *const *exts, int nexts, pb_files_skipped *skipped) {
+  size_t kept = 0;
+  l->total_bytes = 0;
+  for (size_t i = 0; i < l->count; i++) {
+    pb_file f = l->files[i];
+    if (!extension_kept(f.path, exts, nexts)) {
+      if (skipped && skipped->count < 3) snprintf(skipped->first[skipped->count], 256, "%.255s", f.path);
+      if (skipped) skipped->count++;
+      free(f.path);
+      continue;
+    }
+    f.index = kept;
+    l->files[kept++] = f;
+    l->total_bytes += f.bytes;
+  }
+  l->count = kept;
+}
+
+const char *const *pb_format_extensions(int format, int *n) {
+  static const char *const jpeg[] = {"jpg", "jpeg", "jpe"}, *const tfrecord[] = {"tfrecord", "tfrecords", "tfr",
+                                                                                 "record", ""};
+  static const char *const npy[] = {"npy"}, *const npz[] = {"npz"}, *const raw[] = {"bin", "raw", "dat", ""};
+  switch (format) {
+    case PB_FMT_JPEG:
+      return *n = (int)PB_ARRAY_LEN(jpeg), jpeg;
+    case PB_FMT_TFRECORD:
+      return *n = (int)PB_ARRAY_LEN(tfrecord), tfrecord;
+    case PB_FMT_NPY:
+      return *n = (int)PB_ARRAY_LEN(npy), npy;
+    case PB_FMT_NPZ:
+      return *n = (int)PB_ARRAY_LEN(npz), npz;
+    case PB_FMT_RAW:
+      return *n = (int)PB_ARRAY_LEN(raw), raw;
+    default:
+      return *n = 0, NULL;
+  }
 }
 
 void pb_file_list_free(pb_file_list *l) {

@@ -39,6 +39,22 @@ int pb_files_list(const char *path, pb_file_list *out, pb_err *err);
 
 void pb_file_list_free(pb_file_list *l);
 
+/* Files a listing left out for their extension: how many, and the first few names. */
+typedef struct pb_files_skipped {
+  size_t count;
+  char first[3][256];
+} pb_files_skipped;
+
+/* Keeps the files whose extension (after the last '.' of the file's own name, compared without case) is one
+ * of exts[0..nexts): "" stands for a name with no extension, "*" for every file.  What goes is counted in
+ * *skipped (may be NULL).  The listing order and indices are kept (indices renumbered from 0). */
+void pb_file_list_keep_extensions(pb_file_list *l, const char *const *exts, int nexts, pb_files_skipped *skipped);
+
+/* A dataset format's own extensions (without the dot), for pb_file_list_keep_extensions: jpeg: jpg jpeg jpe;
+ * tfrecord: tfrecord tfrecords tfr record and none (ImageNet's shards are train-00000-of-01024); npy; npz;
+ * raw: bin raw dat and none.  *n gets their count; NULL with 0 for a format that reads no files. */
+const char *const *pb_format_extensions(int format, int *n);
+
 /* Deep copy, e.g. to shard a freshly shuffled copy of the full list each epoch.  0 or -ENOMEM. */
 int pb_file_list_clone(const pb_file_list *src, pb_file_list *dst);
 

@@ -1,5 +1,6 @@
 /* The dataset file list: directory walk order, hidden entries, symlinks, globs, @lists, errors, and the
  * shuffle (deterministic per seed and epoch, a true permutation) and shard (a partition across ranks). */
+#include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <cmocka.h>
 
+#include "config.h"
 #include "files.h"
 #include "unit_util.h"
 
@@ -242,6 +243,51 @@ static void test_glob(void **state) {
   assert_null(l.files);
 }
 
+/* Appends a file to a list built by hand (the listing's own push is static). */
+static int list_push_for_test(pb_file_list *l, const char *path, uint64_t bytes) {
+  pb_file *f = realloc(l->files, (l->count + 1) * sizeof *f);
+  if (!f) return -ENOMEM;
+  l->files = f;
+  l->files[l->count] = (pb_file){.path = strdup(path), .bytes = bytes, .index = l->count};
+  l->count++, l->total_bytes += bytes;
+  return 0;
+}
+
+/* The format's extensions keep its files (any case) and drop the rest, counted and named; "" keeps names
+ * without an extension, "*" everything (issue 34: a README.txt and a .png were read as JPEGs). */
+static void test_keep_extensions(void **state) {
+  pb_file_list l = {0};
+  const char *names[] = {"d/a.JPEG", "d/README.txt", "d/b.jpg", "d/c.png", "d/train-00000-of-01024", "d/.e.jpg/x"};
+  for (int i = 0; i < 6; i++) {
+    assert_int_equal(list_push_for_test(&l, names[i], 10u * (unsigned)(i + 1)), 0);
+  }
+  int n = 0;
+  const char *const *jpeg = pb_format_extensions(PB_FMT_JPEG, &n);
+  pb_files_skipped skipped = {0};
+  pb_file_list_keep_extensions(&l, jpeg, n, &skipped);
+  assert_int_equal(l.count, 2);
+  assert_string_equal(l.files[0].path, "d/a.JPEG");
+  assert_string_equal(l.files[1].path, "d/b.jpg");
+  assert_int_equal(l.files[1].index, 1);
+  assert_int_equal(l.total_bytes, 10 + 30);
+  assert_int_equal(skipped.count, 4);
+  assert_string_equal(skipped.first[0], "d/README.txt");
+  assert_string_equal(skipped.first[2], "d/train-00000-of-01024");
+  pb_file_list_free(&l);
+  for (int i = 0; i < 6; i++) assert_int_equal(list_push_for_test(&l, names[i], 1), 0);
+  const char *const *tfr = pb_format_extensions(PB_FMT_TFRECORD, &n);
+  pb_file_list_keep_extensions(&l, tfr, n, NULL); /* no extension: kept ("x" under a dotted directory too) */
+  assert_int_equal(l.count, 2);
+  assert_string_equal(l.files[0].path, "d/train-00000-of-01024");
+  assert_string_equal(l.files[1].path, "d/.e.jpg/x");
+  const char *const all[] = {"*"};
+  pb_file_list_keep_extensions(&l, all, 1, NULL);
+  assert_int_equal(l.count, 2);
+  pb_file_list_free(&l);
+  assert_null(pb_format_extensions(PB_FMT_SYNTHETIC, &n));
+  assert_int_equal(n, 0);
+}
+
 static void test_list_file(void **state) {
   pb_file_list l;
   pb_err err;
@@ -453,22 +499,23 @@ static void test_listing_errors_show_control_bytes_as_marks(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_data_file_open_refuses_what_is_not_a_file),
-    cmocka_unit_test(test_listing_errors_show_control_bytes_as_marks),
-    cmocka_unit_test(test_walk_sorted_recursive),
-    cmocka_unit_test(test_symlink_cycle_refused),
-    cmocka_unit_test(test_symlink_dangling_listed),
-    cmocka_unit_test(test_path_too_long_listed),
-    cmocka_unit_test(test_symlink_to_outside_followed),
-    cmocka_unit_test(test_trailing_slash_and_relative_path),
-    cmocka_unit_test(test_glob),
-    cmocka_unit_test(test_list_file),
-    cmocka_unit_test(test_list_file_errors),
-    cmocka_unit_test(test_missing_and_empty),
-    cmocka_unit_test(test_shuffle_is_a_deterministic_permutation),
-    cmocka_unit_test(test_shuffle_is_uniform),
-    cmocka_unit_test(test_shard_partitions),
-    cmocka_unit_test(test_shuffle_then_shard),
+      cmocka_unit_test(test_data_file_open_refuses_what_is_not_a_file),
+      cmocka_unit_test(test_listing_errors_show_control_bytes_as_marks),
+      cmocka_unit_test(test_walk_sorted_recursive),
+      cmocka_unit_test(test_symlink_cycle_refused),
+      cmocka_unit_test(test_symlink_dangling_listed),
+      cmocka_unit_test(test_path_too_long_listed),
+      cmocka_unit_test(test_symlink_to_outside_followed),
+      cmocka_unit_test(test_trailing_slash_and_relative_path),
+      cmocka_unit_test(test_glob),
+      cmocka_unit_test(test_keep_extensions),
+      cmocka_unit_test(test_list_file),
+      cmocka_unit_test(test_list_file_errors),
+      cmocka_unit_test(test_missing_and_empty),
+      cmocka_unit_test(test_shuffle_is_a_deterministic_permutation),
+      cmocka_unit_test(test_shuffle_is_uniform),
+      cmocka_unit_test(test_shard_partitions),
+      cmocka_unit_test(test_shuffle_then_shard),
   };
   return cmocka_run_group_tests(tests, setup_tree, teardown_tree);
 }
