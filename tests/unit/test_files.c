@@ -1,6 +1,5 @@
 /* The dataset file list: directory walk order, hidden entries, symlinks, globs, @lists, errors, and the
  * shuffle (deterministic per seed and epoch, a true permutation) and shard (a partition across ranks). */
-#include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cmocka.h>
 
 #include "config.h"
 #include "files.h"
