@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "repeat.h"
 #include "report.h"
@@ -270,6 +271,74 @@ static void test_summary_odd_and_none(void **state) {
   cJSON_Delete(j);
 }
 
+/* ---------- what repeats write (reports/repeat_out.c) ---------- */
+
+/* Three repeats, the second failed: two count (100 and 200 samples/s), an even number. */
+static void two_of_three(pb_run_figures runs[3], pb_repeat_summary *s) {
+  runs[0] = (pb_run_figures){0, true, false, 100, 10, 10, 90, 5, "input_bound", "read", 1};
+  runs[1] = (pb_run_figures){1, false, false, NAN, NAN, NAN, NAN, NAN, NULL, "", 1};
+  runs[2] = (pb_run_figures){0, true, false, 200, 20, 20, 80, 15, "input_bound", "decode", 1};
+  pb_repeat_summarize(runs, 3, s);
+}
+
+static void test_repeat_column_and_text(void **state) {
+  pb_run_figures runs[3];
+  pb_repeat_summary s;
+  two_of_three(runs, &s);
+  double v[3];
+  pb_repeat_column(runs, 3, offsetof(pb_run_figures, input_bound_pct), v);
+  assert_double_cmp(v[0], ==, 5);
+  assert_nan(v[1]); /* a failed repeat counts in no figure */
+  assert_double_cmp(v[2], ==, 15);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  pb_repeat_print_text(f, runs, 3, &s);
+  pb_repeat_print_stopped(f, 3, 5, s.n);
+  fclose(f);
+  assert_string_equal(text,
+                      "\nrepeats       2 of 3 counted; the summary above is repeat 1's, the lower of the two middle\n"
+                      "              samples/s (the median is their mean)\n"
+                      "samples/s     150.0 (100.0-200.0, 50.0 % interval)\n"
+                      "device idle % 15.0 (10.0-20.0, 50.0 % interval)\n"
+                      "AU %          85.0 (80.0-90.0, 50.0 % interval)\n"
+                      "input-bound % 10.0 (5.0-15.0, 50.0 % interval)\n"
+                      "bottlenecks   read in 1 of 2 repeats, decode in 1 of 2 repeats\n"
+                      "status        INTERRUPTED: the repeats were stopped, 3 of 5 run; the figures are of the 2 that "
+                      "completed\n");
+  free(text);
+}
+
+static void test_repeat_files(void **state) {
+  pb_run_figures runs[3];
+  pb_repeat_summary s;
+  two_of_three(runs, &s);
+  char dir[] = "/tmp/pb_test_repeat_XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/repeats.csv", dir);
+  pb_err err;
+  assert_int_equal(pb_repeat_write_csv(path, &s, &err), 0);
+  char *csv = slurp(path);
+  assert_string_equal(csv,
+                      "figure,median,lo,hi,coverage_pct,n,runs\n"
+                      "samples_per_s,150.0,100.0,200.0,50.00,2,3\n"
+                      "device_idle_pct,15.00,10.00,20.00,50.00,2,3\n"
+                      "accelerator_utilization_pct,85.00,80.00,90.00,50.00,2,3\n"
+                      "input_bound_pct,10.00,5.00,15.00,50.00,2,3\n");
+  free(csv);
+  unlink(path);
+  /* the median repeat wrote no report.json: NULL, saying which file */
+  cJSON *tree = pb_repeat_report(dir, pb_repeat_json(runs, 3, &s), false, &err);
+  assert_null(tree);
+  char want[160];
+  snprintf(want, sizeof want,
+           "%s/report.json: cannot read the median repeat's report (expected the report.json it wrote)", dir);
+  assert_string_equal(err.msg, want);
+  rmdir(dir);
+  assert_int_cmp(pb_repeat_write_csv("/nonexistent-pb-dir/repeats.csv", &s, &err), <, 0);
+  assert_non_null(strstr(err.msg, "/nonexistent-pb-dir/repeats.csv: cannot write the table: "));
+}
+
 /* ---------- tune ---------- */
 
 /* "Up to" the device's rate counts as reached within max(1 %, min(noise, 5 %)): never 25 % below it. */
@@ -330,6 +399,8 @@ int main(void) {
       cmocka_unit_test(test_summary),
       cmocka_unit_test(test_interrupted_repeats),
       cmocka_unit_test(test_summary_odd_and_none),
+      cmocka_unit_test(test_repeat_column_and_text),
+      cmocka_unit_test(test_repeat_files),
       cmocka_unit_test(test_tune_reached_ceiling),
       cmocka_unit_test(test_tune_reserve),
       cmocka_unit_test(test_tune_outcome),
