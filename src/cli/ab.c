@@ -1,5 +1,7 @@
 /* `pipebench ab`: synthetic, real with a cold page cache, real with a warm one (DS-Analyzer, VLDB 2021).
- * The method, every key of ab.json and the verdict rules are in docs/AB.md. */
+ * The method, every key of ab.json and the verdict rules are in docs/AB.md.  Here: the page cache, the runs
+ * and their progress lines; the numbers and the verdict are src/analysis/ab_verdict.c, ab.json and the table
+ * reports/ab_out.c. */
 #include "ab.h"
 #include "json_text.h"
 

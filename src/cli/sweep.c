@@ -1,6 +1,7 @@
 /* pipebench sweep: the cartesian product of the --set lists, run one after the other in the order of the
  * lists (the last list varies fastest), each into <out>/trial-NNN.  Every combination's config is loaded
- * before the first run, so a bad value fails in a second, not after an hour of runs. */
+ * before the first run, so a bad value fails in a second, not after an hour of runs.  The grid and the best
+ * are src/analysis/sweep_grid.c; the table, sweep.csv and sweep.json reports/sweep_out.c. */
 #include "sweep.h"
 #include "json_text.h"
 
