@@ -239,6 +239,56 @@ static int slow_symbol(j_decompress_ptr c, const huff_table *t, uint64_t acc, in
 
 /* ---- one MCU ---- */
 
+/* F.2.2.2: the AC coefficients, zigzag order, into a block libjpeg has zeroed (out).  The bit reader's
+ * registers (acc, p, nbits: the names REFILL, PEEK, DROP and SYMBOL use) come in and go back by pointer;
+ * always inlined into decode_mcu's block loop, they stay in registers as if the loop were written there. */
+static inline __attribute__((always_inline)) void decode_ac(j_decompress_ptr c, const huff_table *act, JCOEF *out,
+                                                            bitreader *br, const uint8_t *end, uint64_t *acc_io,
+                                                            const uint8_t **p_io, int *nbits_io) {
+  uint64_t acc = *acc_io;
+  const uint8_t *p = *p_io;
+  int nbits = *nbits_io;
+  for (int k = 1; k < DCTSIZE2;) {
+    REFILL();
+    int f = act->fast[PEEK(LOOK_BITS)];
+    if (__builtin_expect(f != 0, 1)) {
+      k += (f >> 8) & 0xFF;
+      out[natural_order[k]] = (JCOEF)(f >> 16);
+      DROP(f & 0xFF);
+      k++;
+      continue;
+    }
+    int sym;
+    SYMBOL(sym, act);
+    int run = sym >> 4, s = sym & 15;
+    if (s) {
+      k += run;
+      out[natural_order[k]] = (JCOEF)extend((int)PEEK(s), s);
+      DROP(s);
+      k++;
+    } else if (run == 15) {
+      k += 16;
+    } else {
+      break; /* end of block */
+    }
+  }
+  *acc_io = acc, *p_io = p, *nbits_io = nbits;
+}
+
+/* The reader stopped at a marker or the end: libjpeg's warnings (errors to the region decoder) when its
+ * reader ran past the buffer's end, or bits past the end of the data were used. */
+static void warn_past_data(j_decompress_ptr c, pb_jpeg_huff *h) {
+  const bitreader *br = &h->br;
+  if (br->at_end && !h->warned_eof) {
+    h->warned_eof = true;
+    WARNMS(c, JWRN_JPEG_EOF);
+  }
+  if (br->nbits < br->nfake) {
+    WARNMS(c, JWRN_HIT_MARKER);
+    c->entropy->insufficient_data = TRUE;
+  }
+}
+
 static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
   pb_jpeg_huff *h = (pb_jpeg_huff *)c->client_data;
   if (c->entropy->insufficient_data) return TRUE; /* after a warning that returned: zeros, as libjpeg */
@@ -272,46 +322,11 @@ static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
       if (block) block[0] = (JCOEF)h->last_dc[ci];
     }
 
-    /* F.2.2.2: the AC coefficients, zigzag order, into a block libjpeg has zeroed */
     JCOEF *out = block && h->ac_needed[blkn] ? block : h->scratch;
-    for (int k = 1; k < DCTSIZE2;) {
-      REFILL();
-      f = act->fast[PEEK(LOOK_BITS)];
-      if (__builtin_expect(f != 0, 1)) {
-        k += (f >> 8) & 0xFF;
-        out[natural_order[k]] = (JCOEF)(f >> 16);
-        DROP(f & 0xFF);
-        k++;
-        continue;
-      }
-      int sym;
-      SYMBOL(sym, act);
-      int run = sym >> 4, s = sym & 15;
-      if (s) {
-        k += run;
-        out[natural_order[k]] = (JCOEF)extend((int)PEEK(s), s);
-        DROP(s);
-        k++;
-      } else if (run == 15) {
-        k += 16;
-      } else {
-        break; /* end of block */
-      }
-    }
+    decode_ac(c, act, out, br, end, &acc, &p, &nbits);
   }
   br->acc = acc, br->p = p, br->nbits = nbits;
-  if (__builtin_expect(br->stopped, 0)) {
-    /* libjpeg's warnings (errors to the region decoder): its reader ran past the buffer's end, or bits
-     * past the end of the data were used */
-    if (br->at_end && !h->warned_eof) {
-      h->warned_eof = true;
-      WARNMS(c, JWRN_JPEG_EOF);
-    }
-    if (br->nbits < br->nfake) {
-      WARNMS(c, JWRN_HIT_MARKER);
-      c->entropy->insufficient_data = TRUE;
-    }
-  }
+  if (__builtin_expect(br->stopped, 0)) warn_past_data(c, h);
   return TRUE;
 }
 
