@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ranks.h"
-#include "report.h"
 #include "../assert_values.h" /* unit_util.h would clash with the slurp below */
+#include "ranks_out.h"
+#include "report.h"
 
 /* Stage 0: the in-memory source; 1: a skipped decode; 2: batch; 3: prefetch with NAN figures. */
 static void fill_stages(pb_report *r) {
@@ -485,6 +485,77 @@ static void test_job_accounting_with_a_silent_rank(void **state) {
   cJSON_Delete(r[1]);
 }
 
+/* Two ranks that wrote reports; rank 1 the more input-bound, so the job's figures are its. */
+static void job_ranks(cJSON *r[2]) {
+  r[0] = cJSON_Parse(
+      "{\"rank\":0,\"host\":\"h0\",\"status\":0,\"throughput\":{\"samples_per_s\":10},\"input_bound_pct\":2.5,"
+      "\"device_idle_pct\":1,\"classification\":\"not_input_bound\",\"bottleneck\":{\"stage\":\"device\"},"
+      "\"step_breakdown_ms\":{\"comm\":0.5},\"shard\":{\"files\":4},\"accounting\":{\"samples_read\":8,"
+      "\"samples_consumed\":8,\"balanced\":true,\"first_errors\":[]}}");
+  r[1] = cJSON_Parse(
+      "{\"rank\":1,\"host\":\"h1\",\"status\":0,\"throughput\":{\"samples_per_s\":20},\"input_bound_pct\":7.5,"
+      "\"device_idle_pct\":5,\"classification\":\"input_bound\",\"bottleneck\":{\"stage\":\"decode\"},"
+      "\"step_breakdown_ms\":{\"comm\":1.25},\"shard\":{\"files\":3},\"accounting\":{\"samples_read\":16,"
+      "\"samples_consumed\":15,\"errors\":1,\"balanced\":true,\"first_errors\":[]}}");
+  assert_non_null(r[0]);
+  assert_non_null(r[1]);
+}
+
+/* The job's summary names every rank and the most input-bound one's bottleneck; its report.json is the
+ * tree as printed, and a directory that is not there is an error line naming the file. */
+static void test_job_summary_and_write(void **state) {
+  cJSON *r[2];
+  job_ranks(r);
+  cJSON *job = pb_ranks_aggregate(r, 2);
+  assert_non_null(job);
+  assert_int_equal(cJSON_GetObjectItemCaseSensitive(job, "figures_from_rank")->valueint, 1);
+  char dir[] = "/tmp/pb_test_job_XXXXXX", path[300];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fclose(f);
+  static char t[1 << 14];
+  f = fmemopen(t, sizeof t, "w");
+  assert_non_null(f);
+  pb_ranks_print_text(f, job, dir, "job");
+  fclose(f);
+  assert_contains(t, "pipebench 0.1.0  job  2 ranks\nthroughput    30.0 samples/s over all ranks\n");
+  assert_contains(t,
+                  "\n0     h0                       10.0     1.00     2.50     0.500 not_input_bound          device   "
+                  "          4\n1     h1                       20.0     5.00     7.50     1.250 input_bound         "
+                  "     decode             3\n");
+  assert_contains(t, "most input-bound rank 1: bottleneck decode\n");
+  assert_contains(t, "skew          samples/s min 10.0 max 20.0 (max/min 2.000)\n");
+  assert_contains(t, "accounting    read 24 = consumed 23 + dropped 0 + errors 1 + in flight 0  (balanced)\n");
+  assert_contains(t, "trace         ");
+  assert_contains(t, "/trace.json (every rank, one process per rank: open in https://ui.perfetto.dev)\n");
+  unlink(path);
+
+  char *text = NULL;
+  pb_err err;
+  assert_int_equal(pb_ranks_write_json(job, dir, &text, &err), 0);
+  assert_non_null(text);
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  const char *written = slurp(path);
+  assert_int_equal(strlen(written), strlen(text) + 1);
+  assert_memory_equal(written, text, strlen(text));
+  assert_int_equal(written[strlen(text)], '\n');
+  free(text);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/no", dir);
+  assert_int_equal(pb_ranks_write_json(job, path, &text, &err), -ENOENT);
+  assert_non_null(text); /* for --json, written or not */
+  free(text);
+  assert_contains(err.msg,
+                  "/no/report.json: cannot write the job's report: No such file or directory (expected a "
+                  "writable directory)");
+  rmdir(dir);
+  cJSON_Delete(job);
+  cJSON_Delete(r[0]);
+  cJSON_Delete(r[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_has_contract_keys),
@@ -500,6 +571,7 @@ int main(void) {
       cmocka_unit_test(test_text_errors_whole),
       cmocka_unit_test(test_text_not_balanced_and_long_text),
       cmocka_unit_test(test_job_accounting_with_a_silent_rank),
+      cmocka_unit_test(test_job_summary_and_write),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
