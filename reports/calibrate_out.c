@@ -14,6 +14,12 @@ static void machine_text(FILE *out, const pb_calibration *c) {
   fprintf(out, "  cores            %d\n", c->cores);
   fprintf(out, "  memcpy           %.2f GB/s one core, %.2f GB/s all cores\n", c->memcpy_gb_per_s,
           c->memcpy_all_gb_per_s);
+  /* all cores together slower than one alone: other work took the cores while it measured */
+  if (c->cores > 1 && c->memcpy_all_gb_per_s < c->memcpy_gb_per_s)
+    fprintf(out,
+            "  IMPLAUSIBLE      one core copied faster than all %d together: the machine was busy while this "
+            "was measured (run pipebench calibrate --force on a quiet machine)\n",
+            c->cores);
   if (isfinite(c->h2d_pinned_gb_per_s))
     fprintf(out, "  h2d (%s)  %.2f GB/s pinned, %.2f GB/s pageable; step kernel %.3f ms for %.3f ms (%+.2f %%)\n",
             c->gpu_name, c->h2d_pinned_gb_per_s, c->h2d_pageable_gb_per_s, c->step_kernel_measured_ms,

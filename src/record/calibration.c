@@ -1,4 +1,4 @@
-#define _DEFAULT_SOURCE /* realpath */
+#define _GNU_SOURCE /* realpath, sched_getaffinity */
 #include "calibration.h"
 #include "json_text.h"
 
@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "decode_scale.h"
@@ -33,12 +35,24 @@ static void cpu_model(char *out, size_t len) {
   fclose(f);
 }
 
+/* CPUs this process may run on (its affinity mask: taskset, a container's cpuset), or 0 when unknown. */
+static int usable_cpus(void) {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+/* Everything the figures depend on besides the dataset: the host, its CPU, the cores online and usable, the
+ * kernel and pipebench's version.  A cache copied into another container, or one left by an older binary or
+ * under another CPU mask, does not match, so its figures are not taken for this machine's (issue 34). */
 void pb_calib_machine_key(char *out, size_t len) {
   char host[128] = "unknown-host", model[160];
   gethostname(host, sizeof host - 1);
   cpu_model(model, sizeof model);
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  snprintf(out, len, "%s | %s | %ld cpus", host, model, n);
+  struct utsname u;
+  if (uname(&u) != 0) snprintf(u.release, sizeof u.release, "unknown");
+  snprintf(out, len, "%s | %s | %ld cpus, %d usable | Linux %.64s | pipebench %s", host, model, n, usable_cpus(),
+           u.release, PB_VERSION);
 }
 
 int pb_calib_cache_path(char *out, size_t len) {
