@@ -1,6 +1,8 @@
 /* gen's plan (gen_plan.h): names, the split of samples over files, sizes and seeds, and the refusals. */
 #include "gen_plan.h"
 
+#include <math.h>
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,7 +68,10 @@ size_t pb_gen_record_bytes(const pb_config *cfg, uint64_t key) {
   pb_rng rng;
   pb_rng_seed(&rng, pb_gen_size_seed(cfg->seed, key));
   double v = pb_rng_normal(&rng, (double)g->record_bytes, (double)g->record_bytes_stdev);
-  return v < 1 ? 1 : (size_t)v;
+  /* A normal with a wide spread (unet3d's: 14.7 +- 6.8 MB) has a tail below zero; a 1-byte "volume" is no
+   * sample anyone trains on, so the floor is a tenth of the mean (at least 1 byte). */
+  double floor_bytes = fmax(1.0, floor((double)g->record_bytes / 10.0));
+  return v < floor_bytes ? (size_t)floor_bytes : (size_t)v;
 }
 
 int pb_gen_array_shape(uint64_t samples_per_file, size_t record_bytes, int64_t shape[2]) {
