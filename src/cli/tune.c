@@ -23,6 +23,7 @@
  * next trial would end after --budget-s.  Every trial's prediction is compared with its measurement.
  * See docs/TUNING.md. */
 #include "tune.h"
+#include "json_edit.h"
 #include "json_text.h"
 
 #include <errno.h>
@@ -810,6 +811,57 @@ static int written_trial(const tuner *t) {
   return pb_tune_written_trial(&r);
 }
 
+static int write_config(tuner *t, const char *path);
+
+/* The user's config file with only the knobs changed to the written trial's values (--write: a diff of the
+ * two files shows the tuning), as malloc'd text; NULL, with why, when its text cannot be edited so. */
+static char *edited_original(const tuner *t, char *why, size_t why_len) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = fopen(t->m->config_file, "r");
+  if (!f || getdelim(&text, &len, '\0', f) < 0) {
+    snprintf(why, why_len, "cannot read it again: %s", strerror(errno));
+    if (f) fclose(f);
+    free(text);
+    return NULL;
+  }
+  fclose(f);
+  const pb_tune_point *p = &t->trials[written_trial(t)].p;
+  for (int k = 0; k < t->nknobs && text; k++) {
+    const pb_tune_knob *kn = &t->knobs[k];
+    char *next = NULL;
+    int rc =
+        pb_json_edit_stage_key(text, t->cfg->stages[kn->stage].name, kn->depth ? "depth" : "threads", p->v[k], &next);
+    if (rc)
+      snprintf(why, why_len, "stage \"%s\" not found in its text (%s)", t->cfg->stages[kn->stage].name,
+               rc == -ENOENT ? "no such stage" : strerror(-rc));
+    free(text);
+    text = next;
+  }
+  return text;
+}
+
+/* --write FILE: the user's config with the tuned knobs changed (edited_original), or, when its text cannot be
+ * edited (said on stderr), the resolved config tune measured. */
+static int write_user_config(tuner *t, const char *path) {
+  char why[256] = "";
+  char *text = edited_original(t, why, sizeof why);
+  if (!text) {
+    fprintf(stderr, "pipebench: tune: --write: %s: %s; writing the whole resolved config instead\n", t->m->config_file,
+            why);
+    return write_config(t, path);
+  }
+  errno = 0;
+  FILE *f = fopen(path, "w");
+  int rc = f && fputs(text, f) >= 0 ? 0 : PB_EXIT_RUNTIME;
+  if (f && fclose(f) != 0) rc = PB_EXIT_RUNTIME;
+  if (rc)
+    fprintf(stderr, "pipebench: %s: cannot write the tuned config: %s (expected a writable path)\n", path,
+            errno ? strerror(errno) : "I/O error");
+  free(text);
+  return rc;
+}
+
 /* The best trial's config, resolved (valid and runnable), to `path`. */
 static int write_config(tuner *t, const char *path) {
   pb_err err;
@@ -834,7 +886,7 @@ static int finish(tuner *t, const pb_tune_opts *o, int rc) {
   /* Every output is attempted whatever failed before it (a --write that fails must not cost tune.json);
    * the summary names only a tuned config that was written. */
   int wrc = have ? write_config(t, tuned) : 0;
-  int user_rc = have && o->write_file ? write_config(t, o->write_file) : 0;
+  int user_rc = have && o->write_file ? write_user_config(t, o->write_file) : 0;
   pb_tune_result res = result_of(t);
   cJSON *json = pb_tune_out_json(&res, have && !wrc ? tuned : NULL, rc == PB_EXIT_INTERRUPTED);
   int jrc = pb_multi_write_json(t->m, "tune.json", json);

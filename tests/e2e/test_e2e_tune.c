@@ -298,6 +298,18 @@ static void test_tune_cpu_bound(void **state) {
   cJSON *rep = run_report(written, "tuned-spin", ARGS("--set", "run.steps=10"));
   assert_int_equal((int)num(stage(rep, "aug"), "threads"), (int)threads);
   assert_accounting_balances(rep);
+  /* It is the user's own file with the knobs changed (issue 34), not the resolved config: the text before the
+   * stages is the original's byte for byte, and no default the user did not write appears. */
+  static char orig[4096], got[4096];
+  read_text(cfg, orig, sizeof orig);
+  read_text(written, got, sizeof got);
+  size_t head = (size_t)(strstr(orig, "\"stages\"") - orig);
+  assert_memory_equal(got, orig, head);
+  assert_null(strstr(got, "max_memory_mb"));
+  assert_null(strchr(got, '\t'));
+  char want[64];
+  snprintf(want, sizeof want, "\"threads\": %d", (int)threads);
+  if (!strstr(got, want)) fail_msg("written config lacks %s: %s", want, got);
 }
 
 static void test_tune_latency_more_threads_than_cores(void **state) {
