@@ -42,6 +42,7 @@ CONFIG = {
 }
 
 DEPTH_LINE = re.compile(r"^model: depth (\d+): ([0-9.]+)/s idle ([0-9.]+) %$")
+COST_LINE = re.compile(r"^model: \d+ predictions in ([0-9.]+) s$")
 
 
 def record(binary, cfg, depth, out):
@@ -63,14 +64,17 @@ def analyze(binary, trace_dir, tmp):
     if res.returncode != 0:
         sys.exit(f"bursty_depth: analyze {trace_dir} failed: {res.stderr.strip()[-500:]}")
     rep = json.loads(res.stdout)
-    pred = {}
+    pred, model_s = {}, None
     for line in res.stderr.splitlines():
         m = DEPTH_LINE.match(line.strip())
         if m:
             pred[int(m.group(1))] = float(m.group(3))
+        m = COST_LINE.match(line.strip())
+        if m:
+            model_s = float(m.group(1))
     recs = rep.get("recommendations") or []
     top = recs[0] if recs else None
-    return {"predicted_idle": pred, "measured_idle": rep["device_idle_pct"], "wall_s": wall_s,
+    return {"predicted_idle": pred, "measured_idle": rep["device_idle_pct"], "wall_s": wall_s, "model_s": model_s,
             "top_kind": top and top.get("kind"), "top_action": top and top.get("action"),
             "top_predicted_idle": top and top.get("predicted_idle_pct")}
 
@@ -131,8 +135,8 @@ def main():
     print("|---|---|" + "---|" * len(from_depths))
     for d in sorted(measured):
         meas = [r["idle"] for r in measured[d]]
-        preds = [med_range([a["predicted_idle"][d] for a in analyses if a["from_depth"] == f and d in a["predicted_idle"]])
-                 for f in from_depths]
+        preds = [med_range([a["predicted_idle"][d] for a in analyses
+                            if a["from_depth"] == f and d in a["predicted_idle"]]) for f in from_depths]
         print(f"| {d} | {med_range(meas)} | " + " | ".join(preds) + " |")
     print()
     for a in analyses:
@@ -141,9 +145,11 @@ def main():
         verdict = ""
         if meas and a["top_predicted_idle"] is not None:
             gap = statistics.median(meas) - a["top_predicted_idle"]
-            verdict = f"; measured there {med_range(meas)}: {gap:+.2f} points ({'within' if abs(gap) <= 2 else 'NOT within'} 2)"
+            within = "within" if abs(gap) <= 2 else "NOT within"
+            verdict = f"; measured there {med_range(meas)}: {gap:+.2f} points ({within} 2)"
         print(f"from depth {a['from_depth']} (measured idle {a['measured_idle']:.2f} %): top {a['top_kind']} "
-              f"`{a['top_action']}`, predicted idle {a['top_predicted_idle']}{verdict}; analyze {a['wall_s']:.1f} s")
+              f"`{a['top_action']}`, predicted idle {a['top_predicted_idle']}{verdict}; analyze {a['wall_s']:.1f} s, "
+              f"7 predictions {a['model_s']} s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"measured": measured, "analyses": analyses}, f, indent=1)
