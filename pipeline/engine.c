@@ -53,12 +53,13 @@ bool pb_streak_hopeless(uint64_t failures, uint64_t since_ns, uint64_t now_ns, u
   return failures >= whole || (now_ns > since_ns && now_ns - since_ns >= PB_STREAK_MAX_NS);
 }
 
-/* Samples the shuffles before stage s may hold back: a good one among them can come after many failures. */
+/* Samples the stages before s may hold back (a shuffle's buffer): a good one among them can come after many
+ * failures. */
 static uint64_t reorder_samples(const pb_stage *s) {
   uint64_t held = 0;
   for (int i = 0; i < s->index; i++) {
-    const pb_stage_cfg *c = s->engine->stages[i].cfg;
-    if (c && c->type == PB_STAGE_SHUFFLE) held += (uint64_t)c->buffer * (uint64_t)s->engine->stages[i].threads;
+    const pb_stage *t = &s->engine->stages[i];
+    if (t->ops->held_samples) held += t->ops->held_samples(t);
   }
   return held;
 }

@@ -22,6 +22,7 @@
 #include "files.h"
 #include "pool.h"
 #include "queue.h"
+#include "stage_desc.h"
 #include "stats.h"
 #include "record_types.h"
 #include "trace.h"
@@ -38,10 +39,29 @@ typedef struct pb_worker pb_worker;
 typedef struct pb_engine pb_engine;
 struct pb_device;
 
+/* A stage type's runtime and the engine's hooks into it.  Its config facts (keys, placement, shape, knobs) are
+ * its description `desc` (src/core/stages/<type>.c); the planning hooks say what the engine cannot know of a
+ * type by itself, and a NULL hook is the generic rule. */
 typedef struct pb_stage_ops {
   const char *type;
+  const pb_stage_desc *desc; /* NULL for the in-memory source, which is no config type */
   /* Bytes of buffers this stage will allocate (planned before anything is allocated, for limits). */
   uint64_t (*memory_bytes)(const pb_stage *s);
+  /* Planned payload bytes of one sample leaving this stage (before the batch), given the stage before's:
+   * an estimate where the shape does not say (read's files, decode's images).  NULL: the shape's bytes,
+   * else input_bytes. */
+  uint64_t (*sample_bytes)(const pb_stage *s, uint64_t input_bytes);
+  /* Batches the queue after this stage holds (prefetch's depth, h2d's streams).  NULL: one. */
+  int (*out_capacity)(const pb_stage *s);
+  /* Worker threads a stage of this config runs (h2d: one per copy stream).  NULL: sc->threads. */
+  int (*threads)(const pb_stage_cfg *sc);
+  /* Samples the stage holds back besides its chunks and queue (a shuffle buffer): they keep upstream pools'
+   * buffers, and a good sample can come after that many failures.  NULL: none. */
+  uint64_t (*held_samples)(const pb_stage *s);
+  /* Does it hand on the very buffers it received (so they stay out of their pool longer)?  NULL: no. */
+  bool (*passes_buffers)(const pb_stage *s);
+  /* It keeps the first epoch and replays it (cache): the source makes one epoch. */
+  bool replays_epoch;
   int (*init)(pb_stage *s, pb_err *err);
   /* Sources only: makes up to max new elements and hands them on with pb_emit; returns how many,
    * 0 at end of data, or -ECANCELED. */
@@ -176,8 +196,8 @@ void pb_engine_join(pb_engine *e);
 uint64_t pb_engine_drain(pb_engine *e);
 void pb_engine_close(pb_engine *e);
 
-/* Capacity, in elements, of the queue after stage s: samples before batch; after it one batch, except
- * prefetch (`depth`) and h2d (`streams`). */
+/* Capacity, in elements, of the queue after stage s: samples before batch; after it one batch, or what the
+ * stage's out_capacity says (prefetch's `depth`, h2d's `streams`). */
 int pb_stage_out_capacity(const pb_stage *s);
 /* Buffers a stage's pool needs: its own workers' outputs, its queue, and every place downstream
  * where they can sit until a stage releases them (a shuffle buffer included). */

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "engine.h"
-#include "plan_probe.h"
 #include "sat.h"
 
 #define QUEUE_BUDGET_BYTES (64u << 20)
@@ -37,54 +36,25 @@ int pb_engine_check(const pb_config *cfg, bool synthetic, pb_err *err) {
 
 uint32_t pb_engine_source_epochs(const pb_engine *e) {
   for (int i = 1; i < e->nstages; i++)
-    if (e->stages[i].cfg && e->stages[i].cfg->type == PB_STAGE_CACHE) return 1;
+    if (e->stages[i].ops->replays_epoch) return 1;
   return e->cfg->run.stop == PB_STOP_EPOCHS ? (uint32_t)e->cfg->run.epochs : 0;
 }
 
-/* A stage that hands on the very buffers it received (so they stay out of their pool longer). */
-static bool passes_buffers_through(const pb_stage_cfg *sc) {
-  if (!sc) return false;
-  if (sc->type == PB_STAGE_SHUFFLE || sc->type == PB_STAGE_CACHE || sc->type == PB_STAGE_PREFETCH) return true;
-  if (sc->type != PB_STAGE_MAP) return false;
-  for (int j = 0; j < sc->nops; j++) {
-    pb_op_kind k = sc->ops[j].kind;
-    if (k != PB_OP_SPIN && k != PB_OP_SLEEP && k != PB_OP_FLIP) return false;
-  }
-  return true;
-}
-
-/* Bytes of one encoded/raw sample as the read stage emits it: what the dataset itself says (plan_probe.c)
- * where it is there to read, else an estimate for planning. */
-static uint64_t read_bytes_estimate(const pb_engine *e) {
-  const pb_config *cfg = e->cfg;
-  const pb_dataset_cfg *d = &cfg->dataset;
-  bool jpeg = d->format == PB_FMT_JPEG || (d->format == PB_FMT_TFRECORD && d->payload == PB_PAYLOAD_JPEG);
-  uint64_t probed = e->have_files ? pb_probe_sample_bytes(e) : 0;
-  if (probed) return probed;
-  if (jpeg && d->generate.has_image) return (uint64_t)(d->generate.width * d->generate.height * 3 / 4);
-  if (jpeg) return 256u << 10;
-  uint64_t rec = (uint64_t)(d->record_bytes ? d->record_bytes : d->generate.record_bytes);
-  return rec ? rec + 3 * (uint64_t)d->generate.record_bytes_stdev : 1u << 20;
-}
-
+/* Bytes of one element leaving s: a batch of its samples after `batch`; before it, what the stage's type
+ * estimates (read, decode), else the sample shape's bytes, else what came in. */
 static uint64_t stage_bytes_estimate(const pb_stage *s, uint64_t input_bytes) {
   const pb_config *cfg = s->engine->cfg;
   uint64_t shape_bytes = pb_shape_bytes(&s->sample_shape);
   if (s->batched) return pb_sat_mul_u64(shape_bytes, (uint64_t)cfg->stages[pb_config_batch_index(cfg)].size);
-  if (s->cfg && s->cfg->type == PB_STAGE_READ) return read_bytes_estimate(s->engine);
-  if (shape_bytes) return shape_bytes;
-  if (!s->cfg || s->cfg->type != PB_STAGE_DECODE) return input_bytes;
-  uint64_t probed = s->engine->have_files ? pb_probe_decoded_bytes(s->engine, s->cfg) : 0;
-  return probed ? probed : 6u << 20; /* unknown image: ~2 MP */
+  if (s->ops->sample_bytes) return s->ops->sample_bytes(s, input_bytes);
+  return shape_bytes ? shape_bytes : input_bytes;
 }
 
 static int clamp_int(uint64_t v, int lo, int hi) { return v < (uint64_t)lo ? lo : v > (uint64_t)hi ? hi : (int)v; }
 
 int pb_stage_out_capacity(const pb_stage *s) {
   if (!s->batched) return clamp_int(QUEUE_BUDGET_BYTES / PB_MAX(s->sample_bytes, 1), 4, PB_SAMPLE_QUEUE_CAPACITY);
-  if (s->cfg->type == PB_STAGE_PREFETCH) return (int)s->cfg->depth;
-  if (s->cfg->type == PB_STAGE_H2D) return s->cfg->streams;
-  return 1;
+  return s->ops->out_capacity ? s->ops->out_capacity(s) : 1;
 }
 
 int pb_engine_next_consumers(const pb_engine *e, int i) {
@@ -106,9 +76,9 @@ int pb_stage_pool_buffers(const pb_stage *s) {
   for (int j = s->index + 1; j < e->nstages; j++) {
     const pb_stage *t = &e->stages[j];
     n += t->threads * t->chunk; /* in the next stage's hands (it releases or passes them on) */
-    if (t->batched || !passes_buffers_through(t->cfg)) break;
+    if (t->batched || !t->ops->passes_buffers || !t->ops->passes_buffers(t)) break;
     n += t->threads * t->out_chunk + pb_stage_out_capacity(t);
-    if (t->cfg->type == PB_STAGE_SHUFFLE) n += (int)t->cfg->buffer;
+    if (t->ops->held_samples) n += (int)t->ops->held_samples(t);
   }
   return n + 1;
 }
@@ -119,7 +89,7 @@ static void add_stage(pb_engine *e, const pb_stage_ops *ops, const pb_stage_cfg 
   *s = (pb_stage){.ops = ops, .cfg = sc, .index = e->nstages, .engine = e, .batched = batched,
                   .sample_shape = shape};
   s->is_source = e->nstages == 0;
-  s->threads = sc ? (sc->type == PB_STAGE_H2D ? sc->streams : sc->threads) : 1;
+  s->threads = !sc ? 1 : ops->threads ? ops->threads(sc) : sc->threads;
   snprintf(s->name, sizeof s->name, "%s", sc ? sc->name : "source");
   e->nstages++;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "account.h"
 #include "engine.h"
 #include "sat.h"
 #include "stage_batch.h"
@@ -319,7 +320,7 @@ static int finish_in_place(pb_worker *w, batch_state *st) {
   uv_mutex_unlock(&st->slot_lock);
   if (!have) return 0;
   if (batch.nsamples == 0 || w->stage->cfg->drop_remainder) {
-    w->ctr.samples_dropped_total += batch.nsamples;
+    pb_count_dropped(w, batch.nsamples);
     pb_buf_release(batch.buf);
     return 0;
   }
@@ -400,7 +401,7 @@ static int move_samples(batch_worker *to, batch_worker *from, uint32_t size) {
 /* The last flush decides the final remainder: hand it on short, or drop it (counted). */
 static int finish_remainder(pb_worker *w, batch_worker *b) {
   if (!w->stage->cfg->drop_remainder) return emit_batch(w, b);
-  w->ctr.samples_dropped_total += b->count;
+  pb_count_dropped(w, b->count);
   pb_buf_release(b->cur);
   b->cur = NULL;
   b->count = 0;
@@ -487,6 +488,7 @@ static void batch_close(pb_stage *s) {
 
 const pb_stage_ops pb_stage_batch_ops = {
     .type = "batch",
+    .desc = &pb_stage_desc_batch,
     .memory_bytes = batch_memory,
     .init = batch_init,
     .process = batch_process,

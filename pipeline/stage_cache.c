@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "account.h"
 #include "engine.h"
 
 typedef struct cache_state {
@@ -110,7 +111,7 @@ static int cache_flush(pb_worker *w) {
       pb_elem e = st->entries[i];
       e.id = atomic_fetch_add(&w->stage->engine->next_sample_id, 1);
       e.epoch = (uint32_t)epoch;
-      w->ctr.samples_replayed_total++;
+      pb_count_replayed(w);
       if (pb_emit(w, &e) < 0) return -ECANCELED;
     }
   }
@@ -126,8 +127,17 @@ static void cache_close(pb_stage *s) {
   s->state = NULL;
 }
 
+/* The first epoch's samples go on in their own buffers (the cache keeps copies). */
+static bool cache_passes_buffers(const pb_stage *s) {
+  (void)s; /* every stage of the type */
+  return true;
+}
+
 const pb_stage_ops pb_stage_cache_ops = {
     .type = "cache",
+    .desc = &pb_stage_desc_cache,
+    .passes_buffers = cache_passes_buffers,
+    .replays_epoch = true,
     .memory_bytes = cache_memory,
     .init = cache_init,
     .process = cache_process,

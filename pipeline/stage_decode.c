@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "plan_probe.h"
 #include "sat.h"
 #include "jpeg.h"
 #include "ops.h"
@@ -181,9 +182,21 @@ static void decode_close(pb_stage *s) {
   s->state = NULL;
 }
 
+/* Bytes of one decoded image: the shape's when dataset.generate.image gives it, else the largest of the
+ * probed images' headers at the scale decode will use (plan_probe.c), else a guess. */
+static uint64_t decode_sample_bytes(const pb_stage *s, uint64_t input_bytes) {
+  (void)input_bytes; /* encoded bytes say little about the image */
+  uint64_t shape_bytes = pb_shape_bytes(&s->sample_shape);
+  if (shape_bytes) return shape_bytes;
+  uint64_t probed = s->engine->have_files ? pb_probe_decoded_bytes(s->engine, s->cfg) : 0;
+  return probed ? probed : 6u << 20; /* unknown image: ~2 MP */
+}
+
 const pb_stage_ops pb_stage_decode_ops = {
     .type = "decode",
+    .desc = &pb_stage_desc_decode,
     .memory_bytes = decode_memory,
+    .sample_bytes = decode_sample_bytes,
     .init = decode_init,
     .process = decode_process,
     .cancel = decode_cancel,

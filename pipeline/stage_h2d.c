@@ -31,7 +31,14 @@ static int h2d_process(pb_worker *w, pb_elem *in) {
   return pb_emit(w, in);
 }
 
+/* One thread per copy stream, and a queue of one batch per stream after it: `streams` copies in flight. */
+static int h2d_threads(const pb_stage_cfg *sc) { return sc->streams; }
+static int h2d_out_capacity(const pb_stage *s) { return s->cfg->streams; }
+
 const pb_stage_ops pb_stage_h2d_ops = {
     .type = "h2d",
+    .desc = &pb_stage_desc_h2d,
+    .threads = h2d_threads,
+    .out_capacity = h2d_out_capacity,
     .process = h2d_process,
 };

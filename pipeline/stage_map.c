@@ -429,8 +429,19 @@ static void map_close(pb_stage *s) {
   s->state = NULL;
 }
 
+/* A map of only spin, sleep and flip ops hands on the buffers it received (flip works in place). */
+static bool map_passes_buffers(const pb_stage *s) {
+  for (int j = 0; j < s->cfg->nops; j++) {
+    pb_op_kind k = s->cfg->ops[j].kind;
+    if (k != PB_OP_SPIN && k != PB_OP_SLEEP && k != PB_OP_FLIP) return false;
+  }
+  return true;
+}
+
 const pb_stage_ops pb_stage_map_ops = {
     .type = "map",
+    .desc = &pb_stage_desc_map,
+    .passes_buffers = map_passes_buffers,
     .memory_bytes = map_memory,
     .init = map_init,
     .process = map_process,

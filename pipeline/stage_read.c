@@ -21,7 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "account.h"
 #include "engine.h"
+#include "plan_probe.h"
 #include "sat.h"
 #include "npy.h"
 #include "tfrecord.h"
@@ -198,7 +200,7 @@ static void read_error(pb_worker *w, uint32_t file_index, const char *message) {
   read_state *st = w->stage->state;
   pb_elem e = {.nsamples = 1, .file_index = file_index, .batch_id = PB_NO_BATCH};
   atomic_fetch_add_explicit(&st->samples_tried, 1, memory_order_relaxed);
-  w->ctr.samples_out_total += 1;
+  pb_count_made_failed(w);
   pb_worker_error(w, &e, pb_engine_file_path(w->stage->engine, file_index), message, false);
 }
 
@@ -264,10 +266,6 @@ static int emit_copy(pb_worker *w, const uint8_t *data, size_t bytes, uint32_t f
   return emit_sample(w, b, bytes, file_index, epoch, record);
 }
 
-static void count_bytes_read(pb_worker *w, size_t bytes) {
-  if (pb_engine_in_window(w->stage->engine, pb_now_ns())) w->ctr.bytes_in += bytes;
-}
-
 /* A one-sample file whose size says 0: read to its end in the file buffer, then copied into a sample's
  * buffer (rare: a copy costs nothing next to keeping a buffer of the bound's size per pool slot).  The file
  * buffer is freed after: the memory plan counts none for files read whole. */
@@ -275,9 +273,9 @@ static int read_whole_unsized(pb_worker *w, int fd, uint32_t fi, uint32_t epoch)
   read_worker *rw = w->state;
   int rc = read_to_end(w, fd);
   close(fd);
-  if (!rc) w->ctr.files_read_total++;
+  if (!rc) pb_count_file_read(w);
   if (!rc && rw->file_bytes) {
-    count_bytes_read(w, rw->file_bytes);
+    pb_count_bytes_read(w, rw->file_bytes);
     rc = emit_copy(w, rw->file_buf, rw->file_bytes, fi, epoch, 0) < 0 ? -ECANCELED : 0;
   } else if (rc) {
     read_errno(w, fi, rc, "cannot read", rw->file_bytes);
@@ -307,12 +305,12 @@ static int read_whole(pb_worker *w, uint32_t fi, uint32_t epoch) {
     pb_buf_release(b); /* NULL when the pool itself was cancelled */
     return rc;
   }
-  if (!rc) w->ctr.files_read_total++; /* opened and read (empty too), as start_file counts them */
+  if (!rc) pb_count_file_read(w); /* opened and read (empty too), as start_file counts them */
   if (rc || got == 0) {
     pb_buf_release(b);
     return rc ? read_errno(w, fi, rc, "cannot read", bytes) : read_error(w, fi, "empty file (expected a sample)"), 0;
   }
-  count_bytes_read(w, got);
+  pb_count_bytes_read(w, got);
   return emit_sample(w, b, got, fi, epoch, 0);
 }
 
@@ -326,7 +324,7 @@ static int slurp(pb_worker *w, uint32_t fi) {
   int rc = bytes ? grow_file_buf(rw, bytes, 0) : read_to_end(w, fd);
   if (!rc && bytes) rc = read_blocks(w->stage, fd, rw->file_buf, 0, bytes, rw->file_cap, &rw->file_bytes);
   close(fd);
-  if (!rc) count_bytes_read(w, rw->file_bytes);
+  if (!rc) pb_count_bytes_read(w, rw->file_bytes);
   return rc;
 }
 
@@ -390,7 +388,7 @@ static int load_npz(pb_worker *w, read_worker *rw) {
   int n = 0;
   int open_rc = pb_npz_open(path, &z, &err);
   /* files_read counts a file read through whatever its format: a bad archive, unlike an I/O error */
-  if (open_rc == -EBADMSG) w->ctr.files_read_total++;
+  if (open_rc == -EBADMSG) pb_count_file_read(w);
   if (open_rc) {
     if (!err.msg[0])
       snprintf(err.msg, sizeof err.msg, "%s: cannot open it: %s (expected a readable .npz file)", path,
@@ -410,10 +408,10 @@ static int load_npz(pb_worker *w, read_worker *rw) {
   /* npy errors inside it name the member: their offsets are the member's, not the archive's */
   if (!rc) snprintf(rw->label, sizeof rw->label, "%s: member '%.60s'", path, m[0].name);
   pb_npz_close(z);
-  if (rc == -EBADMSG) w->ctr.files_read_total++;
+  if (rc == -EBADMSG) pb_count_file_read(w);
   if (rc) return read_error(w, rw->file_index, err.msg), rc;
   apply_caps(w->stage, rw->file_bytes);
-  count_bytes_read(w, rw->file_bytes);
+  pb_count_bytes_read(w, rw->file_bytes);
   return 0;
 }
 
@@ -446,7 +444,7 @@ static void start_file(pb_worker *w, uint32_t fi, uint32_t epoch) {
     int rc = slurp(w, fi);
     if (rc) return read_errno(w, fi, rc, "cannot read", 0);
   }
-  w->ctr.files_read_total++;
+  pb_count_file_read(w);
   if (rw->file_bytes == 0) /* no record in it: an error, as an empty JPEG is, never a silent nothing */
     return read_error(w, fi, fmt == PB_FMT_NPZ ? "empty first member: 0 bytes (expected an .npy array)"
                                                : "empty file (expected at least one record)");
@@ -623,9 +621,26 @@ static void read_close(pb_stage *s) {
   s->state = NULL;
 }
 
+/* Bytes of one encoded/raw sample as the read stage emits it: what the dataset itself says (plan_probe.c)
+ * where it is there to read, else an estimate for planning. */
+static uint64_t read_sample_bytes(const pb_stage *s, uint64_t input_bytes) {
+  (void)input_bytes; /* a source: nothing comes in */
+  const pb_engine *e = s->engine;
+  const pb_dataset_cfg *d = &e->cfg->dataset;
+  bool jpeg = d->format == PB_FMT_JPEG || (d->format == PB_FMT_TFRECORD && d->payload == PB_PAYLOAD_JPEG);
+  uint64_t probed = e->have_files ? pb_probe_sample_bytes(e) : 0;
+  if (probed) return probed;
+  if (jpeg && d->generate.has_image) return (uint64_t)(d->generate.width * d->generate.height * 3 / 4);
+  if (jpeg) return 256u << 10;
+  uint64_t rec = (uint64_t)(d->record_bytes ? d->record_bytes : d->generate.record_bytes);
+  return rec ? rec + 3 * (uint64_t)d->generate.record_bytes_stdev : 1u << 20;
+}
+
 const pb_stage_ops pb_stage_read_ops = {
     .type = "read",
+    .desc = &pb_stage_desc_read,
     .memory_bytes = read_memory,
+    .sample_bytes = read_sample_bytes,
     .init = read_init,
     .produce = read_produce,
     .cancel = read_cancel,

@@ -67,8 +67,18 @@ static void shuffle_close(pb_stage *s) {
   s->state = NULL;
 }
 
+/* The buffer's samples keep their upstream buffers, and may be handed on after many newer ones. */
+static uint64_t shuffle_held_samples(const pb_stage *s) { return (uint64_t)s->cfg->buffer * (uint64_t)s->threads; }
+static bool shuffle_passes_buffers(const pb_stage *s) {
+  (void)s; /* every stage of the type */
+  return true;
+}
+
 const pb_stage_ops pb_stage_shuffle_ops = {
     .type = "shuffle",
+    .desc = &pb_stage_desc_shuffle,
+    .held_samples = shuffle_held_samples,
+    .passes_buffers = shuffle_passes_buffers,
     .init = shuffle_init,
     .process = shuffle_process,
     .flush = shuffle_flush,

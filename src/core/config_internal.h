@@ -180,11 +180,6 @@ bool pb_cfg_emit_if_steps(const void *run);
 bool pb_cfg_emit_if_epochs(const void *run);
 bool pb_cfg_emit_if_duration(const void *run);
 
-/* The stage types' descriptions (src/core/stages/<type>.c; stage_desc.h), by type in config_schema.c. */
-struct pb_stage_desc;
-extern const struct pb_stage_desc pb_stage_desc_read, pb_stage_desc_decode, pb_stage_desc_map, pb_stage_desc_shuffle,
-    pb_stage_desc_cache, pb_stage_desc_batch, pb_stage_desc_prefetch, pb_stage_desc_h2d;
-
 /* config_pipeline.c, config_shape.c, config_set.c */
 int pb_cfg_check_pipeline(pb_cfg_ctx *c);
 /* stages[i]'s placement failed: "<file>: stages[i].type: <what> (expected <expect>)". */

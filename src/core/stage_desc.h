@@ -41,6 +41,10 @@ typedef struct pb_stage_desc {
   const char *const *knobs;
 } pb_stage_desc;
 
+/* Each type's, one per file of src/core/stages/ (the engine's stage ops point at them). */
+extern const pb_stage_desc pb_stage_desc_read, pb_stage_desc_decode, pb_stage_desc_map, pb_stage_desc_shuffle,
+    pb_stage_desc_cache, pb_stage_desc_batch, pb_stage_desc_prefetch, pb_stage_desc_h2d;
+
 /* The description of type t (never NULL for a valid type; NULL past PB_STAGE__COUNT). */
 const pb_stage_desc *pb_stage_desc_for(pb_stage_type t);
 /* Is `key` one of the knobs of type t that the tuner searches? */

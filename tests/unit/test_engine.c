@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "account.h"
 #include "config.h"
 #include "device.h"
 #include "engine.h"
@@ -840,9 +841,94 @@ static void test_dataset_gone_mid_run_stops(void **state) {
   free_run(m);
 }
 
+/* Plans cfg_json (nothing starts) into e; the config lives in *cfg. */
+static void plan_only(pb_engine *e, pb_config *cfg, const char *cfg_json) {
+  pb_err err;
+  if (pb_config_parse(cfg, "test.json", cfg_json, NULL, 0, &err)) fail_msg("config: %s", err.msg);
+  if (pb_engine_plan(e, cfg, false, 1, &err)) fail_msg("plan: %s", err.msg);
+}
+
+#define HOOKS_CFG(buffer)                                                                         \
+  "{\"dataset\":{\"format\":\"synthetic\",\"shape\":[64,64,3],\"num_samples\":1000},\"stages\":[" \
+  "{\"type\":\"map\",\"ops\":[{\"op\":\"flip\"}]},"                                               \
+  "{\"type\":\"shuffle\",\"buffer\":" #buffer                                                     \
+  "},{\"type\":\"cache\"},{\"type\":\"batch\",\"size\":8},"                                       \
+  "{\"type\":\"prefetch\",\"depth\":5},"                                                          \
+  "{\"type\":\"h2d\",\"streams\":3}],\"run\":{\"steps\":10}}"
+
+/* What engine_plan.c asks the stage types' hooks: every stage's ops point at its type's description; h2d
+ * runs a thread per stream and queues one batch per stream, prefetch `depth` batches, batch one; a cache
+ * makes the source stop after one epoch; a flip-only map passes its input's bytes and buffers on; a
+ * shuffle's buffer is counted in the pools upstream of it, sample for sample. */
+static void test_plan_hooks(void **state) {
+  (void)state;
+  pb_config *cfg = calloc(2, sizeof *cfg);
+  pb_engine *e = calloc(2, sizeof *e);
+  plan_only(&e[0], &cfg[0], HOOKS_CFG(100));
+  plan_only(&e[1], &cfg[1], HOOKS_CFG(300));
+  assert_int_equal(e[0].nstages, 7); /* the in-memory source, then the six stages */
+  assert_null(e[0].stages[0].ops->desc);
+  for (int i = 1; i < e[0].nstages; i++) {
+    const pb_stage *s = &e[0].stages[i];
+    assert_ptr_equal(s->ops->desc, pb_stage_desc_for(s->cfg->type));
+    assert_string_equal(s->ops->desc->name, s->ops->type);
+  }
+  const pb_stage *map = &e[0].stages[1], *batch = &e[0].stages[4], *prefetch = &e[0].stages[5], *h2d = &e[0].stages[6];
+  assert_int_equal(map->sample_bytes, 64 * 64 * 3);
+  assert_int_equal(batch->sample_bytes, 8 * 64 * 64 * 3);
+  assert_int_equal(pb_stage_out_capacity(batch), 1);
+  assert_int_equal(pb_stage_out_capacity(prefetch), 5);
+  assert_int_equal(pb_stage_out_capacity(h2d), 3);
+  assert_int_equal(h2d->threads, 3);
+  assert_int_equal(prefetch->threads, 1);
+  assert_int_equal(pb_engine_source_epochs(&e[0]), 1);
+  int more = pb_stage_pool_buffers(&e[1].stages[0]) - pb_stage_pool_buffers(&e[0].stages[0]);
+  assert_int_equal(more, 200);
+  assert_int_equal(pb_stage_pool_buffers(&e[1].stages[1]) - pb_stage_pool_buffers(&e[0].stages[1]), 200);
+  for (int k = 0; k < 2; k++) pb_engine_close(&e[k]);
+  free(e);
+  free(cfg);
+}
+
+/* The accounting helpers stages report through (account.h): each moves its own counter by what it was
+ * told, and bytes read count only inside the measured window. */
+static void test_account_helpers(void **state) {
+  (void)state;
+  pb_engine *e = calloc(1, sizeof *e);
+  pb_worker *w = calloc(1, sizeof *w);
+  e->stages[0].engine = e;
+  w->stage = &e->stages[0];
+  atomic_store(&e->window_start_ns, UINT64_MAX);
+  atomic_store(&e->window_end_ns, UINT64_MAX);
+  pb_count_bytes_read(w, 4096); /* before the window opens: not counted */
+  assert_uint_cmp(w->ctr.bytes_in, ==, 0);
+  pb_engine_open_window(e, 0);
+  pb_count_bytes_read(w, 4096);
+  pb_count_bytes_read(w, 100);
+  assert_uint_cmp(w->ctr.bytes_in, ==, 4196);
+  pb_engine_close_window(e, 1); /* closed long ago */
+  pb_count_bytes_read(w, 4096);
+  assert_uint_cmp(w->ctr.bytes_in, ==, 4196);
+  pb_count_dropped(w, 7);
+  pb_count_dropped(w, 3);
+  pb_count_replayed(w);
+  pb_count_replayed(w);
+  pb_count_file_read(w);
+  pb_count_made_failed(w);
+  assert_uint_cmp(w->ctr.samples_dropped_total, ==, 10);
+  assert_uint_cmp(w->ctr.samples_replayed_total, ==, 2);
+  assert_uint_cmp(w->ctr.files_read_total, ==, 1);
+  assert_uint_cmp(w->ctr.samples_out_total, ==, 1);
+  assert_uint_cmp(w->ctr.samples_out, ==, 0); /* a failed sample is made, never handed on */
+  free(w);
+  free(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_failure_streak_rule),
+      cmocka_unit_test(test_plan_hooks),
+      cmocka_unit_test(test_account_helpers),
       cmocka_unit_test(test_dataset_gone_mid_run_stops),
       cmocka_unit_test(test_producer_hands_on_while_consumer_waits),
       cmocka_unit_test(test_read_capacity_counts_whole_files),
