@@ -25,6 +25,7 @@
 #include "tune.h"
 #include "json_edit.h"
 #include "json_text.h"
+#include "stage_desc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -739,11 +740,12 @@ static bool knob_is(const knob *k, const char *key) {
 
 /* Every threads and depth knob of the config.  Which stages have one is the config schema's word
  * (pb_config_stage_key_max: a "threads" above 1, a "depth"), as for the recommendations. */
+/* Each stage's knobs, as its type's description lists them (src/core/stages/: threads of read, decode, map
+ * and batch; prefetch's depth). */
 static void collect_knobs(tuner *t) {
   for (int i = 0; i < t->cfg->nstages; i++) {
-    pb_stage_type ty = t->cfg->stages[i].type;
-    if (pb_config_stage_key_max(ty, "threads") > 1) add_knob(t, i, false);
-    if (pb_config_stage_key_max(ty, "depth") > 0) add_knob(t, i, true);
+    const pb_stage_desc *d = pb_stage_desc_for(t->cfg->stages[i].type);
+    for (const char *const *k = d && d->knobs ? d->knobs : NULL; k && *k; k++) add_knob(t, i, strcmp(*k, "depth") == 0);
   }
 }
 
@@ -826,9 +828,19 @@ static char *edited_original(const tuner *t, char *why, size_t why_len) {
     return NULL;
   }
   fclose(f);
+  pb_config *file_cfg = calloc(1, sizeof *file_cfg); /* the file's own values: a knob left as they are is not written */
+  pb_err err;
+  if (!file_cfg || pb_config_load(file_cfg, t->m->config_file, NULL, 0, &err)) {
+    snprintf(why, why_len, "cannot load it again: %.200s", file_cfg ? err.msg : "out of memory");
+    free(file_cfg);
+    free(text);
+    return NULL;
+  }
   const pb_tune_point *p = &t->trials[written_trial(t)].p;
   for (int k = 0; k < t->nknobs && text; k++) {
     const pb_tune_knob *kn = &t->knobs[k];
+    const pb_stage_cfg *own = &file_cfg->stages[kn->stage];
+    if (p->v[k] == (kn->depth ? (int)own->depth : own->threads)) continue;
     char *next = NULL;
     int rc =
         pb_json_edit_stage_key(text, t->cfg->stages[kn->stage].name, kn->depth ? "depth" : "threads", p->v[k], &next);
@@ -838,6 +850,7 @@ static char *edited_original(const tuner *t, char *why, size_t why_len) {
     free(text);
     text = next;
   }
+  free(file_cfg);
   return text;
 }
 
