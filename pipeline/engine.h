@@ -139,6 +139,7 @@ struct pb_engine {
   bool synthetic;               /* --data synthetic: per-sample stages replaced by the source */
   struct pb_device *device;
   pb_file_list files;           /* real data: the dataset's files (stage 0 reads them) */
+  pb_files_skipped files_skipped; /* files of dataset.path left out for their extension */
   int rank, world_size;         /* sharding hook for multi-process runs: this process reads every
                                  * world_size-th file from `rank` (0 and 1 for a single process) */
   bool have_files;

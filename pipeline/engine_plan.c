@@ -150,7 +150,7 @@ static int plan_files(pb_engine *e, pb_err *err) {
     add_stage(e, pb_stage_ops_for(cfg->stages[i].type), &cfg->stages[i], i >= b, cfg->stages[i].out_shape);
   }
   pb_err ferr;
-  if (pb_files_list(cfg->dataset.path, &e->files, &ferr)) {
+  if (pb_dataset_list(&cfg->dataset, &e->files, &e->files_skipped, &ferr)) {
     pb_err_set(err, "%s: dataset.path: %s", cfg->file, ferr.msg);
     return -ENOENT;
   }

@@ -330,6 +330,7 @@ static cJSON *accounting_json(const pb_report *r) {
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
   pb_json_put(o, "files_read", u64(r->files_read), &ok);
+  pb_json_put(o, "files_skipped", u64(r->files_skipped), &ok);
   pb_json_put(o, "samples_read", u64(r->samples_read), &ok);
   pb_json_put(o, "samples_decoded", u64(r->samples_decoded), &ok);
   pb_json_put(o, "samples_batched", u64(r->samples_batched), &ok);

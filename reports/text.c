@@ -293,8 +293,10 @@ static void print_accounting(const pb_report *r, FILE *out) {
     fprintf(out, "%-*s*** NOT BALANCED: read - (consumed + dropped + errors + in flight) = %" PRId64
             " ***\n", LABEL, "", (int64_t)(r->samples_read - ends));
   }
-  fprintf(out, "%-*sfiles %" PRIu64 "   decoded %" PRIu64 "   batched %" PRIu64 "\n", LABEL, "",
-          r->files_read, r->samples_decoded, r->samples_batched);
+  char skipped[64] = "";
+  if (r->files_skipped) snprintf(skipped, sizeof skipped, " (%" PRIu64 " skipped: not the format's)", r->files_skipped);
+  fprintf(out, "%-*sfiles %" PRIu64 "%s   decoded %" PRIu64 "   batched %" PRIu64 "\n", LABEL, "", r->files_read,
+          skipped, r->samples_decoded, r->samples_batched);
   int n = r->nfirst_errors < PB_MAX_FIRST_ERRORS ? r->nfirst_errors : PB_MAX_FIRST_ERRORS;
   for (int i = 0; i < n; i++) print_error(out, i == 0 ? "first errors" : "", &r->first_errors[i]);
 }

@@ -397,6 +397,51 @@ const char *const *pb_format_extensions(int format, int *n) {
   }
 }
 
+/* The extensions the dataset reads: its own list, else its format's.  Returns how many. */
+static int dataset_extensions(const pb_dataset_cfg *d, const char **exts) {
+  if (d->nextensions) {
+    for (int i = 0; i < d->nextensions; i++) exts[i] = d->extensions[i];
+    return d->nextensions;
+  }
+  int n = 0;
+  const char *const *own = pb_format_extensions((int)d->format, &n);
+  for (int i = 0; i < n && i < PB_MAX_EXTENSIONS; i++) exts[i] = own[i];
+  return PB_MIN(n, PB_MAX_EXTENSIONS);
+}
+
+/* ".jpg, .jpeg or .jpe" ("no extension" for ""). */
+static void join_extensions(const char **exts, int n, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && used < len; i++) {
+    const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
+    used += (size_t)snprintf(buf + used, len - used, "%s%s%s", sep, exts[i][0] ? "." : "",
+                             exts[i][0] ? exts[i] : "no extension");
+  }
+}
+
+int pb_dataset_list(const pb_dataset_cfg *d, pb_file_list *out, pb_files_skipped *skipped, pb_err *err) {
+  pb_files_skipped none;
+  if (!skipped) skipped = &none;
+  memset(skipped, 0, sizeof *skipped);
+  int rc = pb_files_list(d->path, out, err);
+  const char *exts[PB_MAX_EXTENSIONS];
+  int n = dataset_extensions(d, exts);
+  if (rc || d->path[0] == '@' || n == 0) return rc;
+  size_t listed = out->count;
+  pb_file_list_keep_extensions(out, exts, n, skipped);
+  if (out->count) return 0;
+  char list[256];
+  shown_name p, f;
+  join_extensions(exts, n, list, sizeof list);
+  pb_err_set(err,
+             "%s: none of its %zu files has the extension of dataset.format %s (%s), e.g. %s (expected such "
+             "files, or dataset.extensions naming theirs)",
+             shown(d->path, &p), listed, pb_format_name(d->format), list, shown(skipped->first[0], &f));
+  pb_file_list_free(out);
+  return -ENOENT;
+}
+
 void pb_file_list_free(pb_file_list *l) {
   for (size_t i = 0; i < l->count; i++) free(l->files[i].path);
   free(l->files);

@@ -55,6 +55,13 @@ void pb_file_list_keep_extensions(pb_file_list *l, const char *const *exts, int 
  * raw: bin raw dat and none.  *n gets their count; NULL with 0 for a format that reads no files. */
 const char *const *pb_format_extensions(int format, int *n);
 
+struct pb_dataset_cfg;
+/* The dataset's files: dataset.path listed (pb_files_list), then only the files with dataset.extensions, or
+ * the format's own (an @list is taken as it is: it names its files).  *skipped (may be NULL) counts what the
+ * extensions left out.  0; or a negative errno with err set, also when the extensions leave nothing (the
+ * message names the extensions and a file they left out). */
+int pb_dataset_list(const struct pb_dataset_cfg *d, pb_file_list *out, pb_files_skipped *skipped, pb_err *err);
+
 /* Deep copy, e.g. to shard a freshly shuffled copy of the full list each epoch.  0 or -ENOMEM. */
 int pb_file_list_clone(const pb_file_list *src, pb_file_list *dst);
 

@@ -235,6 +235,7 @@ static void fill_accounting(pb_report *r, const pb_record *rec) {
     if (strcmp(sr->type, "decode") == 0) r->samples_decoded = c->samples_out_total;
   }
   r->samples_consumed = rec->samples_consumed;
+  r->files_skipped = rec->dataset_files_skipped;
   for (int i = 0; i < rec->nfirst_errors && r->nfirst_errors < PB_MAX_FIRST_ERRORS; i++) {
     pb_first_error *fe = &r->first_errors[r->nfirst_errors++];
     snprintf(fe->file, sizeof fe->file, "%s", rec->first_errors[i].file);

@@ -187,6 +187,7 @@ typedef struct pb_report {
 
   /* accounting (every sample, warm-up included) */
   uint64_t files_read, samples_read, samples_decoded, samples_batched, samples_consumed;
+  uint64_t files_skipped; /* files of dataset.path left out for their extension */
   uint64_t samples_dropped, errors, samples_in_flight;
   bool balanced;
   int nfirst_errors;

@@ -79,7 +79,7 @@ static int refuse_in_memory_dataset(pb_multi *m, pb_config *cfg) {
 /* The run would refuse a dataset path that lists nothing in the same words (exit 2). */
 static int list_dataset(ab_ctx *c) {
   pb_err err;
-  if (pb_files_list(c->cfg->dataset.path, &c->files, &err) == 0) return 0;
+  if (pb_dataset_list(&c->cfg->dataset, &c->files, NULL, &err) == 0) return 0;
   fprintf(stderr, "pipebench: %s: dataset.path: %s\n", c->cfg->file, err.msg);
   return PB_EXIT_USAGE;
 }

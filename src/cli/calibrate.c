@@ -435,7 +435,7 @@ static int measure_dataset(pb_calibration *c, const pb_calibrate_opts *o, bool *
   if (rc) return rc;
   pb_file_list files;
   pb_err err;
-  if (pb_files_list(cfg->dataset.path, &files, &err)) {
+  if (pb_dataset_list(&cfg->dataset, &files, NULL, &err)) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     return PB_EXIT_USAGE;
   }

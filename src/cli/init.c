@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "config.h"
 #include "data_probe.h"
+#include "files.h"
 #include "json_text.h"
 
 /* The presets' pipelines (the files in configs/, without their dataset): what `init` starts from. */
@@ -82,6 +84,30 @@ static const char *mb(char *buf, size_t len, uint64_t bytes) {
   return buf;
 }
 
+/* pb_format for a probed format. */
+static pb_format format_of(pb_probe_format f) {
+  return f == PB_PROBE_TFRECORD ? PB_FMT_TFRECORD
+         : f == PB_PROBE_NPY    ? PB_FMT_NPY
+         : f == PB_PROBE_NPZ    ? PB_FMT_NPZ
+                                : PB_FMT_JPEG;
+}
+
+/* Whether `ext` is one the format reads by default. */
+static bool default_extension(pb_probe_format f, const char *ext) {
+  int n = 0;
+  const char *const *own = pb_format_extensions((int)format_of(f), &n);
+  for (int i = 0; i < n; i++)
+    if (strcasecmp(own[i], ext) == 0) return true;
+  return false;
+}
+
+/* Whether some of the files of no known format have an extension the main format reads (none, for TFRecord). */
+static bool others_read(const pb_data_probe *p) {
+  for (int i = 0; i < p->nexts[PB_PROBE_NONE]; i++)
+    if (default_extension(p->format, p->exts[PB_PROBE_NONE][i])) return true;
+  return false;
+}
+
 static void print_files(const pb_data_probe *p, FILE *out) {
   char a[32], b[32], c[32], d[32];
   for (int f = PB_PROBE_JPEG; f < PB_PROBE__COUNT; f++) {
@@ -96,7 +122,9 @@ static void print_files(const pb_data_probe *p, FILE *out) {
   if (others) {
     fprintf(out, "  %-9s %zu file%s of no format pipebench reads, e.g.", "other", others, others == 1 ? "" : "s");
     for (int i = 0; i < PB_PROBE_EXAMPLES && p->skipped[i][0]; i++) fprintf(out, "%s %s", i ? "," : "", p->skipped[i]);
-    fprintf(out, " (the run reads %s as %s: each one an error)\n", others == 1 ? "it" : "them",
+    fprintf(out,
+            others_read(p) ? " (some have an extension %s reads: each one an error; move them out)\n"
+                           : " (left out by their extension)\n",
             pb_probe_format_name(p->format));
   }
 }
@@ -165,6 +193,17 @@ static void name_from(const char *dir, char *name, size_t len) {
   if (!k) snprintf(name, len, "mydata");
 }
 
+/* dataset.extensions when the main format's files have extensions it does not read by default (JPEGs named
+ * .img, say): then exactly the extensions found. */
+static void add_extensions(cJSON *d, const pb_data_probe *p) {
+  bool other = false;
+  for (int i = 0; i < p->nexts[p->format]; i++) other = other || !default_extension(p->format, p->exts[p->format][i]);
+  if (!other) return;
+  cJSON *arr = cJSON_AddArrayToObject(d, "extensions");
+  for (int i = 0; arr && i < p->nexts[p->format]; i++)
+    cJSON_AddItemToArray(arr, cJSON_CreateString(p->exts[p->format][i]));
+}
+
 /* dataset.path as an absolute path (a relative one would be relative to wherever the run starts), unless it
  * is a glob or an @list, which are kept as given. */
 static cJSON *dataset_json(const char *dir, const pb_data_probe *p) {
@@ -173,6 +212,7 @@ static cJSON *dataset_json(const char *dir, const pb_data_probe *p) {
   cJSON_AddStringToObject(d, "path", abs ? abs : dir);
   free(abs);
   cJSON_AddStringToObject(d, "format", pb_probe_format_name(p->format));
+  add_extensions(d, p);
   if (p->format == PB_PROBE_TFRECORD) {
     bool jpeg = p->jpeg_feature >= 0;
     cJSON_AddStringToObject(d, "payload", jpeg ? "jpeg" : "raw");

@@ -31,7 +31,7 @@ static char *rank_text(const char *report_json, int status, const char *dir, con
   if (cfg->dataset.format != PB_FMT_SYNTHETIC) {
     pb_file_list files;
     pb_err err;
-    if (pb_files_list(cfg->dataset.path, &files, &err) == 0) {
+    if (pb_dataset_list(&cfg->dataset, &files, NULL, &err) == 0) {
       pb_file_list_shard(&files, w->rank, w->size);
       cJSON *shard = cJSON_CreateObject();
       cJSON_AddNumberToObject(shard, "files", (double)files.count);

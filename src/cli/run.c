@@ -212,6 +212,19 @@ int pb_run_plan_memory(const pb_config *cfg, bool synthetic, bool unplannable_ok
 }
 
 /* Plans the pipeline and checks its memory against limits.max_memory_mb: exit 2 on refusal. */
+/* Files of dataset.path that are not the format's (a README, a .png among JPEGs) are left out: said once,
+ * with an example and how to read them anyway. */
+static void note_skipped_files(const run_ctx *c) {
+  const pb_files_skipped *s = &c->engine.files_skipped;
+  if (!s->count || c->opts->quiet || c->opts->quiet_notices) return;
+  char name[300];
+  fprintf(stderr,
+          "pipebench: %s: %zu file%s skipped, not %s files by extension (e.g. %s; dataset.extensions to "
+          "read them)\n",
+          pb_cfg_clean(c->cfg->dataset.path, 200, name, sizeof name), s->count, s->count == 1 ? "" : "s",
+          pb_format_name(c->cfg->dataset.format), s->first[0]);
+}
+
 static int plan(run_ctx *c) {
   pb_err err;
   int world = c->opts->world_size > 1 ? c->opts->world_size : 1, rank = world > 1 ? c->opts->rank : 0;
@@ -220,6 +233,7 @@ static int plan(run_ctx *c) {
     return PB_EXIT_USAGE;
   }
   c->engine.tracing = !c->opts->no_trace;
+  note_skipped_files(c);
   return pb_run_check_memory(c->cfg, &c->engine);
 }
 

@@ -128,6 +128,9 @@ typedef struct pb_generate_cfg {
   int64_t record_bytes, record_bytes_stdev;
 } pb_generate_cfg;
 
+#define PB_MAX_EXTENSIONS 16
+#define PB_EXTENSION_LEN 16
+
 typedef struct pb_dataset_cfg {
   char path[PB_PATH_LEN];
   pb_format format;             /* default jpeg */
@@ -138,6 +141,10 @@ typedef struct pb_dataset_cfg {
   pb_shape sample;              /* dataset.shape + dataset.dtype */
   int64_t num_samples;          /* samples per epoch, 0 = endless */
   pb_generate_cfg generate;
+  /* The file extensions read from dataset.path (without the dot; "" a name without one, "*" every file);
+   * none given: the format's own (pb_format_extensions). */
+  char extensions[PB_MAX_EXTENSIONS][PB_EXTENSION_LEN];
+  int nextensions;
 } pb_dataset_cfg;
 
 typedef enum { PB_DEVICE_AUTO, PB_DEVICE_GPU, PB_DEVICE_EMULATED } pb_device_kind;

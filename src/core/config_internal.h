@@ -174,6 +174,9 @@ int pb_cfg_check_device(pb_cfg_ctx *c, const cJSON *obj, const char *path, void 
 int pb_cfg_check_allreduce(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
 int pb_cfg_check_run(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
 int pb_cfg_check_normalize(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base);
+int pb_cfg_parse_extensions(pb_cfg_ctx *c, const pb_key *k, const cJSON *item, const char *path, void *base);
+cJSON *pb_cfg_emit_extensions(const pb_key *k, const void *base, const pb_config *cfg);
+bool pb_cfg_emit_if_extensions(const void *dataset);
 bool pb_cfg_emit_if_synthetic(const void *dataset);
 bool pb_cfg_emit_if_tfrecord(const void *dataset);
 bool pb_cfg_emit_if_steps(const void *run);

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <ctype.h>
+
 #include "config_internal.h"
 
 static bool has(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key) != NULL; }
@@ -228,6 +230,42 @@ int pb_cfg_check_dataset(pb_cfg_ctx *c, const cJSON *obj, const char *path, void
   }
   return 0;
 }
+
+/* One extension: letters and digits (and '_', '-'), up to 15 of them; "" and "*" too. */
+static bool extension_ok(const char *e) {
+  if (strcmp(e, "*") == 0) return true;
+  size_t n = strlen(e);
+  if (n >= PB_EXTENSION_LEN) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!isalnum((unsigned char)e[i]) && e[i] != '_' && e[i] != '-') return false;
+  return true;
+}
+
+int pb_cfg_parse_extensions(pb_cfg_ctx *c, const pb_key *k, const cJSON *item, const char *path, void *base) {
+  pb_dataset_cfg *d = base;
+  int n = cJSON_GetArraySize(item);
+  if (!cJSON_IsArray(item) || n < 1 || n > PB_MAX_EXTENSIONS) return pb_cfg_type_error(c, path, item, k->expect);
+  d->nextensions = 0;
+  for (const cJSON *e = item->child; e; e = e->next) {
+    char p[PB_CFG_PATH_MAX];
+    pb_cfg_path_index(p, path, d->nextensions);
+    if (!cJSON_IsString(e) || !extension_ok(e->valuestring))
+      return pb_cfg_type_error(c, p, e,
+                               "an extension without the dot: up to 15 letters, digits, _ or -, \"\" or \"*\"");
+    snprintf(d->extensions[d->nextensions++], PB_EXTENSION_LEN, "%s", e->valuestring);
+  }
+  return 0;
+}
+
+cJSON *pb_cfg_emit_extensions(const pb_key *k, const void *base, const pb_config *cfg) {
+  (void)k, (void)cfg;
+  const pb_dataset_cfg *d = base;
+  cJSON *arr = cJSON_CreateArray();
+  for (int i = 0; arr && i < d->nextensions; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(d->extensions[i]));
+  return arr;
+}
+
+bool pb_cfg_emit_if_extensions(const void *dataset) { return ((const pb_dataset_cfg *)dataset)->nextensions > 0; }
 
 bool pb_cfg_emit_if_synthetic(const void *dataset) {
   return ((const pb_dataset_cfg *)dataset)->format == PB_FMT_SYNTHETIC;

@@ -69,6 +69,19 @@ static int cmp_u64(const void *a, const void *b) {
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
+/* The extension of the file's own name (lower case, without the dot; "" when none) among f's. */
+static void note_extension(pb_data_probe *p, pb_probe_format f, const char *path) {
+  const char *base = strrchr(path, '/'), *dot;
+  base = base ? base + 1 : path;
+  dot = strrchr(base, '.');
+  char ext[16] = "";
+  if (dot && dot != base && strlen(dot + 1) < sizeof ext)
+    for (size_t i = 0; dot[i + 1]; i++) ext[i] = (char)tolower((unsigned char)dot[i + 1]);
+  for (int i = 0; i < p->nexts[f]; i++)
+    if (strcmp(p->exts[f][i], ext) == 0) return;
+  if (p->nexts[f] < 16) snprintf(p->exts[f][p->nexts[f]++], sizeof p->exts[f][0], "%s", ext);
+}
+
 /* Each file's format, and the counts, sizes and skipped names per format. */
 static pb_probe_format *classify(const pb_file_list *l, pb_data_probe *p) {
   pb_probe_format *fmt = calloc(l->count ? l->count : 1, sizeof *fmt);
@@ -78,6 +91,7 @@ static pb_probe_format *classify(const pb_file_list *l, pb_data_probe *p) {
     const char *path = l->files[i].path;
     fmt[i] = by_extension(path);
     if (fmt[i] == PB_PROBE_NONE && magic_checks++ < MAGIC_CHECKS) fmt[i] = by_magic(path);
+    note_extension(p, fmt[i], path);
     if (fmt[i] == PB_PROBE_NONE && nskipped < PB_PROBE_EXAMPLES)
       snprintf(p->skipped[nskipped++], sizeof p->skipped[0], "%.255s", path);
     p->files[fmt[i]].count++;

@@ -42,6 +42,8 @@ typedef struct pb_data_probe {
   pb_probe_files files[PB_PROBE__COUNT]; /* [PB_PROBE_NONE]: files of no format we read (skipped) */
   char skipped[PB_PROBE_EXAMPLES][256];  /* the first few skipped files */
   pb_probe_format format;                /* the dominant format (most files), PB_PROBE_NONE if none */
+  char exts[PB_PROBE__COUNT][16][16];    /* the extensions of each format's files (without the dot; "" none) */
+  int nexts[PB_PROBE__COUNT];
   int sampled;                           /* headers or first records read */
   /* JPEG (also a TFRecord's JPEG payload) */
   int width_min, width_median, width_max, height_min, height_median, height_max;

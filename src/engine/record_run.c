@@ -99,6 +99,7 @@ int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e,
   rec->cores_usable = rec->cores_affinity = rec->ncpu; /* run.c sets what the machine probe says */
   rec->cores_quota = NAN;
   rec->dataset_files = e->have_files ? e->files.count : 0;
+  rec->dataset_files_skipped = e->have_files ? e->files_skipped.count : 0;
   rec->traced = e->tracing;
   rec->planned_bytes = pb_engine_memory_bytes(e, NULL, 0);
   rec->trace_bytes = trace_ring_bytes(e);

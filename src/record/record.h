@@ -81,6 +81,7 @@ typedef struct pb_record {
   double cores_taken_by_others; /* measured over the affinity CPUs */
   char cores_limited_by[128];   /* what set cores_usable, in words */
   uint64_t dataset_files;       /* files this process's data listed (its shard); 0: in-memory data */
+  uint64_t dataset_files_skipped; /* files of dataset.path left out for their extension (dataset.extensions) */
   bool traced;                  /* per-event tracing was on */
   /* memory: the plan checked against limits.max_memory_mb, the trace rings, and what the process used */
   uint64_t planned_bytes;       /* worst-case bytes the stages may buffer (pb_engine_memory_bytes) */

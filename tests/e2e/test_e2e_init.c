@@ -55,7 +55,47 @@ static void test_jpeg_folder_with_strangers(void **state) {
   assert_non_null(strstr(r->out, "README.txt"));
   assert_non_null(strstr(r->out, "images    64x48 median"));
   assert_non_null(strstr(r->out, "n01.JPEG: a PNG"));
+  assert_non_null(strstr(r->out, "(left out by their extension)"));
+  assert_null(at(cfg, "dataset.extensions")); /* every JPEG has a JPEG extension */
   runs("photos");
+  /* the run leaves the README out (counted, said once), and reads the PNG named .JPEG as an error */
+  char file[400], dir2[400];
+  snprintf(file, sizeof file, "%s/photos-init.json", g_tmp);
+  snprintf(dir2, sizeof dir2, "%s/run-photos-loud", g_tmp);
+  r = run_pb(ARGS("run", file, "-o", dir2, "--device", "emulated", "-s", "run.steps=2", "-s", "run.warmup_steps=1",
+                  "-s", "stages.batch.size=2", "-s", "device.step_ms=1", "--no-progress", "--format", "json"));
+  if (r->status != 0) fail_msg("run: exit %d: %s", r->status, r->err);
+  assert_non_null(strstr(r->err, ": 1 file skipped, not jpeg files by extension (e.g. "));
+  assert_non_null(strstr(r->err, "README.txt; dataset.extensions to read them)"));
+  cJSON *rep = load_report(dir2);
+  assert_int_equal((int)num(rep, "accounting.files_skipped"), 1);
+  assert_accounting_balances(rep);
+}
+
+/* JPEGs without an extension get dataset.extensions naming what the folder holds; the run reads them all. */
+static void test_jpegs_without_extension(void **state) {
+  const char *dir =
+      gen_dataset("bare", "'format':'jpeg','generate':{'num_files':6,'image':{'width':32,'height':32}}", k_jpeg_stages);
+  e2e_sh("cd '%s' && mv img-00000000.jpg photo0 && mv img-00000001.jpg photo1", dir);
+  cJSON *cfg = init_ok(dir, "bare", NULL, NULL);
+  cJSON *exts = at(cfg, "dataset.extensions");
+  assert_int_equal(cJSON_GetArraySize(exts), 2);
+  assert_string_equal(cJSON_GetArrayItem(exts, 0)->valuestring, "jpg"); /* in listing order: img-*.jpg first */
+  assert_string_equal(cJSON_GetArrayItem(exts, 1)->valuestring, "");
+  runs("bare");
+  /* with the format's own extensions, the two are left out; with none left, the run is refused */
+  const char *only = write_config("only-readme",
+                                  "{'dataset':{'path':'%s/notes2','format':'jpeg'},'stages':[{'type':'read'},"
+                                  "{'type':'decode'},{'type':'batch','size':2}],'device':{'kind':'emulated'}}",
+                                  g_tmp);
+  e2e_sh("mkdir -p '%s/notes2' && printf x > '%s/notes2/README.txt'", g_tmp, g_tmp);
+  assert_one_error_line(run_pb(ARGS("run", only, "-q")), 2,
+                        "none of its 1 files has the extension of dataset.format jpeg (.jpg, .jpeg or .jpe), e.g. ");
+  const char *bad = write_config("bad-ext",
+                                 "{'dataset':{'path':'%s','format':'jpeg','extensions':['.jpg']},"
+                                 "'stages':[{'type':'read'},{'type':'decode'},{'type':'batch','size':2}]}",
+                                 dir);
+  assert_one_error_line(run_pb(ARGS("validate", bad)), 2, "dataset.extensions[0]");
 }
 
 static void test_tfrecord_with_jpeg_payload(void **state) {
@@ -119,6 +159,7 @@ static int setup(void **state) { return e2e_make_tmp("pipebench-e2e-init"); }
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_jpeg_folder_with_strangers, free_reports),
+      cmocka_unit_test_teardown(test_jpegs_without_extension, free_reports),
       cmocka_unit_test_teardown(test_tfrecord_with_jpeg_payload, free_reports),
       cmocka_unit_test_teardown(test_tfrecord_raw_and_npy, free_reports),
       cmocka_unit_test_teardown(test_bad_uses, free_reports),
