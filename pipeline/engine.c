@@ -122,8 +122,12 @@ static void set_failure(pb_engine *e, const char *line) {
   pb_cfg_clean(line, sizeof e->failure, e->failure, sizeof e->failure);
 }
 
+/* The first errors of distinct files: a file that fails every epoch is kept once, so the list names up to
+ * PB_FIRST_ERRORS different files (issue 34: one bad file filled it).  Errors without a file are all kept. */
 static void keep_first_error(pb_engine *e, const char *file, const char *message) {
   if (e->nfirst_errors >= PB_FIRST_ERRORS) return;
+  for (int i = 0; file && file[0] && i < e->nfirst_errors; i++)
+    if (strncmp(e->first_errors[i].file, file, sizeof e->first_errors[i].file - 1) == 0) return; /* as kept */
   pb_error_record *r = &e->first_errors[e->nfirst_errors++];
   snprintf(r->file, sizeof r->file, "%s", file ? file : "");
   snprintf(r->message, sizeof r->message, "%s", message);
