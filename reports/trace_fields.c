@@ -262,7 +262,7 @@ static const pb_trace_field k_machine[] = {
     F("cores_taken_by_others", DBL, R(cores_taken_by_others), .check = pb_trace_check_cores),
     F("limited_by", STR, RSTR(cores_limited_by)),
     F("dataset_files", U64, R(dataset_files)),
-    F("dataset_files_skipped", U64, R(dataset_files_skipped)),
+    F("dataset_files_skipped", U64, R(dataset_files_skipped), .flags = PB_TF_OPTIONAL), /* since issue 34 */
 };
 static const pb_trace_table k_machine_table =
     TABLE(k_machine, .shape = "{cores_usable, ...}", .defaults = machine_defaults);
