@@ -106,16 +106,23 @@ static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const p
 
 /* One step's device time: compute and exchange, and the copy when the device thread makes it (no h2d
  * stage: the step waits for it). */
+static uint64_t step_busy_ns(const pb_step *st, bool copy_in_step) {
+  uint64_t end = pb_step_end_ns(st), busy = end > st->compute_start_ns ? end - st->compute_start_ns : 0;
+  if (copy_in_step && st->h2d_end_ns > st->h2d_start_ns) busy += st->h2d_end_ns - st->h2d_start_ns;
+  return busy;
+}
+
 static bool fit_device(pb_model *m, const pb_record *rec, bool copy_in_step) {
   double *v = malloc((rec->nsteps ? rec->nsteps : 1) * sizeof *v);
   if (!v) return false;
   size_t n = 0;
   double compute_ns = 0, busy_ns = 0;
+  m->ndevice_seq = 0;
   for (size_t i = 0; i < rec->nsteps; i++) {
     const pb_step *st = &rec->steps[i];
+    uint64_t busy = step_busy_ns(st, copy_in_step);
+    if (m->ndevice_seq < PB_MODEL_DEVICE_SEQ) m->device_seq_s[m->ndevice_seq++] = (float)((double)busy / 1e9);
     if (!st->measured) continue;
-    uint64_t busy = pb_step_end_ns(st) - st->compute_start_ns;
-    if (copy_in_step && st->h2d_end_ns > st->h2d_start_ns) busy += st->h2d_end_ns - st->h2d_start_ns;
     v[n++] = (double)busy / 1e9;
     compute_ns += (double)(st->compute_end_ns - st->compute_start_ns);
     busy_ns += (double)busy;

@@ -151,6 +151,51 @@ static void test_variance_needs_depth(void **state) {
   free(m);
 }
 
+/* The device's recorded steps, replayed in their order (model.h: device_seq_s).  Half the steps take 0 ms,
+ * half 2 ms (a mean of 1 ms a batch of 1), fed by a 1-thread map of 0.9 ms; ahead of the device are the
+ * batch queue (depth D), the batch thread's blocked batch, the map's queue of 1 and the map's blocked
+ * sample: D + 3.  Clustered in runs of 10 (A), each run of ten 0 ms steps empties what the 2 ms run before
+ * left: at depth 2 the ten and the next run's first step wait for 11 - 5 batches x 0.9 ms = 5.4 ms in every
+ * 25.4 ms cycle, idle 21.3 %; at depth 64 each cycle adds 22.2 - 20 = 2.2 batches, and only the first runs
+ * wait (about 7 x 0.9 ms in 1 s).
+ * Alternating (B), a 2 ms step makes 2.2 batches for the 0 ms step after it: no wait at depth 2.  Drawn
+ * i.i.d. from the same quantiles, A and B are one prediction: the order, which sets a buffer's idle, is
+ * lost. */
+static pb_model *recorded_device(bool clustered, bool replay) {
+  pb_model *m = new_model(1, 1 * MS, 3, 1000, 5);
+  stage(m, "read", "read", PB_ROLE_SOURCE, 1, 0.001 * MS, 0, 1);
+  stage(m, "map", "map", PB_ROLE_SERVER, 1, 0.9 * MS, 0, 1);
+  stage(m, "batch", "batch", PB_ROLE_BATCH, 1, 0, 0, 2);
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) m->device_s[i] = i % 2 ? 2 * MS : 0;
+  for (int i = 0; replay && i < 1003; i++) m->device_seq_s[i] = (float)(((clustered ? i / 10 : i) % 2) ? 2 * MS : 0);
+  m->ndevice_seq = replay ? 1003 : 0;
+  return m;
+}
+
+static void test_device_steps_replayed_in_order(void **state) {
+  pb_model *a = recorded_device(true, true), *b = recorded_device(false, true);
+  pb_model_change c;
+  pb_model_change_init(&c);
+  pb_model_result a2 = sim(a, &c), b2 = sim(b, &c);
+  c.queue_capacity[2] = 64;
+  pb_model_result a64 = sim(a, &c);
+  print_message("replayed: clustered %.2f %% idle at depth 2, %.2f %% at 64; alternating %.2f %% at 2\n", a2.idle_pct,
+                a64.idle_pct, b2.idle_pct);
+  assert_double_between(a2.idle_pct, 19.3, 23.3); /* 21.3 % */
+  assert_double_cmp(a64.idle_pct, <, 1.5);
+  assert_double_cmp(b2.idle_pct, <, 1.5);
+  assert_double_between(a2.samples_per_s, 20 / 25.4e-3 * 0.97, 20 / 25.4e-3 * 1.03); /* 20 in 25.4 ms */
+  free(a);
+  free(b);
+  a = recorded_device(true, false), b = recorded_device(false, false);
+  pb_model_change_init(&c);
+  pb_model_result ia = sim(a, &c), ib = sim(b, &c);
+  print_message("i.i.d. draws: %.2f %% and %.2f %% idle at depth 2\n", ia.idle_pct, ib.idle_pct);
+  assert_double_cmp(ia.idle_pct, ==, ib.idle_pct);
+  free(a);
+  free(b);
+}
+
 /* A cache after read: the first epoch (1000 samples) at the read's 1000/s, the rest from memory at the
  * device's rate (batch 10 in 0.1 ms: 100,000/s).  Over 100 steps (one epoch) the cache gains nothing;
  * over 1000 steps: 10,000 samples in 1 s + 9,000 / 100,000 s = 1.09 s, 9,174/s; over 10,000 steps (past
@@ -424,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_cores_verdict),        cmocka_unit_test(test_cores_limit_counts_waiting_stages),
       cmocka_unit_test(test_cache_upstream_capacity), cmocka_unit_test(test_shuffle_before_cache),
       cmocka_unit_test(test_threads_advice_respects_the_schema),
+      cmocka_unit_test(test_device_steps_replayed_in_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
