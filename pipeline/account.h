@@ -23,9 +23,13 @@ static inline void pb_count_made_failed(pb_worker *w) { w->ctr.samples_out_total
 /* A file opened and read through, whatever became of its samples (an empty or malformed file too). */
 static inline void pb_count_file_read(pb_worker *w) { w->ctr.files_read_total++; }
 
-/* Bytes a source read from storage, counted when read inside the measured window. */
+/* Bytes a source read from storage, counted when read inside the measured window, and the reads that took:
+ * one per block_bytes (the read stage reads a file in blocks of that size), at least one a file. */
 static inline void pb_count_bytes_read(pb_worker *w, uint64_t bytes) {
-  if (pb_engine_in_window(w->stage->engine, pb_now_ns())) w->ctr.bytes_in += bytes;
+  if (!pb_engine_in_window(w->stage->engine, pb_now_ns())) return;
+  uint64_t block = w->stage->cfg && w->stage->cfg->block_bytes > 0 ? (uint64_t)w->stage->cfg->block_bytes : 0;
+  w->ctr.bytes_in += bytes;
+  w->ctr.read_ops += block && bytes > block ? (bytes + block - 1) / block : 1;
 }
 
 #endif

@@ -95,6 +95,8 @@ static cJSON *throughput_json(const pb_report *r) {
   /* batches are few per second (0.04/s with 25 s steps): one decimal would erase them */
   pb_json_put(o, "batches_per_s", num(r->batches_per_s, 3), &ok);
   pb_json_put(o, "bytes_per_s", num(r->bytes_per_s, PER_S), &ok);
+  pb_json_put(o, "storage_bytes_per_s", num(r->storage_bytes_per_s, PER_S), &ok);
+  pb_json_put(o, "read_ops_per_s", num(r->read_ops_per_s, PER_S), &ok);
   pb_json_put(o, "noise_pct", num(r->noise_pct, PCT), &ok);
   return pb_json_finish(o, ok);
 }

@@ -104,9 +104,13 @@ static void print_breakdown_with_comm(const pb_report *r, FILE *out) {
 
 static void print_rates(const pb_report *r, FILE *out) {
   pb_numbuf a, b, c, d;
-  fprintf(out, "%-*s%s samples/s   %s batches/s   %s MB/s\n", LABEL, "throughput",
+  fprintf(out, "%-*s%s samples/s   %s batches/s   %s MB/s of batches", LABEL, "throughput",
           pb_fmt_double(&a, "%.1f", r->samples_per_s), pb_fmt_double(&b, "%.2f", r->batches_per_s),
           pb_fmt_double(&c, "%.1f", r->bytes_per_s / 1e6));
+  fputc('\n', out);
+  if (isfinite(r->storage_bytes_per_s)) /* fio's figures, where a read stage reads storage */
+    fprintf(out, "%-*s%s MB/s, %s IOPS: what the read stage read from dataset.path\n", LABEL, "storage",
+            pb_fmt_double(&a, "%.1f", r->storage_bytes_per_s / 1e6), pb_fmt_double(&b, "%.0f", r->read_ops_per_s));
   fprintf(out, "%-*smean %s ms   p50 %s   p90 %s   p99 %s\n", LABEL, "step time",
           pb_fmt_double(&a, "%.2f", r->step_mean_ms), pb_fmt_double(&b, "%.2f", r->step_p50_ms),
           pb_fmt_double(&c, "%.2f", r->step_p90_ms), pb_fmt_double(&d, "%.2f", r->step_p99_ms));

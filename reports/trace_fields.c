@@ -174,10 +174,25 @@ static void hist_defaults(pb_record *rec, void *base) {
 /* Every pb_counters field, by name.  The assertion catches a field added to pb_counters but not here. */
 #define CTR(f) {.name = #f, .kind = PB_TF_U64, .off = offsetof(pb_counters, f)}
 static const pb_trace_field k_ctr[] = {
-    CTR(calls),          CTR(samples_in),        CTR(samples_out),           CTR(busy_ns),
-    CTR(wait_in_ns),     CTR(blocked_out_ns),    CTR(busy_total_ns),         CTR(bytes_in),
-    CTR(bytes_out),      CTR(samples_out_total), CTR(samples_dropped_total), CTR(samples_in_flight),
-    CTR(samples_error_total), CTR(files_read_total), CTR(samples_replayed_total),
+    CTR(calls),
+    CTR(samples_in),
+    CTR(samples_out),
+    CTR(busy_ns),
+    CTR(wait_in_ns),
+    CTR(blocked_out_ns),
+    CTR(busy_total_ns),
+    CTR(bytes_in),
+    CTR(bytes_out),
+    CTR(samples_out_total),
+    CTR(samples_dropped_total),
+    CTR(samples_in_flight),
+    CTR(samples_error_total),
+    CTR(files_read_total),
+    CTR(samples_replayed_total),
+    {.name = "read_ops",
+     .kind = PB_TF_U64,
+     .off = offsetof(pb_counters, read_ops),
+     .flags = PB_TF_OPTIONAL}, /* issue 34 */
 };
 #undef CTR
 _Static_assert(N(k_ctr) * sizeof(uint64_t) == sizeof(pb_counters),

@@ -197,6 +197,7 @@ static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s
   double service_s = s->is_source ? (double)c->busy_ns / 1e9 : (double)s->hist.sum_ns / 1e9;
   sr->capacity_per_s = service_s > 0 ? s->threads * (double)samples / service_s : NAN;
   sr->bytes_in = c->bytes_in;
+  sr->read_ops = c->read_ops;
   sr->bytes_out = c->bytes_out;
   sr->queue_mean_fill = s->queue_mean_fill;
   sr->queue_capacity = s->queue_capacity;
@@ -208,12 +209,21 @@ static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s
   sr->cpu_delay_fraction = isnan(d) || isnan(sr->cpu_fraction) ? NAN : fmin(d, 1 - sr->cpu_fraction);
 }
 
+/* fio's figures for the read stage: bytes and reads a second from storage over the measured window. */
+static void fill_storage(pb_report *r, const pb_stage_report *sr) {
+  bool read = !sr->skipped && strcmp(sr->type, "read") == 0 && r->measured_s > 0;
+  r->storage_bytes_per_s = read ? (double)sr->bytes_in / r->measured_s : NAN;
+  r->read_ops_per_s = read && sr->read_ops ? (double)sr->read_ops / r->measured_s : NAN;
+}
+
 static void fill_stages(pb_report *r, const pb_record *rec) {
   bool in_place = rec->cfg && pb_config_batch_in_place(rec->cfg, rec->synthetic);
+  r->storage_bytes_per_s = r->read_ops_per_s = NAN;
   for (int i = 0; i < rec->nstages; i++) {
     pb_stage_report *sr = &r->stages[r->nstages++];
     fill_stage(sr, &rec->stages[i], r->measured_s);
     sr->in_place = in_place && !sr->skipped && strcmp(sr->type, "batch") == 0;
+    if (strcmp(sr->type, "read") == 0) fill_storage(r, sr);
   }
 }
 

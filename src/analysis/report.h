@@ -39,6 +39,7 @@ typedef struct pb_stage_report {
   double pipeline_capacity_per_s; /* the same in the pipeline's samples: capacity / the share of the
                                      delivered samples it handled (< 1 upstream of a cache that replays) */
   uint64_t bytes_in, bytes_out;
+  uint64_t read_ops;            /* read: reads of up to block_bytes in the window (0: not counted, an older trace) */
   double queue_mean_fill;       /* mean occupancy of the stage's output queue, 0..1 of its capacity */
   int queue_capacity;           /* elements */
   double critical_path_ms, critical_path_pct; /* time on the critical path (NAN without a trace) */
@@ -128,6 +129,7 @@ typedef struct pb_report {
   int64_t warmup_steps;
 
   double samples_per_s, batches_per_s, bytes_per_s;
+  double storage_bytes_per_s, read_ops_per_s; /* the read stage's bytes and reads a second; NAN: no read stage */
 
   uint64_t step_count;          /* measured steps */
   double step_mean_ms, step_p50_ms, step_p90_ms, step_p99_ms;

@@ -20,6 +20,7 @@ typedef struct pb_counters {
   uint64_t samples_out_total, samples_dropped_total, samples_in_flight, samples_error_total;
   uint64_t files_read_total;
   uint64_t samples_replayed_total; /* cache: samples handed on again after the first epoch */
+  uint64_t read_ops;               /* read: reads of up to block_bytes issued inside the window (IOPS) */
 } pb_counters;
 
 #define PB_FIRST_ERRORS 10

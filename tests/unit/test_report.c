@@ -93,6 +93,7 @@ static pb_report *make_report(void) {
   r->samples_per_s = 1108.2461;
   r->batches_per_s = 4.3291;
   r->bytes_per_s = 166812345.678;
+  r->storage_bytes_per_s = 52300000.04, r->read_ops_per_s = 412.46; /* the read stage's: fio's figures */
   r->step_count = 100;
   r->step_mean_ms = 230.90999999;
   r->step_p50_ms = 230.1;
@@ -146,23 +147,75 @@ static void assert_null_at(const cJSON *j, const char *path) {
 
 /* Every key of docs/CONTRACT.md §3 (plus the ones the brief adds), as dotted paths. */
 static const char *const contract_paths[] = {
-    "pipebench_version", "config", "data", "interrupted", "device.kind", "device.name", "device.count",
-    "device.timing_source", "measured_s", "warmup_steps", "throughput.samples_per_s",
-    "throughput.batches_per_s", "throughput.bytes_per_s", "steps.count", "steps.mean_ms", "steps.p50_ms",
-    "steps.p90_ms", "steps.p99_ms", "step_breakdown_ms.input_wait", "step_breakdown_ms.h2d",
-    "step_breakdown_ms.compute", "step_breakdown_ms.other", "device_idle_pct",
-    "accelerator_utilization_pct", "input_bound_pct", "classification", "stages.0.name", "stages.0.type",
-    "stages.0.threads", "stages.0.skipped", "stages.0.calls", "stages.0.total_ms", "stages.0.self_ms",
-    "stages.0.mean_us", "stages.0.p50_us", "stages.0.p99_us", "stages.0.wait_in_ms",
-    "stages.0.blocked_out_ms", "stages.0.utilization", "stages.0.capacity_per_s", "stages.0.bytes_in",
-    "stages.0.bytes_out", "stages.0.queue_mean_fill", "stages.0.queue_capacity",
-    "stages.0.critical_path_ms", "stages.0.critical_path_pct", "critical_path", "bottleneck.stage",
-    "bottleneck.reason", "bottleneck.capacity_per_s", "bottleneck.required_per_s", "recommendations",
-    "ranks", "most_input_bound_rank", "accounting.files_read", "accounting.samples_read",
-    "accounting.samples_decoded", "accounting.samples_batched", "accounting.samples_consumed",
-    "accounting.samples_dropped", "accounting.errors", "accounting.samples_in_flight",
-    "accounting.balanced", "accounting.first_errors.0.file", "accounting.first_errors.0.message",
-    "engine.cpu_s", "engine.cpu_ns_per_sample",
+    "pipebench_version",
+    "config",
+    "data",
+    "interrupted",
+    "device.kind",
+    "device.name",
+    "device.count",
+    "device.timing_source",
+    "measured_s",
+    "warmup_steps",
+    "throughput.samples_per_s",
+    "throughput.batches_per_s",
+    "throughput.bytes_per_s",
+    "throughput.storage_bytes_per_s",
+    "throughput.read_ops_per_s",
+    "steps.count",
+    "steps.mean_ms",
+    "steps.p50_ms",
+    "steps.p90_ms",
+    "steps.p99_ms",
+    "step_breakdown_ms.input_wait",
+    "step_breakdown_ms.h2d",
+    "step_breakdown_ms.compute",
+    "step_breakdown_ms.other",
+    "device_idle_pct",
+    "accelerator_utilization_pct",
+    "input_bound_pct",
+    "classification",
+    "stages.0.name",
+    "stages.0.type",
+    "stages.0.threads",
+    "stages.0.skipped",
+    "stages.0.calls",
+    "stages.0.total_ms",
+    "stages.0.self_ms",
+    "stages.0.mean_us",
+    "stages.0.p50_us",
+    "stages.0.p99_us",
+    "stages.0.wait_in_ms",
+    "stages.0.blocked_out_ms",
+    "stages.0.utilization",
+    "stages.0.capacity_per_s",
+    "stages.0.bytes_in",
+    "stages.0.bytes_out",
+    "stages.0.queue_mean_fill",
+    "stages.0.queue_capacity",
+    "stages.0.critical_path_ms",
+    "stages.0.critical_path_pct",
+    "critical_path",
+    "bottleneck.stage",
+    "bottleneck.reason",
+    "bottleneck.capacity_per_s",
+    "bottleneck.required_per_s",
+    "recommendations",
+    "ranks",
+    "most_input_bound_rank",
+    "accounting.files_read",
+    "accounting.samples_read",
+    "accounting.samples_decoded",
+    "accounting.samples_batched",
+    "accounting.samples_consumed",
+    "accounting.samples_dropped",
+    "accounting.errors",
+    "accounting.samples_in_flight",
+    "accounting.balanced",
+    "accounting.first_errors.0.file",
+    "accounting.first_errors.0.message",
+    "engine.cpu_s",
+    "engine.cpu_ns_per_sample",
 };
 
 static void test_json_has_contract_keys(void **state) {
@@ -223,6 +276,8 @@ static void test_json_rounding(void **state) {
   assert_true(num_at(j, "throughput.samples_per_s") == 1108.2);
   assert_true(num_at(j, "throughput.batches_per_s") == 4.329);
   assert_true(num_at(j, "throughput.bytes_per_s") == 166812345.7);
+  assert_true(num_at(j, "throughput.storage_bytes_per_s") == 52300000.0);
+  assert_true(num_at(j, "throughput.read_ops_per_s") == 412.5);
   assert_true(num_at(j, "steps.mean_ms") == 230.91);
   assert_true(num_at(j, "device_idle_pct") == 3.0);
   assert_true(num_at(j, "accelerator_utilization_pct") == 97.0);
@@ -399,7 +454,9 @@ static void test_text_summary(void **state) {
   const char *t = print_text(r);
   assert_contains(t, "pipebench 0.1.0  resnet50  data=synthetic  device=emulated (emulated H2D 25 GB/s)\n");
   assert_contains(t, "measured      100 steps in 23.104 s (5 warm-up steps excluded)\n");
-  assert_contains(t, "throughput    1108.2 samples/s   4.33 batches/s   166.8 MB/s\n");
+  assert_contains(t,
+                  "throughput    1108.2 samples/s   4.33 batches/s   166.8 MB/s of batches\n"
+                  "storage       52.3 MB/s, 412 IOPS: what the read stage read from dataset.path\n");
   assert_contains(t, "step time     mean 230.91 ms   p50 230.10   p90 232.40   p99 n/a\n");
   assert_contains(t, "breakdown     input_wait 0.12 ms  h2d 1.54 ms  compute 224.01 ms  other 5.24 ms");
   assert_contains(t, "device        idle 3.00 %   AU 97.00 %   input-bound 0.72 %  -> not_input_bound\n");
