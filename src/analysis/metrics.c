@@ -213,7 +213,9 @@ static void fill_stage(pb_stage_report *sr, const pb_stage_rec *s, double wall_s
 static void fill_storage(pb_report *r, const pb_stage_report *sr) {
   bool read = !sr->skipped && strcmp(sr->type, "read") == 0 && r->measured_s > 0;
   r->storage_bytes_per_s = read ? (double)sr->bytes_in / r->measured_s : NAN;
-  r->read_ops_per_s = read && sr->read_ops ? (double)sr->read_ops / r->measured_s : NAN;
+  /* bytes without reads: a trace from before reads were counted */
+  bool counted = sr->read_ops > 0 || sr->bytes_in == 0;
+  r->read_ops_per_s = read && counted ? (double)sr->read_ops / r->measured_s : NAN;
 }
 
 static void fill_stages(pb_report *r, const pb_record *rec) {

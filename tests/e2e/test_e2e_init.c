@@ -69,10 +69,11 @@ static void test_jpeg_folder_with_strangers(void **state) {
   assert_non_null(strstr(r->err, "README.txt; dataset.extensions to read them)"));
   cJSON *rep = load_report(dir2);
   assert_int_equal((int)num(rep, "accounting.files_skipped"), 1);
-  /* fio's figures for the read stage: small files, one read each, so IOPS x the mean file's bytes ~ MB/s */
+  /* fio's figures for the read stage (0 when the window read nothing: 12 files fit the shuffle buffer) */
   double mbps = num(rep, "throughput.storage_bytes_per_s"), iops = num(rep, "throughput.read_ops_per_s");
-  assert_double_cmp(mbps, >, 0);
-  assert_double_cmp(iops, >, 0);
+  assert_double_cmp(mbps, >=, 0);
+  assert_double_cmp(iops, >=, 0);
+  if (iops > 0) assert_double_cmp(mbps / iops, <, 100e3); /* these JPEGs are a few KB: one read each */
   /* the PNG fails every epoch, and is one of the first errors once (it filled the list) */
   assert_int_cmp((int64_t)num(rep, "accounting.errors"), >=, 2);
   assert_int_equal(cJSON_GetArraySize(at(rep, "accounting.first_errors")), 1);
