@@ -471,11 +471,38 @@ static void test_text_summary(void **state) {
   /* errors near the top too, right after the measured line (issue 34) */
   assert_contains(t, " warm-up steps excluded)\nerrors        1 samples failed (0.0 % of those read)\n"
                      "              data/x/0001.jpg: not a JPEG file\nthroughput");
-  assert_contains(t, "engine        cpu 1.234 s (40.2 ns per sample)\n");
+  assert_contains(t,
+                  "process       cpu 1.234 s (40.2 ns per sample, every thread: the stages' work and the engine's)\n");
   assert_contains(t, "output        pipebench-out/resnet50-20250101-000000\n");
   assert_null(strstr(t, "NOT BALANCED"));
   assert_null(strstr(t, "INTERRUPTED"));
   assert_lines_under_100(t);
+  free_report(r);
+}
+
+/* Labels that mean what they say (issue 34): the critical path names the stages that matter and counts the
+ * rest; a calibrated stage that does not bind is "not limiting", the one that does gets its share. */
+static void test_text_labels_that_matter(void **state) {
+  pb_report *r = make_report();
+  r->critical_path_available = true;
+  r->critical_path_total_ms = 2000;
+  r->trace_complete = true;
+  r->npath_segments = 3;
+  r->path_segments[0] = (pb_path_segment){.stage = "device", .ms = 1990, .self_ms = 1990};
+  r->path_segments[1] = (pb_path_segment){.stage = "decode", .ms = 8, .self_ms = 8};
+  r->path_segments[2] = (pb_path_segment){.stage = "batch", .ms = 2, .self_ms = 2};
+  r->efficiency.have = true;
+  r->efficiency.best_samples_per_s = 2000, r->efficiency.pipeline_pct = 55;
+  snprintf(r->efficiency.limited_by, sizeof r->efficiency.limited_by, "decode");
+  snprintf(r->bottleneck_stage, sizeof r->bottleneck_stage, "decode");
+  for (int i = 1; i <= 2; i++) {
+    r->stages[i].ceiling_per_thread_per_s = 500 * i, r->stages[i].ceiling_per_s = 1000 * i;
+    r->stages[i].efficiency_pct = 40 / i;
+  }
+  const char *t = print_text(r);
+  assert_contains(t, "critical path 2000.0 ms: device 99.5 % (self 99.5 %); 2 more under 1 % each\n");
+  assert_contains(t, "              decode: 40% of 1000.0 samples/s (500.0 per thread x 2)\n");
+  assert_contains(t, "              batch: not limiting (its ceiling 2000.0 samples/s: 1000.0 per thread x 1)\n");
   free_report(r);
 }
 
@@ -626,6 +653,7 @@ int main(void) {
       cmocka_unit_test(test_write_json_round_trip),
       cmocka_unit_test(test_text_summary),
       cmocka_unit_test(test_text_errors_whole),
+      cmocka_unit_test(test_text_labels_that_matter),
       cmocka_unit_test(test_text_not_balanced_and_long_text),
       cmocka_unit_test(test_job_accounting_with_a_silent_rank),
       cmocka_unit_test(test_job_summary_and_write),
