@@ -45,12 +45,14 @@ static void test_jpeg_folder_with_strangers(void **state) {
   const char *dir = gen_dataset(
       "photos", "'format':'jpeg','generate':{'num_files':12,'image':{'width':64,'height':48}}", k_jpeg_stages);
   e2e_sh("printf 'read me' > '%s/README.txt' && printf '\\211PNG\\r\\n\\032\\nxxxxxxxx' > '%s/n01.JPEG'", dir, dir);
+  e2e_sh("cp '%s/tests/fixtures/cmyk.jpg' '%s/cmyk.jpg'", PB_SOURCE_DIR, dir); /* Pillow's CMYK JPEG */
   result *r;
   cJSON *cfg = init_ok(dir, "photos", NULL, &r);
   assert_string_equal(str(cfg, "dataset.format"), "jpeg");
   assert_null(at(cfg, "dataset.generate")); /* shapes and plan from the files, not a leftover generate */
   assert_string_equal(str(cfg, "stages.1.type"), "decode");
-  assert_non_null(strstr(r->out, "jpeg      13 files"));
+  assert_non_null(strstr(r->out, "jpeg      14 files"));
+  assert_non_null(strstr(r->out, "; CMYK 1 (converted to RGB)"));
   assert_non_null(strstr(r->out, "other     1 file of no format pipebench reads, e.g. "));
   assert_non_null(strstr(r->out, "README.txt"));
   assert_non_null(strstr(r->out, "images    64x48 median"));
@@ -74,7 +76,7 @@ static void test_jpeg_folder_with_strangers(void **state) {
   assert_double_cmp(mbps, >=, 0);
   assert_double_cmp(iops, >=, 0);
   if (iops > 0) assert_double_cmp(mbps / iops, <, 100e3); /* these JPEGs are a few KB: one read each */
-  /* the PNG fails every epoch, and is one of the first errors once (it filled the list) */
+  /* the PNG fails every epoch, and is one of the first errors once (it filled the list); the CMYK file is none */
   assert_int_cmp((int64_t)num(rep, "accounting.errors"), >=, 2);
   assert_int_equal(cJSON_GetArraySize(at(rep, "accounting.first_errors")), 1);
   assert_accounting_balances(rep);

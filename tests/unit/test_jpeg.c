@@ -530,6 +530,28 @@ static uint8_t *libjpeg_cmyk(const blob *b, int *w, int *h) {
   return px;
 }
 
+/* A CMYK JPEG that Pillow wrote decodes to exactly the RGB bytes Pillow's convert("RGB") gives
+ * (tests/fixtures/cmyk.jpg and cmyk.rgb, from make_fixtures.py). */
+static void test_cmyk_equals_pillow(void **state) {
+  const char *slash = strrchr(__FILE__, '/');
+  char jpg[1024], rgb[1024];
+  snprintf(jpg, sizeof jpg, "%.*s../fixtures/cmyk.jpg", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+  snprintf(rgb, sizeof rgb, "%.*s../fixtures/cmyk.rgb", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+  blob j = read_file(jpg), want = read_file(rgb);
+  assert_int_equal(want.bytes, 64 * 48 * 3);
+  pb_jpeg_decoder *dec = decoder();
+  uint8_t out[64 * 48 * 3];
+  int w, h;
+  pb_err err = {{0}};
+  if (pb_jpeg_decode(dec, j.data, j.bytes, 1, 0, out, sizeof out, &w, &h, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(w, 64);
+  assert_int_equal(h, 48);
+  for (size_t i = 0; i < want.bytes; i++)
+    if (out[i] != want.data[i]) fail_msg("byte %zu: %u, Pillow %u", i, out[i], want.data[i]);
+  pb_jpeg_decoder_free(dec);
+  free(j.data), free(want.data);
+}
+
 /* Hand-worked pixels of Pillow's conversion (inverted CMYK: 255 is no ink). */
 static void test_cmyk_to_rgb_as_pillow(void **state) {
   const uint8_t in[] = {255, 255, 255, 255, /* no ink: white */ 0, 0, 0, 255, /* full C, M, Y: black */
@@ -591,6 +613,7 @@ int main(void) {
       cmocka_unit_test(test_encoder_refuses_bad_input),
       cmocka_unit_test(test_region_equals_whole_decode_cropped),
       cmocka_unit_test(test_cmyk_to_rgb_as_pillow),
+      cmocka_unit_test(test_cmyk_equals_pillow),
       cmocka_unit_test(test_cmyk_and_ycck_decode_to_rgb),
   };
   return cmocka_run_group_tests(tests, make_tmp_dir, remove_tmp_dir);
