@@ -88,6 +88,16 @@ static cJSON *device_json(const pb_report *r) {
   return pb_json_finish(o, ok);
 }
 
+/* run.au_target_pct's verdict: null without a target; passed null when there was no AU to judge. */
+static cJSON *au_target_json(const pb_report *r) {
+  if (!(r->au_target_pct > 0)) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  pb_json_put(o, "target_pct", num(r->au_target_pct, PCT), &ok);
+  pb_json_put(o, "passed", r->au_passed < 0 ? cJSON_CreateNull() : cJSON_CreateBool(r->au_passed), &ok);
+  return pb_json_finish(o, ok);
+}
+
 static cJSON *throughput_json(const pb_report *r) {
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
@@ -401,6 +411,7 @@ static void put_run(cJSON *root, const pb_report *r, bool *ok) {
   pb_json_put(root, "allreduce", allreduce_json(r), ok);
   pb_json_put(root, "device_idle_pct", num(r->device_idle_pct, PCT), ok);
   pb_json_put(root, "accelerator_utilization_pct", num(r->accelerator_utilization_pct, PCT), ok);
+  pb_json_put(root, "au_target", au_target_json(r), ok);
   pb_json_put(root, "input_bound_pct", num(r->input_bound_pct, PCT), ok);
   pb_json_put(root, "classification", str(r->classification), ok);
 }

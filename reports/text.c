@@ -126,6 +126,16 @@ static void print_rates(const pb_report *r, FILE *out) {
   fprintf(out, "%-*sidle %s %%   AU %s %%   input-bound %s %%  -> %s\n", LABEL, "device",
           pb_fmt_double(&a, "%.2f", r->device_idle_pct), pb_fmt_double(&b, "%.2f", r->accelerator_utilization_pct),
           pb_fmt_double(&c, "%.2f", r->input_bound_pct), r->classification ? r->classification : "n/a");
+  if (r->au_target_pct > 0) /* DLIO / MLPerf Storage's verdict */
+    fprintf(out, "%-*sAU %s %% %s %s %%: %s\n", LABEL, "AU target",
+            pb_fmt_double(&a, "%.2f", r->accelerator_utilization_pct),
+            r->au_passed == 1   ? ">="
+            : r->au_passed == 0 ? "<"
+                                : "vs",
+            pb_fmt_double(&b, "%g", r->au_target_pct),
+            r->au_passed == 1   ? "PASS"
+            : r->au_passed == 0 ? "FAIL"
+                                : "n/a (no measured step)");
 }
 
 /* GPU timing (where the timeline came from, and its cross-checks) and, with several devices, each one's
@@ -338,8 +348,11 @@ static void print_engine(const pb_report *r, FILE *out) {
 
 void pb_report_print_line(const pb_report *r, FILE *out) {
   pb_numbuf a, b;
-  char dir[PB_PATH_LEN], errors[64] = "";
+  char dir[PB_PATH_LEN], errors[96] = "";
   if (r->errors) snprintf(errors, sizeof errors, "  errors %" PRIu64, r->errors);
+  if (r->au_passed >= 0 && r->au_target_pct > 0) /* MLPerf Storage's verdict, where the config asks for it */
+    snprintf(errors + strlen(errors), sizeof errors - strlen(errors), "  AU target %g %%: %s", r->au_target_pct,
+             r->au_passed ? "PASS" : "FAIL");
   fprintf(out, "%s%s: %s samples/s  device idle %s %%  bottleneck %s%s%s%s\n", r->interrupted ? "INTERRUPTED " : "",
           r->config_name, pb_fmt_double(&a, "%.1f", r->samples_per_s), pb_fmt_double(&b, "%.2f", r->device_idle_pct),
           r->bottleneck_stage[0] ? r->bottleneck_stage : "n/a", errors, r->out_dir[0] ? "  -> " : "",

@@ -297,6 +297,14 @@ static double noise_pct(const pb_record *rec, uint64_t measured) {
   return mean > 0 ? 1.96 * sqrt(var / NOISE_GROUPS) / mean * 100 : NAN;
 }
 
+/* MLPerf Storage's pass/fail: AU against run.au_target_pct, compared as the report shows AU (2 decimals), so
+ * that "90.00 % < 90 %: FAIL" cannot be printed. */
+static void fill_au_target(pb_report *r, const pb_record *rec) {
+  r->au_target_pct = rec->cfg ? rec->cfg->run.au_target_pct : 0;
+  double au = round(r->accelerator_utilization_pct * 100) / 100;
+  r->au_passed = !(r->au_target_pct > 0) || isnan(au) ? -1 : au >= r->au_target_pct;
+}
+
 void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->version = PB_VERSION;
   r->synthetic = rec->synthetic;
@@ -318,6 +326,7 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   free(t.step_ms);
   free(t.comm_ms);
   fill_devices(r, rec);
+  fill_au_target(r, rec);
   fill_stages(r, rec);
   fill_accounting(r, rec);
   r->cpu_s = rec->cpu_s;

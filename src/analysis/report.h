@@ -137,6 +137,10 @@ typedef struct pb_report {
   double host_late_ms;          /* mean per measured step: ready to start, but launched late by the host */
   double host_late_pct;         /* host_late / step time x 100 */
   double device_idle_pct, accelerator_utilization_pct, input_bound_pct;
+  /* run.au_target_pct's verdict (DLIO / MLPerf Storage): the target (0: none) and whether AU, as shown (2
+   * decimals), reached it; -1 when there is no AU to judge (no measured step) */
+  double au_target_pct;
+  int au_passed;
   const char *classification;   /* "highly_input_bound" | "moderately_input_bound" | "not_input_bound" | NULL */
   pb_allreduce_report allreduce;
 

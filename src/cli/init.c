@@ -36,18 +36,21 @@ static const struct preset {
      "{\"name\":\"batch\",\"type\":\"batch\",\"size\":256,\"drop_remainder\":true},"
      "{\"name\":\"prefetch\",\"type\":\"prefetch\",\"depth\":4},{\"name\":\"h2d\",\"type\":\"h2d\",\"pinned\":true}],"
      "\"device\":{\"kind\":\"auto\",\"count\":1,\"step_ms\":224},"
-     "\"run\":{\"steps\":40,\"warmup_steps\":5,\"on_error\":\"skip\"},\"limits\":{\"max_memory_mb\":8192}}"},
+     "\"run\":{\"steps\":40,\"warmup_steps\":5,\"on_error\":\"skip\",\"au_target_pct\":90},\"limits\":{\"max_memory_"
+     "mb\":8192}}"},
     {"unet3d",
      "{\"stages\":[{\"name\":\"read\",\"type\":\"read\",\"threads\":4,\"block_bytes\":4194304},"
      "{\"name\":\"batch\",\"type\":\"batch\",\"size\":7,\"drop_remainder\":true},"
      "{\"name\":\"prefetch\",\"type\":\"prefetch\",\"depth\":2},{\"name\":\"h2d\",\"type\":\"h2d\",\"pinned\":true}],"
      "\"device\":{\"kind\":\"auto\",\"count\":1,\"step_ms\":323},"
-     "\"run\":{\"steps\":20,\"warmup_steps\":2,\"on_error\":\"skip\"},\"limits\":{\"max_memory_mb\":8192}}"},
+     "\"run\":{\"steps\":20,\"warmup_steps\":2,\"on_error\":\"skip\",\"au_target_pct\":90},\"limits\":{\"max_memory_"
+     "mb\":8192}}"},
     {"cosmoflow",
      "{\"stages\":[{\"name\":\"read\",\"type\":\"read\",\"threads\":4,\"block_bytes\":1048576},"
      "{\"name\":\"batch\",\"type\":\"batch\",\"size\":1},{\"name\":\"prefetch\",\"type\":\"prefetch\",\"depth\":4},"
      "{\"name\":\"h2d\",\"type\":\"h2d\",\"pinned\":true}],\"device\":{\"kind\":\"auto\",\"count\":1,\"step_ms\":3.5},"
-     "\"run\":{\"steps\":1000,\"warmup_steps\":20,\"on_error\":\"skip\"},\"limits\":{\"max_memory_mb\":8192}}"},
+     "\"run\":{\"steps\":1000,\"warmup_steps\":20,\"on_error\":\"skip\",\"au_target_pct\":70},\"limits\":{\"max_memory_"
+     "mb\":8192}}"},
     {"bert",
      "{\"stages\":[{\"name\":\"read\",\"type\":\"read\",\"threads\":1,\"block_bytes\":262144},"
      "{\"name\":\"shuffle\",\"type\":\"shuffle\",\"buffer\":4096},{\"name\":\"batch\",\"type\":\"batch\",\"size\":48},"

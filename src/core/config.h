@@ -181,6 +181,7 @@ typedef struct pb_run_cfg {
   int64_t warmup_steps;         /* default 5 */
   bool on_error_fail;           /* on_error: "fail" (true) or "skip" (false, default) */
   int64_t max_errors;           /* 0 = no limit */
+  double au_target_pct; /* the accelerator utilization a run must reach to pass (MLPerf Storage: 90); 0 = none */
 } pb_run_cfg;
 
 typedef struct pb_config {

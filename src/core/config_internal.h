@@ -180,6 +180,7 @@ bool pb_cfg_emit_if_extensions(const void *dataset);
 bool pb_cfg_emit_if_synthetic(const void *dataset);
 bool pb_cfg_emit_if_tfrecord(const void *dataset);
 bool pb_cfg_emit_if_steps(const void *run);
+bool pb_cfg_emit_if_au_target(const void *run);
 bool pb_cfg_emit_if_epochs(const void *run);
 bool pb_cfg_emit_if_duration(const void *run);
 

@@ -247,6 +247,9 @@ static const pb_key run_keys[] = {
         .help = "A bad sample: skip it (counted as an error) or fail the run."),
     ROW(pb_run_cfg, max_errors, "max_errors", PB_KT_INT, .min = 0, .max = INFINITY, .def = "0",
         .help = "Fail after this many skipped samples; 0 = no limit."),
+    ROW(pb_run_cfg, au_target_pct, "au_target_pct", PB_KT_NUMBER, .min = 0, .max = 100, .def = "0",
+        .emit_if = pb_cfg_emit_if_au_target,
+        .help = "Pass/fail on accelerator utilization, as MLPerf Storage judges (its presets: 90); 0 = none."),
 };
 static const pb_key_table run_table = TABLE(run_keys, pb_cfg_check_run);
 

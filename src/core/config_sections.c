@@ -267,6 +267,8 @@ cJSON *pb_cfg_emit_extensions(const pb_key *k, const void *base, const pb_config
 
 bool pb_cfg_emit_if_extensions(const void *dataset) { return ((const pb_dataset_cfg *)dataset)->nextensions > 0; }
 
+bool pb_cfg_emit_if_au_target(const void *run) { return ((const pb_run_cfg *)run)->au_target_pct > 0; }
+
 bool pb_cfg_emit_if_synthetic(const void *dataset) {
   return ((const pb_dataset_cfg *)dataset)->format == PB_FMT_SYNTHETIC;
 }

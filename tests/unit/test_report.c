@@ -230,11 +230,36 @@ static void test_json_has_contract_keys(void **state) {
 }
 
 static void test_json_key_order(void **state) {
-  static const char *const top[] = {
-      "pipebench_version", "config", "data", "interrupted", "device", "measured_s", "warmup_steps",
-      "throughput", "steps", "step_breakdown_ms", "allreduce", "device_idle_pct", "accelerator_utilization_pct",
-      "input_bound_pct", "classification", "stages", "critical_path", "bottleneck", "capacity_model",
-      "model", "machine", "recommendations", "trace", "ranks", "most_input_bound_rank", "accounting", "engine", "memory", "efficiency"};
+  static const char *const top[] = {"pipebench_version",
+                                    "config",
+                                    "data",
+                                    "interrupted",
+                                    "device",
+                                    "measured_s",
+                                    "warmup_steps",
+                                    "throughput",
+                                    "steps",
+                                    "step_breakdown_ms",
+                                    "allreduce",
+                                    "device_idle_pct",
+                                    "accelerator_utilization_pct",
+                                    "au_target",
+                                    "input_bound_pct",
+                                    "classification",
+                                    "stages",
+                                    "critical_path",
+                                    "bottleneck",
+                                    "capacity_model",
+                                    "model",
+                                    "machine",
+                                    "recommendations",
+                                    "trace",
+                                    "ranks",
+                                    "most_input_bound_rank",
+                                    "accounting",
+                                    "engine",
+                                    "memory",
+                                    "efficiency"};
   pb_report *r = make_report();
   cJSON *j = pb_report_to_json(r);
   const cJSON *c = j->child;
@@ -506,6 +531,34 @@ static void test_text_labels_that_matter(void **state) {
   free_report(r);
 }
 
+/* DLIO / MLPerf Storage's pass/fail (issue 34): the line, the JSON and the one-line result; AU is judged as
+ * shown, so 89.996 % passes a 90 % target; no target, no line and null. */
+static void test_au_target(void **state) {
+  pb_report *r = make_report();
+  r->accelerator_utilization_pct = 85.8, r->au_target_pct = 90, r->au_passed = 0;
+  const char *t = print_text(r);
+  assert_contains(t, "AU target     AU 85.80 % < 90 %: FAIL\n");
+  cJSON *j = pb_report_to_json(r);
+  assert_true(num_at(j, "au_target.target_pct") == 90);
+  assert_true(cJSON_IsFalse(at(j, "au_target.passed")));
+  cJSON_Delete(j);
+  char *line = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&line, &len);
+  pb_report_print_line(r, f);
+  fclose(f);
+  assert_non_null(strstr(line, "  AU target 90 %: FAIL"));
+  free(line);
+  r->accelerator_utilization_pct = 96.25, r->au_passed = 1;
+  assert_contains(print_text(r), "AU target     AU 96.25 % >= 90 %: PASS\n");
+  r->au_target_pct = 0, r->au_passed = -1;
+  assert_null(strstr(print_text(r), "AU target"));
+  j = pb_report_to_json(r);
+  assert_true(cJSON_IsNull(at(j, "au_target")));
+  cJSON_Delete(j);
+  free_report(r);
+}
+
 /* A long error message is wrapped whole, never cut mid-word (it was clipped at 99 columns); no errors, no
  * errors line. */
 static void test_text_errors_whole(void **state) {
@@ -654,6 +707,7 @@ int main(void) {
       cmocka_unit_test(test_text_summary),
       cmocka_unit_test(test_text_errors_whole),
       cmocka_unit_test(test_text_labels_that_matter),
+      cmocka_unit_test(test_au_target),
       cmocka_unit_test(test_text_not_balanced_and_long_text),
       cmocka_unit_test(test_job_accounting_with_a_silent_rank),
       cmocka_unit_test(test_job_summary_and_write),
