@@ -73,6 +73,7 @@ static cJSON *device_json(const pb_report *r) {
   int n = r->device_count < PB_MAX_DEVICES ? r->device_count : PB_MAX_DEVICES;
   pb_json_put(o, "kind", str(r->device_kind), &ok);
   pb_json_put(o, "name", str(r->device_name), &ok);
+  pb_json_put(o, "fallback_reason", r->device_fallback[0] ? str(r->device_fallback) : cJSON_CreateNull(), &ok);
   pb_json_put(o, "count", cJSON_CreateNumber(r->device_count), &ok);
   pb_json_put(o, "ids", cJSON_CreateIntArray(r->device_ids, n > 0 ? n : 0), &ok);
   pb_json_put(o, "timing_source", str(r->timing_source), &ok);

@@ -71,9 +71,11 @@ static void print_errors_first(const pb_report *r, FILE *out) {
 static void print_header(const pb_report *r, FILE *out) {
   char devs[16] = "";
   if (r->device_count > 1) snprintf(devs, sizeof devs, " x%d", r->device_count);
-  line(out, "pipebench %s  %s  data=%s  device=%s%s (%s)", r->version ? r->version : "?", r->config_name,
+  line(out, "pipebench %s  %s  data=%s  device=%s%s (%s%s)", r->version ? r->version : "?", r->config_name,
        r->synthetic ? "synthetic" : "real", r->device_kind ? r->device_kind : "n/a", devs,
-       r->device_name[0] ? r->device_name : "n/a");
+       r->device_fallback[0] ? "no GPU; " : "", r->device_name[0] ? r->device_name : "n/a");
+  if (r->device_fallback[0]) /* device.kind auto said once, here, rather than on stderr at every run */
+    wrapped(out, "", r->device_fallback);
   /* A line of its own, so that clipping a long name above can never hide it. */
   if (r->interrupted)
     fprintf(out, "%-*sINTERRUPTED: partial report, the run was stopped before its end\n", LABEL, "status");

@@ -254,6 +254,7 @@ static const pb_trace_field k_device[] = {
     F("ids", CUSTOM, .flags = PB_TF_OPTIONAL, .write = j_device_ids, .load = pb_trace_load_device_ids),
     F("names", CUSTOM, .flags = PB_TF_OPTIONAL, .write = j_device_names, .load = pb_trace_load_device_names),
     F("timing_source_reason", STR, RSTR(timing_source_reason), .flags = PB_TF_OPTIONAL),
+    F("fallback", STR, RSTR(device_fallback), .flags = PB_TF_OPTIONAL), /* since issue 34 */
     F("step_kernel", OBJ, R(step_kernel), .flags = PB_TF_OPTIONAL, .sub = &k_step_kernel_table),
     F("idle_pct_cuda_events", DBL, R(idle_pct_cuda_events), .flags = PB_TF_OPTIONAL),
     F("gpu_timestamps_dropped", U64, R(gpu_timestamps_dropped), .flags = PB_TF_OPTIONAL),

@@ -156,6 +156,7 @@ static void fill_devices(pb_report *r, const pb_record *rec) {
 static void fill_device_info(pb_report *r, const pb_record *rec) {
   r->device_kind = rec->device_kind;
   snprintf(r->device_name, sizeof r->device_name, "%s", rec->device_name);
+  snprintf(r->device_fallback, sizeof r->device_fallback, "%s", rec->device_fallback);
   r->device_count = rec->device_count;
   r->timing_source = rec->timing_source;
   r->timing_source_reason = rec->timing_source_reason;

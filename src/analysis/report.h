@@ -113,6 +113,7 @@ typedef struct pb_report {
   /* device */
   const char *device_kind;      /* "gpu" | "emulated" */
   char device_name[128];
+  char device_fallback[256]; /* why device.kind auto ran the emulated device ("" when it did not fall back) */
   int device_count;
   const char *timing_source;    /* "cupti" | "cuda_events" | "emulated" */
   const char *timing_source_reason; /* why not CUPTI on a GPU; "" otherwise */

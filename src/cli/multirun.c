@@ -76,6 +76,7 @@ int pb_multi_run(pb_multi *m, const pb_config *cfg, const char *name, bool synth
   snprintf(m->progress_label, sizeof m->progress_label, "%s %s", m->command, name);
   o.progress_label = m->progress_label;
   o.quiet_notices = m->first_notice_shown;
+  o.notices_on_stderr = true;
   o.text_out = m->text_out;
   o.result = report;
   m->first_notice_shown = true;

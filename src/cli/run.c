@@ -124,6 +124,7 @@ typedef struct run_ctx {
   pb_device device;
   pb_steps steps;
   bool device_open, steps_ready, interrupted;
+  char device_fallback[256];    /* device.kind auto without a usable GPU: why (for the report's header) */
   bool locked;                  /* out_dir's lock is this run's (pb_outdir_lock) */
   char nothing_measured[PB_PATH_LEN + 512]; /* why, when the run ended without a measured step (exit 1) */
   uint64_t queued_samples;
@@ -246,7 +247,10 @@ static int open_device(run_ctx *c) {
   }
   c->device_open = true;
   c->engine.device = &c->device;
-  if (notice[0] && !c->opts->quiet && !c->opts->quiet_notices) fprintf(stderr, "pipebench: %s\n", notice);
+  snprintf(c->device_fallback, sizeof c->device_fallback, "%s", notice);
+  /* a run's report says it in its header; the multi-run commands, whose own output has no header, say it once */
+  if (notice[0] && c->opts->notices_on_stderr && !c->opts->quiet && !c->opts->quiet_notices)
+    fprintf(stderr, "pipebench: %s\n", notice);
   return 0;
 }
 
@@ -516,6 +520,7 @@ static int report(run_ctx *c, double cpu0) {
   pb_cpu_sample end;
   pb_cpu_sample_take(&end, "");
   pb_cpu_others others = pb_cpu_taken_by_others(&c->cpu_at_start, &end);
+  snprintf(rec->device_fallback, sizeof rec->device_fallback, "%s", c->device_fallback);
   rec->cores_usable = c->cores.usable_cores > 0 ? c->cores.usable_cores : rec->ncpu;
   rec->cores_affinity = c->cores.affinity > 0 ? c->cores.affinity : rec->ncpu;
   rec->cores_quota = c->cores.quota_cores;

@@ -20,6 +20,7 @@ typedef struct pb_run_opts {
   bool result_line;             /* run and analyze: the one-line result when the text summary is not printed */
   /* For the commands made of several runs (ab, sweep, tune): */
   bool quiet_notices;           /* no device fallback notice (a later run of the same command) */
+  bool notices_on_stderr;       /* the device fallback on stderr too (ab, sweep, tune: their output has no header) */
   const char *progress_label;   /* printed before the live progress figures ("tune trial 3: ..."); NULL: none */
   int rank, world_size;         /* one rank of a multi-process job (src/cli/ranks.c): its shard of the files;
                                  * world_size 0 or 1: the whole dataset */

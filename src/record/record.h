@@ -43,6 +43,7 @@ typedef struct pb_record {
   bool synthetic, interrupted;
   /* device */
   char device_kind[16], timing_source[16], device_name[128];
+  char device_fallback[256]; /* device.kind auto without a usable GPU: why the emulated device ran ("" none) */
   int device_count;
   char timing_source_reason[256];  /* why CUPTI is not the source on a GPU ("" otherwise) */
   int device_ids[PB_MAX_DEVICES];
