@@ -31,6 +31,7 @@
 #define PB_MODEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -43,6 +44,9 @@ struct pb_report;
 #define PB_MODEL_QUANTILES 128
 /* Device steps kept in the order the run made them (pb_model.device_seq_s) */
 #define PB_MODEL_DEVICE_SEQ 4096
+/* Windows kept of a stage's pace over the run (pb_model_stage.level), each at least PB_MODEL_LEVEL_MIN_S */
+#define PB_MODEL_LEVELS 256
+#define PB_MODEL_LEVEL_MIN_S 0.1
 
 typedef enum pb_model_role {
   PB_ROLE_SOURCE,  /* makes elements without input (the read stage, the in-memory source) */
@@ -71,6 +75,15 @@ typedef struct pb_model_stage {
   bool batched;                 /* handles batches (after the batch stage) */
   bool valid;                   /* measured (a stage that handled nothing has no distribution) */
   bool saturated;               /* its threads were busy most of the window: the calibration scales it */
+  /* The stage's pace over the run, from its traced calls: level[w] is its mean service time in the w-th
+   * window of level_window_s from the run's start over the calls' mean, shrunk towards 1 by the share of
+   * the windows' spread that chance explains.  A busy host slows all of a stage's workers at once for
+   * hundreds of ms (wake-up latency, other tenants): a service that starts at time t takes a draw of
+   * service_s times the level at t, so those spells drain a prefetch buffer as they did, where i.i.d. draws
+   * average them away.  nlevels 0: none (untraced, or a spread within chance). */
+  int nlevels;
+  double level_window_s;
+  float level[PB_MODEL_LEVELS];
 } pb_model_stage;
 
 typedef struct pb_model {
@@ -137,6 +150,10 @@ void pb_model_change_init(pb_model_change *c);
 bool pb_model_predict(const pb_model *m, const pb_model_change *c, pb_model_result *out);
 /* The same without calibration (service_scale 1): what model_fit uses, and tests. */
 bool pb_model_simulate(const pb_model *m, const pb_model_change *c, double service_scale, pb_model_result *out);
+
+/* Fits ms->level (above) from n calls: when each began (s from the run's start) and its service time (s),
+ * over a run of run_s.  model_fit.c gives it the trace's calls; public for the tests. */
+void pb_model_fit_levels(pb_model_stage *ms, const double *start_s, const double *service_s, size_t n, double run_s);
 
 /* Row of the stage named `name`, or -1. */
 int pb_model_row(const pb_model *m, const char *name);

@@ -69,6 +69,84 @@ static double rate_cap(const pb_record *rec, const pb_stage_rec *s, const pb_sta
   return mb > 0 ? mb * 1e6 / ((double)sr->bytes_out / (double)sr->calls) : 0;
 }
 
+#define LEVEL_MIN_CALLS 16 /* a window with fewer calls says nothing of the pace: level 1 */
+/* The windows' spread must exceed chance by this many of its standard errors (a variance's is
+ * sqrt(2 / (windows - 1)) of it) before a stage has levels: i.i.d. calls keep the plain draws. */
+#define LEVEL_SIGNIFICANCE 3.0
+
+typedef struct level_sums {
+  double sum[PB_MODEL_LEVELS], sumsq[PB_MODEL_LEVELS], n[PB_MODEL_LEVELS];
+} level_sums;
+
+/* Each window's mean over the calls' mean, shrunk towards 1 by `keep`; 1 where a window had too few calls. */
+static void set_levels(pb_model_stage *ms, const level_sums *ls, int nwin, double win_s, double mean, double keep) {
+  for (int w = 0; w < nwin; w++)
+    ms->level[w] = ls->n[w] >= LEVEL_MIN_CALLS ? (float)(1 + keep * (ls->sum[w] / ls->n[w] / mean - 1)) : 1.0f;
+  ms->nlevels = nwin;
+  ms->level_window_s = win_s;
+}
+
+void pb_model_fit_levels(pb_model_stage *ms, const double *start_s, const double *service_s, size_t n, double run_s) {
+  ms->nlevels = 0;
+  if (!(run_s > 0) || !n) return;
+  double win_s = fmax(PB_MODEL_LEVEL_MIN_S, run_s / PB_MODEL_LEVELS);
+  int nwin = (int)fmin(PB_MODEL_LEVELS, ceil(run_s / win_s));
+  level_sums *ls = calloc(1, sizeof *ls);
+  if (!ls) return; /* no levels: the plain draws */
+  for (size_t i = 0; i < n; i++) {
+    int w = start_s[i] >= 0 ? (int)(start_s[i] / win_s) : -1;
+    if (w < 0 || w >= nwin) continue;
+    ls->sum[w] += service_s[i], ls->sumsq[w] += service_s[i] * service_s[i], ls->n[w] += 1;
+  }
+  double tot = 0, calls = 0, used = 0, chance = 0, spread = 0;
+  for (int w = 0; w < nwin; w++)
+    if (ls->n[w] >= LEVEL_MIN_CALLS) tot += ls->sum[w], calls += ls->n[w], used++;
+  double mean = calls > 0 ? tot / calls : 0;
+  for (int w = 0; w < nwin && mean > 0 && used >= 3; w++) {
+    if (ls->n[w] < LEVEL_MIN_CALLS) continue;
+    double m = ls->sum[w] / ls->n[w], var = fmax(0, ls->sumsq[w] / ls->n[w] - m * m);
+    chance += var / (ls->n[w] - 1) / used; /* a window mean's variance, were the calls i.i.d. */
+    spread += (m - mean) * (m - mean) / (used - 1);
+  }
+  if (used >= 3 && spread > chance * (1 + LEVEL_SIGNIFICANCE * sqrt(2 / (used - 1))))
+    set_levels(ms, ls, nwin, win_s, mean, 1 - chance / spread);
+  free(ls);
+}
+
+/* The stage's traced calls: each one's process segments from the one that began it (an input arrived, or
+ * a source's work began) up to the next call's, and when it began (s from the run's start). */
+static size_t collect_calls(const pb_stage_rec *s, uint64_t start_ns, double *start_s, double *service_s) {
+  size_t n = 0;
+  for (int k = 0; k < s->threads; k++) {
+    const pb_worker_trace *wt = &s->workers[k];
+    bool open = false; /* the current call is start_s[n - 1] */
+    for (uint32_t i = 0; i < wt->n; i++) {
+      const pb_event *e = &wt->ev[i];
+      if (e->kind != PB_EV_PROCESS) continue;
+      if (e->flags & (PB_EVF_CALL_START | PB_EVF_PRODUCE)) {
+        open = e->t0_ns >= start_ns;
+        if (open) start_s[n] = (double)(e->t0_ns - start_ns) / 1e9, service_s[n++] = 0;
+      }
+      if (open && e->t1_ns > e->t0_ns) service_s[n - 1] += (double)(e->t1_ns - e->t0_ns) / 1e9;
+    }
+  }
+  return n;
+}
+
+/* The stage's pace over the run (model.h: level), from its trace; none untraced. */
+static void fit_levels(pb_model_stage *ms, const pb_record *rec, const pb_stage_rec *s) {
+  ms->nlevels = 0;
+  if (!s->workers || rec->window_end_ns <= rec->start_ns) return;
+  size_t cap = 0;
+  for (int k = 0; k < s->threads; k++) cap += s->workers[k].n;
+  double *start_s = malloc((cap ? cap : 1) * sizeof *start_s), *service_s = malloc((cap ? cap : 1) * sizeof *service_s);
+  if (start_s && service_s) /* else no levels: the plain draws */
+    pb_model_fit_levels(ms, start_s, service_s, collect_calls(s, rec->start_ns, start_s, service_s),
+                        (double)(rec->window_end_ns - rec->start_ns) / 1e9);
+  free(start_s);
+  free(service_s);
+}
+
 static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const pb_stage_report *sr,
                       bool saturated_cores, double samples_per_file) {
   const pb_stage_rec *s = &rec->stages[row];
@@ -102,6 +180,7 @@ static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const p
   double sum = 0;
   for (int i = 0; i < PB_MODEL_QUANTILES; i++) sum += ms->service_s[i];
   ms->mean_s = sum / PB_MODEL_QUANTILES;
+  if (ms->valid) fit_levels(ms, rec, s);
 }
 
 /* One step's device time: compute and exchange, and the copy when the device thread makes it (no h2d
@@ -235,6 +314,9 @@ static void debug_print(const pb_model *m) {
             s->name, s->type, s->role, s->threads, s->queue_capacity, s->mean_s * 1e3,
             s->service_s[PB_MODEL_QUANTILES / 2] * 1e3, s->service_s[PB_MODEL_QUANTILES * 99 / 100] * 1e3, s->cpu_share,
             s->saturated ? " saturated" : "", s->batched ? " batched" : "", s->rate_cap_per_s, s->elements_per_call);
+    double lo = 1, hi = 1;
+    for (int w = 0; w < s->nlevels; w++) lo = fmin(lo, s->level[w]), hi = fmax(hi, s->level[w]);
+    if (s->nlevels) fprintf(stderr, "    levels: %d x %.3f s, %.3f to %.3f\n", s->nlevels, s->level_window_s, lo, hi);
   }
 }
 

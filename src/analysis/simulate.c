@@ -25,6 +25,10 @@
  * the whole run's recorded steps, they are scaled so that their mean is the distribution's exactly: a
  * bursty device's 200 draws could be 15 % off its mean (a prediction then beat the device's own rate).
  *
+ * A stage's service drawn at time t is scaled by the stage's level at t (model.h: the recorded run's pace
+ * per window, 1 without): a busy host's slow spells come when they came, in every worker of the stage at
+ * once, which i.i.d. draws average away.
+ *
  * Long runs are not simulated to the end: past SIM_MAX_SAMPLES the rest of the window runs at the rate
  * of the simulated window's second half, and a cache's later epochs at the rate of a second simulation
  * that starts with the cache full (sim_run_long). */
@@ -56,6 +60,9 @@ typedef struct srow {
   double scale;                 /* service times x this */
   double cpu_share;
   int elements_per_call;        /* a source's call makes this many (a multi-sample file's samples) */
+  const float *level;           /* the stage's pace over the run (model.h), NULL: none */
+  int nlevels;
+  double level_window_s;
   int stream;                   /* which draw stream: its row in the model (an inserted cache: past them) */
   int first_thread;
   /* runtime */
@@ -267,6 +274,14 @@ static void retire(sim *s, int j) {
   if (!s->th[j].paced) s->busy_in_row[s->th[j].row]--;
 }
 
+/* The row's pace at time t: the recorded run's level for the window t falls in (past the run's end, its
+ * windows again from the first), 1 without levels. */
+static double level_at(const srow *row, double t) {
+  if (!row->nlevels) return 1;
+  double w = floor(t / row->level_window_s);
+  return row->level[(long)fmod(w > 0 ? w : 0, row->nlevels)];
+}
+
 static void start_service(sim *s, int j) {
   sthread *t = &s->th[j];
   int r = t->row;
@@ -277,7 +292,7 @@ static void start_service(sim *s, int j) {
   } else {
     srow *row = &s->rows[r];
     int per_call = row->role == PB_ROLE_SOURCE ? row->elements_per_call : 1; /* one service: a whole file */
-    t->left_s = draw(s, r, row->service_s) * row->scale * per_call;
+    t->left_s = draw(s, r, row->service_s) * row->scale * per_call * level_at(row, s->t);
     t->cpu = row->cpu_share;
   }
   become_busy(s, j);
@@ -530,6 +545,7 @@ static void build_rows(sim *s, const pb_model *m, const pb_model_change *c, doub
                   .elements_per_call = ms->elements_per_call > 1 ? ms->elements_per_call : 1, .stream = i,
                   .scale = ms->saturated ? scale : 1,
                   .cpu_share = ms->cpu_share};
+    if (ms->nlevels) row->level = ms->level, row->nlevels = ms->nlevels, row->level_window_s = ms->level_window_s;
     if (c->threads[i] > 0) row->threads = c->threads[i];
     if (c->queue_capacity[i] > 0) row->cap = c->queue_capacity[i];
     if (c->speedup[i] > 0) row->scale = isinf(c->speedup[i]) ? 0 : row->scale / c->speedup[i];

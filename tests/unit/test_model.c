@@ -196,6 +196,70 @@ static void test_device_steps_replayed_in_order(void **state) {
   free(b);
 }
 
+/* A stage's pace over the run (model.h: level).  12 workers call back to back for 10 s, each call 250-300 us
+ * (uniform, i.i.d.); drifting, the same calls x (1 + 0.1 sin(2 pi t / 1 s)).  The i.i.d. windows' means
+ * spread by chance alone: no levels, the plain draws.  The drifting ones keep the drift: the window at
+ * 0.2-0.3 s (the sine's top) near 1.098 (the sine's mean over it; the calls' mean, which the fast windows'
+ * many calls pull down, and the shrinkage move it by under 1 %), the one at 0.7-0.8 s near 0.902. */
+static uint64_t next_u64(uint64_t *x) { /* splitmix64 */
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static void calls(double *start_s, double *service_s, size_t *n, bool drift) {
+  uint64_t rng = 7;
+  *n = 0;
+  for (int k = 0; k < 12; k++)
+    for (double t = 0; t < 10;) {
+      double u = (double)(next_u64(&rng) >> 11) / 9007199254740992.0;
+      double d = (250 + 50 * u) * 1e-6 * (drift ? 1 + 0.1 * sin(2 * M_PI * t) : 1);
+      start_s[*n] = t, service_s[(*n)++] = d;
+      t += d;
+    }
+}
+
+static void test_levels_keep_a_drift(void **state) {
+  size_t cap = 12 * 10 / 200e-6 + 16, n;
+  double *start_s = malloc(cap * sizeof *start_s), *service_s = malloc(cap * sizeof *service_s);
+  pb_model_stage st;
+  memset(&st, 0, sizeof st);
+  calls(start_s, service_s, &n, false);
+  pb_model_fit_levels(&st, start_s, service_s, n, 10);
+  print_message("i.i.d.: %zu calls, %d levels\n", n, st.nlevels);
+  assert_int_equal(st.nlevels, 0);
+  calls(start_s, service_s, &n, true);
+  pb_model_fit_levels(&st, start_s, service_s, n, 10);
+  print_message("drifting: %d levels of %.3f s, %.4f at 0.2-0.3 s, %.4f at 0.7-0.8 s\n", st.nlevels, st.level_window_s,
+                st.level[2], st.level[7]);
+  assert_int_equal(st.nlevels, 100);
+  assert_double_between(st.level[2], 1.085, 1.105);
+  assert_double_between(st.level[7], 0.895, 0.915);
+  free(start_s);
+  free(service_s);
+}
+
+/* The simulation follows the levels in time: one 1 ms thread (1000/s) paced 0.5x and 1.5x in turns of
+ * 100 ms makes 200 + 66.7 samples in every 200 ms, 1333/s, for a device that could take 4000/s. */
+static void test_levels_simulated(void **state) {
+  pb_model *m = tandem();
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) m->stages[1].service_s[i] = 1 * MS;
+  m->stages[1].mean_s = 1 * MS;
+  for (int i = 0; i < PB_MODEL_QUANTILES; i++) m->stages[0].service_s[i] = 0.001 * MS;
+  device(m, 1 * MS);
+  m->steps = 1000;
+  pb_model_result flat = sim(m, NULL);
+  m->stages[1].nlevels = 100;
+  m->stages[1].level_window_s = 0.1;
+  for (int w = 0; w < 100; w++) m->stages[1].level[w] = w % 2 ? 1.5f : 0.5f;
+  pb_model_result paced = sim(m, NULL);
+  print_message("1 ms map: %.1f/s flat, %.1f/s paced 0.5x/1.5x\n", flat.samples_per_s, paced.samples_per_s);
+  assert_double_between(flat.samples_per_s, 990, 1010);
+  assert_double_between(paced.samples_per_s, 1333.3 * 0.97, 1333.3 * 1.03);
+  free(m);
+}
+
 /* A cache after read: the first epoch (1000 samples) at the read's 1000/s, the rest from memory at the
  * device's rate (batch 10 in 0.1 ms: 100,000/s).  Over 100 steps (one epoch) the cache gains nothing;
  * over 1000 steps: 10,000 samples in 1 s + 9,000 / 100,000 s = 1.09 s, 9,174/s; over 10,000 steps (past
@@ -470,6 +534,8 @@ int main(void) {
       cmocka_unit_test(test_cache_upstream_capacity), cmocka_unit_test(test_shuffle_before_cache),
       cmocka_unit_test(test_threads_advice_respects_the_schema),
       cmocka_unit_test(test_device_steps_replayed_in_order),
+      cmocka_unit_test(test_levels_keep_a_drift),
+      cmocka_unit_test(test_levels_simulated),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
