@@ -294,6 +294,11 @@ static void print_efficiency(const pb_report *r, FILE *out) {
             "efficiency", pb_fmt_double(&b, "%.1f", e->best_samples_per_s), e->limited_by, e->measured_at);
   else
     line(out, "%-*sno stage with a calibrated ceiling (calibrated %s)", LABEL, "efficiency", e->measured_at);
+  if (e->source[0]) { /* which machine's figures: a cache copied from elsewhere is named, not trusted silently */
+    char text[sizeof e->source + 32], clean[sizeof e->source];
+    snprintf(text, sizeof text, "figures from %s", pb_cfg_clean(e->source, sizeof clean - 4, clean, sizeof clean));
+    wrapped(out, "", text);
+  }
   for (int i = 0; i < r->nstages; i++) {
     const pb_stage_report *s = &r->stages[i];
     if (!isfinite(s->ceiling_per_s)) continue;

@@ -528,6 +528,8 @@ static void test_text_labels_that_matter(void **state) {
   assert_contains(t, "critical path 2000.0 ms: device 99.5 % (self 99.5 %); 2 more under 1 % each\n");
   assert_contains(t, "              decode: 40% of 1000.0 samples/s (500.0 per thread x 2)\n");
   assert_contains(t, "              batch: not limiting (its ceiling 2000.0 samples/s: 1000.0 per thread x 1)\n");
+  snprintf(r->efficiency.source, sizeof r->efficiency.source, "/home/u/.cache/pipebench/calibration-vm.json");
+  assert_contains(print_text(r), "\n              figures from /home/u/.cache/pipebench/calibration-vm.json\n");
   free_report(r);
 }
 
