@@ -37,15 +37,6 @@ static uint64_t listed_sample_bytes(const pb_file_list *l) {
 
 #define PROBE_MAX_RECORD_BYTES (64u << 20) /* a first record larger than this is not read to plan */
 
-/* Bytes at `offset` of a regular file (never blocking on a FIFO: pb_data_file_open); 0 when unreadable. */
-static size_t read_at(const char *path, uint8_t *buf, size_t cap, uint64_t offset) {
-  struct stat st;
-  int fd = pb_data_file_open(path, 0, &st);
-  if (fd < 0) return 0;
-  ssize_t n = pread(fd, buf, cap, (off_t)offset);
-  close(fd);
-  return n > 0 ? (size_t)n : 0;
-}
 
 /* Puts f among the k largest in top[0..*n) (kept in descending size; k is small). */
 static void keep_largest(const pb_file **top, int *n, int k, const pb_file *f) {
@@ -75,18 +66,18 @@ static size_t head_sample(const pb_engine *e, const pb_file *f, uint8_t **buf, u
   if (d->format == PB_FMT_JPEG) {
     *sample_bytes = f->bytes;
     *buf = malloc(PROBE_HEADER_BYTES);
-    return *buf ? read_at(f->path, *buf, PROBE_HEADER_BYTES, 0) : 0;
+    return *buf ? pb_data_file_head(f->path, *buf, PROBE_HEADER_BYTES, 0) : 0;
   }
   uint8_t hdr[PB_TFRECORD_HEADER_BYTES];
   uint64_t data_bytes = 0;
-  if (d->format != PB_FMT_TFRECORD || read_at(f->path, hdr, sizeof hdr, 0) != sizeof hdr ||
+  if (d->format != PB_FMT_TFRECORD || pb_data_file_head(f->path, hdr, sizeof hdr, 0) != sizeof hdr ||
       pb_tfrecord_header(hdr, &data_bytes) || data_bytes == 0 || data_bytes > PROBE_MAX_RECORD_BYTES)
     return 0;
   uint8_t *rec = malloc(data_bytes);
   const uint8_t *value = NULL;
   size_t value_bytes = 0;
   pb_err err;
-  if (rec && read_at(f->path, rec, data_bytes, PB_TFRECORD_HEADER_BYTES) == data_bytes &&
+  if (rec && pb_data_file_head(f->path, rec, data_bytes, PB_TFRECORD_HEADER_BYTES) == data_bytes &&
       pb_example_get_bytes(rec, data_bytes, d->feature, &value, &value_bytes, f->path, 0, &err) == 0 &&
       (*buf = malloc(value_bytes ? value_bytes : 1)))
     memcpy(*buf, value, value_bytes);

@@ -463,6 +463,15 @@ int pb_file_list_clone(const pb_file_list *src, pb_file_list *dst) {
 
 /* ---- opening a data file ------------------------------------------------------------------------------ */
 
+size_t pb_data_file_head(const char *path, void *buf, size_t cap, uint64_t offset) {
+  struct stat st;
+  int fd = pb_data_file_open(path, 0, &st);
+  if (fd < 0) return 0;
+  ssize_t n = pread(fd, buf, cap, (off_t)offset);
+  close(fd);
+  return n > 0 ? (size_t)n : 0;
+}
+
 const char *pb_file_kind(mode_t mode) {
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISDIR(mode)) return "a directory";

@@ -80,6 +80,9 @@ void pb_file_list_shard(pb_file_list *l, int rank, int world_size);
  * says what it is, see pb_file_kind). */
 #define PB_ENOTREG (-EMEDIUMTYPE)
 int pb_data_file_open(const char *path, int flags, struct stat *st);
+/* Up to `cap` bytes at `offset` of a regular data file (opened with pb_data_file_open: a FIFO never blocks
+ * it), for the probes that read a file's head before a run; the bytes read, 0 when it cannot be read. */
+size_t pb_data_file_head(const char *path, void *buf, size_t cap, uint64_t offset);
 /* What a file that is not a regular file is, for its error: "a FIFO", "a directory", "a socket", ... */
 const char *pb_file_kind(mode_t mode);
 

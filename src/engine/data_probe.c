@@ -23,16 +23,6 @@ const char *pb_probe_format_name(pb_probe_format f) {
   return f >= 0 && f < PB_PROBE__COUNT ? names[f] : "other";
 }
 
-/* Bytes at `offset` of a regular file (never blocking on a FIFO); 0 when unreadable. */
-static size_t read_at(const char *path, uint8_t *buf, size_t cap, uint64_t offset) {
-  struct stat st;
-  int fd = pb_data_file_open(path, 0, &st);
-  if (fd < 0) return 0;
-  ssize_t n = pread(fd, buf, cap, (off_t)offset);
-  close(fd);
-  return n > 0 ? (size_t)n : 0;
-}
-
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
   if (n < k) return false;
@@ -53,7 +43,7 @@ static pb_probe_format by_extension(const char *path) {
 /* A file of no known extension by its first bytes (ImageNet's TFRecord shards are train-00000-of-01024). */
 static pb_probe_format by_magic(const char *path) {
   uint8_t h[16];
-  size_t n = read_at(path, h, sizeof h, 0);
+  size_t n = pb_data_file_head(path, h, sizeof h, 0);
   uint64_t data_bytes;
   if (n >= 3 && h[0] == 0xFF && h[1] == 0xD8 && h[2] == 0xFF) return PB_PROBE_JPEG;
   if (n >= 6 && memcmp(h, "\x93NUMPY", 6) == 0) return PB_PROBE_NPY;
@@ -180,7 +170,7 @@ static int probe_jpegs(const pb_file **files, int n, pb_data_probe *p) {
     return -ENOMEM;
   }
   for (int i = 0; i < n; i++) {
-    size_t got = read_at(files[i]->path, buf, HEAD_BYTES, 0);
+    size_t got = pb_data_file_head(files[i]->path, buf, HEAD_BYTES, 0);
     p->sampled++;
     if (!got)
       note_bad(p, files[i]->path, "unreadable");
@@ -198,10 +188,10 @@ static size_t first_record(const char *path, uint8_t **rec) {
   uint8_t hdr[PB_TFRECORD_HEADER_BYTES];
   uint64_t data_bytes = 0;
   *rec = NULL;
-  if (read_at(path, hdr, sizeof hdr, 0) != sizeof hdr || pb_tfrecord_header(hdr, &data_bytes) || !data_bytes ||
-      data_bytes > MAX_RECORD_BYTES || !(*rec = malloc(data_bytes)))
+  if (pb_data_file_head(path, hdr, sizeof hdr, 0) != sizeof hdr || pb_tfrecord_header(hdr, &data_bytes) ||
+      !data_bytes || data_bytes > MAX_RECORD_BYTES || !(*rec = malloc(data_bytes)))
     return 0;
-  if (read_at(path, *rec, data_bytes, PB_TFRECORD_HEADER_BYTES) == data_bytes) return data_bytes;
+  if (pb_data_file_head(path, *rec, data_bytes, PB_TFRECORD_HEADER_BYTES) == data_bytes) return data_bytes;
   free(*rec);
   *rec = NULL;
   return 0;
@@ -213,7 +203,7 @@ static uint64_t count_records(const char *path, uint64_t file_bytes) {
   for (uint64_t off = 0; off < file_bytes;) {
     uint8_t hdr[PB_TFRECORD_HEADER_BYTES];
     uint64_t data_bytes = 0;
-    if (read_at(path, hdr, sizeof hdr, off) != sizeof hdr || pb_tfrecord_header(hdr, &data_bytes)) return 0;
+    if (pb_data_file_head(path, hdr, sizeof hdr, off) != sizeof hdr || pb_tfrecord_header(hdr, &data_bytes)) return 0;
     off += pb_tfrecord_framed_bytes(data_bytes);
     n++;
   }
@@ -288,7 +278,7 @@ static int probe_npys(const pb_file **files, int n, pb_data_probe *p) {
   for (int i = 0; i < n; i++) {
     pb_npy_info info;
     pb_err err;
-    size_t got = read_at(files[i]->path, head, sizeof head, 0);
+    size_t got = pb_data_file_head(files[i]->path, head, sizeof head, 0);
     p->sampled++;
     if (pb_npy_parse_header(head, got, &info, files[i]->path, &err))
       note_bad(p, files[i]->path, err.msg);
@@ -314,8 +304,9 @@ static int probe_npzs(const pb_file **files, int n, pb_data_probe *p) {
       snprintf(p->members[p->nmembers++], sizeof p->members[0], "%.63s", m[k].name);
     uint8_t head[4096];
     pb_npy_info info;
-    size_t got =
-        nm && m[0].offset_bytes != PB_NPZ_NO_OFFSET ? read_at(files[i]->path, head, sizeof head, m[0].offset_bytes) : 0;
+    size_t got = nm && m[0].offset_bytes != PB_NPZ_NO_OFFSET
+                     ? pb_data_file_head(files[i]->path, head, sizeof head, m[0].offset_bytes)
+                     : 0;
     if (got && !pb_npy_parse_header(head, got, &info, files[i]->path, &err)) keep_npy(p, &info);
     pb_npz_close(z);
   }
