@@ -525,9 +525,9 @@ static void test_analyze_reproduces_report(void **state) {
     if (!cJSON_Compare(at(rep, keys[i]), at(again, keys[i]), true)) fail_msg("analyze: %s differs", keys[i]);
   assert_true(cJSON_Compare(rep, again, true));
   /* A directory without a trace, like a path that is not there or a file that is not a trace, is a usage
-   * error (2): the PATH named the wrong thing. */
+   * error (2): the PATH named the wrong thing.  This one holds the suite's runs: analyze names them. */
   r = run_pb(ARGS("analyze", g_tmp));
-  assert_one_error_line(r, 2, "no trace.json in this directory");
+  assert_one_error_line(r, 2, "with no trace.json of its own (expected one of its runs, e.g. pipebench analyze ");
   r = run_pb(ARGS("analyze", starved_config()));
   assert_one_error_line(r, 2, NULL);
 }
