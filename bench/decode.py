@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """JPEG decode rate, side by side with libjpeg-turbo's own tjbench (issue 3's decode performance target).
 
-It writes --images synthetic 500x375 q90 JPEGs (pipebench's generator, pipeline/dataset/synth_image.c) into a
+It writes --images synthetic 500x375 q90 JPEGs (pipebench's generator, src/engine/pipeline/dataset/synth_image.c) into a
 temporary directory, then measures single-threaded decode rates in images/s at the same DCT scaling:
 
   tjbench         `tjbench FILE -benchtime T -warmup W -nowrite -rgb [-scale 1/N]` (decompress-only mode: the
                   input is a JPEG) on --tjbench-images of the files; the rate is their combined images/s
                   (count / total seconds per image), from tjbench's "Frame rate: ... fps" lines.
-  decoder core    pb_jpeg_decode (pipeline/dataset/jpeg.c) in a tight loop over all the files, one thread, one
+  decoder core    pb_jpeg_decode (src/engine/pipeline/dataset/jpeg.c) in a tight loop over all the files, one thread, one
                   reused decoder: the ceiling for the decode stage, without the pipeline around it.
   pipebench       the real decode stage: read (1 thread) -> decode (1 thread) -> batch -> emulated device, step 0.
 
@@ -124,8 +124,8 @@ def build_helper(cc, workdir):
     with open(src, "w") as f:
         f.write(HELPER_C)
     sources = [os.path.join(ROOT, p) for p in
-               ("pipeline/dataset/synth_image.c", "pipeline/dataset/jpeg.c", "src/core/common.c")]
-    cmd = cc.split() + ["-std=gnu11", "-I", os.path.join(ROOT, "src"), "-I", os.path.join(ROOT, "pipeline/dataset"),
+               ("src/engine/pipeline/dataset/synth_image.c", "src/engine/pipeline/dataset/jpeg.c", "src/core/common.c")]
+    cmd = cc.split() + ["-std=gnu11", "-I", os.path.join(ROOT, "src"), "-I", os.path.join(ROOT, "src/engine/pipeline/dataset"),
                         src] + sources + ["-o", exe, "-lturbojpeg", "-luv", "-lm"]
     subprocess.run(cmd, check=True)
     return exe

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fused_crop's Huffman decoding: pipebench's own decoder (pipeline/dataset/jpeg_huff.c) against
+"""fused_crop's Huffman decoding: pipebench's own decoder (src/engine/pipeline/dataset/jpeg_huff.c) against
 libjpeg-turbo's, side by side in one run of one binary (PB_DEBUG_LIBJPEG_HUFFMAN=1 leaves every file to
 libjpeg's decoder).  The pipeline is bench/vs_pytorch.py's pb-fused row (read, decode with fused_crop,
 RandomResizedCrop 224 antialiased + flip + normalize, batch with fuse_map, emulated device at step 0) on

@@ -14,7 +14,7 @@ Both do the ImageNet training input pipeline on the same dataset (pipebench's ge
                 step of 0 ms (a GPU when there is one, else emulated): pure input-pipeline throughput
   pb-fused      the same with the decode stage's fused_crop: it decodes only the region the crop keeps
                 (as tf.data's decode_and_crop_jpeg and DALI do; its Huffman decoding is pipebench's
-                own, libjpeg-turbo does the rest: pipeline/dataset/jpeg_huff.c), and the batch's
+                own, libjpeg-turbo does the rest: src/engine/pipeline/dataset/jpeg_huff.c), and the batch's
                 fuse_map: the map writes each result into its slot in the batch, no collate copy
                 (tf.data's map_and_batch fusion); the same pixels reach the batch
 

@@ -1,7 +1,7 @@
 /* ab's numbers and its one-line verdict (docs/AB.md "The verdict"): from the three runs' rates over their
  * repeats (DS-Analyzer's method: synthetic, real with a cold page cache, real with a warm one), the ratios,
  * the stalls split into fetch (storage) and preprocessing (CPU), which differences the intervals allow to
- * claim, and the verdict in words.  No I/O: the command (src/cli/ab.c) runs and measures, reports/ab_out.c
+ * claim, and the verdict in words.  No I/O: the command (src/cli/ab.c) runs and measures, src/reports/ab_out.c
  * writes. */
 #ifndef PB_AB_VERDICT_H
 #define PB_AB_VERDICT_H

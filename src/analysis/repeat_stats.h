@@ -1,5 +1,5 @@
 /* Repeats and confidence (`--repeat N` on run, ab, sweep and tune; docs/REPORTS.md "Repeats"): the arithmetic,
- * with no I/O (what a repeated measurement writes is reports/repeat_out.h).
+ * with no I/O (what a repeated measurement writes is src/reports/repeat_out.h).
  *
  * A measurement repeated n times is summarized by its median and a distribution-free confidence interval
  * for the median from order statistics: with the n values sorted, the k-th smallest and the k-th largest

@@ -1,5 +1,5 @@
 /* The report of one run: every number printed by the text summary and written to report.json.
- * metrics.c fills it from what the run recorded; reports/text.c and reports/json.c only format it.
+ * metrics.c fills it from what the run recorded; src/reports/text.c and src/reports/json.c only format it.
  * Convention: a double that is NAN is "not available" and is written as JSON null / "n/a" in text. */
 #ifndef PB_REPORT_H
 #define PB_REPORT_H
@@ -209,11 +209,11 @@ typedef struct pb_report {
   pb_efficiency efficiency;
 } pb_report;
 
-/* reports/json.c: the report as a cJSON tree with every docs/CONTRACT.md §3 key (null where not available). */
+/* src/reports/json.c: the report as a cJSON tree with every docs/CONTRACT.md §3 key (null where not available). */
 cJSON *pb_report_to_json(const pb_report *r);
 /* Writes pb_report_to_json() to PATH (pretty printed).  0 or -errno. */
 int pb_report_write_json(const pb_report *r, const char *path);
-/* reports/text.c: the human summary. */
+/* src/reports/text.c: the human summary. */
 void pb_report_print_text(const pb_report *r, FILE *out);
 /* The result in one line (run and analyze under --quiet, or without the text format): the config's name,
  * samples/s, device idle, the bottleneck, errors when there were any, and the output directory. */

@@ -2,7 +2,7 @@
  * its prediction and its measured runs), the re-measure of the best against the base config, and how the
  * search ended; and the judgments of that data that both the search and its outputs use (a trial's
  * measured rate, its prediction error, an "up to" ceiling reached, the re-measure's outcome).  src/cli/tune.c
- * fills it; reports/tune_out.c writes tune.json and the summary from it. */
+ * fills it; src/reports/tune_out.c writes tune.json and the summary from it. */
 #ifndef PB_TUNE_RESULT_H
 #define PB_TUNE_RESULT_H
 

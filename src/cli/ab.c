@@ -1,7 +1,7 @@
 /* `pipebench ab`: synthetic, real with a cold page cache, real with a warm one (DS-Analyzer, VLDB 2021).
  * The method, every key of ab.json and the verdict rules are in docs/AB.md.  Here: the page cache, the runs
  * and their progress lines; the numbers and the verdict are src/analysis/ab_verdict.c, ab.json and the table
- * reports/ab_out.c. */
+ * src/reports/ab_out.c. */
 #include "ab.h"
 #include "json_text.h"
 
@@ -275,7 +275,7 @@ static int write_repeat_reports(const ab_ctx *c) {
   return rc;
 }
 
-/* The command's result for reports/ab_out.c (pointing into c). */
+/* The command's result for src/reports/ab_out.c (pointing into c). */
 static pb_ab_out result(const ab_ctx *c) {
   pb_ab_out o = {.config_file = c->m->config_file,
                  .out_dir = c->m->out_dir,

@@ -60,7 +60,7 @@ static void say_failed_ranks(cJSON *const *reports, int n, const char *dir) {
   }
 }
 
-/* Rank 0: the job's report.json (reports/ranks_out.h), its page, and the summary. */
+/* Rank 0: the job's report.json (src/reports/ranks_out.h), its page, and the summary. */
 static int write_outputs(cJSON *job, const pb_config *cfg, const pb_run_opts *opts, const char *dir) {
   cJSON_DeleteItemFromObjectCaseSensitive(job, "config");
   cJSON_AddItemToObject(job, "config", pb_config_to_json(cfg));
@@ -131,7 +131,7 @@ static char *trace_text(const char *dir, int world_size) {
 }
 
 /* Every rank sends its trace to rank 0, which writes <top>/trace.json with one process per rank and role
- * (reports/trace_merge.h).  Returns 0, or on rank 0 PB_EXIT_RUNTIME after printing one line. */
+ * (src/reports/trace_merge.h).  Returns 0, or on rank 0 PB_EXIT_RUNTIME after printing one line. */
 static int merge_traces(const char *top, const char *dir, const char *host) {
   const pb_world *w = pb_world_get();
   char *mine = trace_text(dir, w->size);

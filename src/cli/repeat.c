@@ -1,5 +1,5 @@
 /* --repeat's value (repeat.h); the arithmetic of repeats is src/analysis/repeat_stats.c, what they write
- * reports/repeat_out.c. */
+ * src/reports/repeat_out.c. */
 #include "repeat.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Repeats and confidence (`--repeat N` on run, ab, sweep and tune; docs/REPORTS.md "Repeats"): --repeat's
  * value here; the arithmetic is src/analysis/repeat_stats.h, what a repeated measurement writes
- * reports/repeat_out.h.
+ * src/reports/repeat_out.h.
  *
  * A measurement repeated n times is summarized by its median and a distribution-free confidence interval
  * for the median from order statistics: with the n values sorted, the k-th smallest and the k-th largest

@@ -1,7 +1,7 @@
 /* pipebench sweep: the cartesian product of the --set lists, run one after the other in the order of the
  * lists (the last list varies fastest), each into <out>/trial-NNN.  Every combination's config is loaded
  * before the first run, so a bad value fails in a second, not after an hour of runs.  The grid and the best
- * are src/analysis/sweep_grid.c; the table, sweep.csv and sweep.json reports/sweep_out.c. */
+ * are src/analysis/sweep_grid.c; the table, sweep.csv and sweep.json src/reports/sweep_out.c. */
 #include "sweep.h"
 #include "json_text.h"
 
@@ -235,7 +235,7 @@ static int write_repeat_reports(const sweep *s) {
   return rc;
 }
 
-/* The command's result for reports/sweep_out.c (pointing into s). */
+/* The command's result for src/reports/sweep_out.c (pointing into s). */
 static pb_sweep_out result(const sweep *s, bool interrupted) {
   return (pb_sweep_out){.config_file = s->m->config_file, .out_dir = s->m->out_dir, .fixed = s->fixed,
                         .nfixed = s->nfixed, .axes = s->axes, .naxes = s->naxes, .ntrials = s->ntrials,

@@ -26,7 +26,7 @@ int pb_err_setc(pb_err *err, int rc, const char *fmt, ...) __attribute__((format
 int pb_err_set(pb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* One double as text for a table or a summary: printf with `fmt`, or "n/a" when it is not finite (NAN is
- * how the report says "not available").  The one number formatter of the text views (reports/text.c, ab). */
+ * how the report says "not available").  The one number formatter of the text views (src/reports/text.c, ab). */
 typedef struct pb_numbuf {
   char s[32];
 } pb_numbuf;

@@ -1,7 +1,7 @@
 /* What the config knows about one stage type, in one place: src/core/stages/<type>.c holds its option table
  * (the rows of its JSON keys), its placement and consistency rules, the per-sample shape it emits and the
  * knobs `pipebench tune` searches.  config_schema.c, config_pipeline.c and config_shape.c keep the generic
- * machinery and ask the description for the rest; the engine's pb_stage_ops (pipeline/engine.h) points at
+ * machinery and ask the description for the rest; the engine's pb_stage_ops (src/engine/pipeline/engine.h) points at
  * it, so a stage's runtime and its config facts are two files, not eight.
  *
  * The core layer: nothing here knows the engine, so `validate`, the analysis and the commands read these

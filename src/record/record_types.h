@@ -29,7 +29,7 @@ typedef struct pb_error_record {
   char message[256];
 } pb_error_record;
 
-/* ---- trace events (pipeline/trace.h keeps them in per-worker rings) ---- */
+/* ---- trace events (src/engine/pipeline/trace.h keeps them in per-worker rings) ---- */
 
 /* A worker's ring holds PB_TRACE_MIN_RING to PB_TRACE_MAX_RING events: a worker's trace in a record never
  * holds more (the trace loader refuses more). */

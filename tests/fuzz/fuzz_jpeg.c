@@ -1,5 +1,5 @@
-/* libFuzzer target: JPEG decoding (pipeline/dataset/jpeg.c over libjpeg-turbo), the way the decode stage
- * (pipeline/stage_decode.c) runs it: header first, the max_pixels guard before any buffer is reserved, an
+/* libFuzzer target: JPEG decoding (src/engine/pipeline/dataset/jpeg.c over libjpeg-turbo), the way the decode stage
+ * (src/engine/pipeline/stage_decode.c) runs it: header first, the max_pixels guard before any buffer is reserved, an
  * output buffer of exactly pb_jpeg_decoded_bytes, then pb_jpeg_decode.
  *
  * Input: one selector byte, then the JPEG file.  The selector picks the scaled decode that follows the

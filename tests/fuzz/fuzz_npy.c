@@ -1,5 +1,5 @@
-/* libFuzzer target: .npy parsing (pipeline/dataset/npy.c) and .npz archives (npz.c over libzip), the way the
- * read stage (pipeline/stage_read.c) reads them.
+/* libFuzzer target: .npy parsing (src/engine/pipeline/dataset/npy.c) and .npz archives (npz.c over libzip), the way the
+ * read stage (src/engine/pipeline/stage_read.c) reads them.
  *
  * Input: one file, taken both as a .npy (pb_npy_parse on the whole buffer, pb_npy_parse_header on its first
  * 128 bytes, as a reader that reads the header first does) and as an .npz: pb_npz_open takes a path, so the

@@ -1,5 +1,5 @@
-/* libFuzzer target: TFRecord framing (pipeline/dataset/tfrecord.c, crc32c.c) and the tf.train.Example
- * parser (tf_example.c over protobuf-c), the way the read stage (pipeline/stage_read.c) reads a TFRecord
+/* libFuzzer target: TFRecord framing (src/engine/pipeline/dataset/tfrecord.c, crc32c.c) and the tf.train.Example
+ * parser (tf_example.c over protobuf-c), the way the read stage (src/engine/pipeline/stage_read.c) reads a TFRecord
  * file: the whole file in memory, pb_tfrecord_next record by record, each record's feature taken with
  * pb_example_get_bytes (and the label with pb_example_get_int64, as a labelled dataset would).
  *

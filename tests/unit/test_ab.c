@@ -1,5 +1,5 @@
 /* Unit tests for ab's numbers and verdict (src/analysis/ab_verdict.c: the stalls, which differences the
- * intervals allow to claim, the verdict's words) and for what ab writes (reports/ab_out.c: ab.json and the
+ * intervals allow to claim, the verdict's words) and for what ab writes (src/reports/ab_out.c: ab.json and the
  * table), from results made by hand.
  *
  * The hand-worked case: synthetic 1000 samples/s, real cold 500, real warm 800.  Time per sample 1000, 2000 and

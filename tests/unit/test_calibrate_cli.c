@@ -1,6 +1,6 @@
 /* Unit tests for `pipebench calibrate`'s arithmetic (src/cli/calibrate_fit.c: its time budget, the decode
  * sample's stride, the shuffled file order, the scattered walk over a file's blocks, O_DIRECT's block) and
- * its summary (reports/calibrate_out.c: which cached dataset entries it shows, and the lines).  Worked by
+ * its summary (src/reports/calibrate_out.c: which cached dataset entries it shows, and the lines).  Worked by
  * hand, e.g. the walk over 10 blocks from draws (3, 0): start 3, step 10/2 + 1 + 0 = 6, not coprime to 10,
  * so 7: blocks 3 0 7 4 1 8 5 2 9 6. */
 #include <math.h>

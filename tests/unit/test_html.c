@@ -1,4 +1,4 @@
-/* report.html's data and page (reports/html.c) and the CSV tables (reports/csv.c) on a hand-built record
+/* report.html's data and page (src/reports/html.c) and the CSV tables (src/reports/csv.c) on a hand-built record
  * whose figures are known: 1000 steps of 8 samples every 10 ms (800 samples/s), 5 of them warm-up, a 2 ms
  * input wait and 7 ms of compute each. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* The on-device normalize (kernels/normalize_math.h, run by cuda_kernels.cu) must produce what the host
+/* The on-device normalize (src/engine/kernels/normalize_math.h, run by cuda_kernels.cu) must produce what the host
  * ops produce for normalize + to_chw.  The kernel cannot run here, but its arithmetic and indexing are
  * the same inline functions, evaluated on the host for every output element. */
 #include <setjmp.h>

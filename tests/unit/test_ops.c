@@ -1,4 +1,4 @@
-/* The map image ops (pipeline/ops): random_resized_crop geometry against an independent transcription of
+/* The map image ops (src/engine/pipeline/ops): random_resized_crop geometry against an independent transcription of
  * torchvision's get_params fed the same draws, bilinear against hand-computed values and Pillow's output
  * (vectors generated once with Pillow 13's Image.resize(BILINEAR) on the same synthetic image), resize's
  * shorter-side rule, center_crop with padding, flip, normalize to float32/float16 and to_chw.

@@ -1,5 +1,5 @@
 /* Unit tests for repeats (src/analysis/repeat_stats.c: the median's distribution-free interval, which repeats
- * count; src/cli/repeat.c: --repeat; reports/repeat_out.c: the repeats object) and for the decisions built on
+ * count; src/cli/repeat.c: --repeat; src/reports/repeat_out.c: the repeats object) and for the decisions built on
  * it: tune's re-measure, budget reserve and "up to" ceilings (src/cli/tune.c).  ab's verdict is
  * tests/unit/test_ab.c, sweep's best tests/unit/test_sweep.c.
  *
@@ -271,7 +271,7 @@ static void test_summary_odd_and_none(void **state) {
   cJSON_Delete(j);
 }
 
-/* ---------- what repeats write (reports/repeat_out.c) ---------- */
+/* ---------- what repeats write (src/reports/repeat_out.c) ---------- */
 
 /* Three repeats, the second failed: two count (100 and 200 samples/s), an even number. */
 static void two_of_three(pb_run_figures runs[3], pb_repeat_summary *s) {

@@ -1,4 +1,4 @@
-/* Unit tests for reports/json.c and reports/text.c, on a pb_report built by hand. */
+/* Unit tests for src/reports/json.c and src/reports/text.c, on a pb_report built by hand. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

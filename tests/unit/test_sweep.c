@@ -1,6 +1,6 @@
 /* Unit tests for sweep's grid and its best (src/analysis/sweep_grid.c: the --set lists split into axes, the
  * combinations, a trial's values, the best trial and what repeated trials' intervals allow to claim) and for
- * what sweep writes (reports/sweep_out.c: the table, sweep.csv, sweep.json), from results made by hand. */
+ * what sweep writes (src/reports/sweep_out.c: the table, sweep.csv, sweep.json), from results made by hand. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

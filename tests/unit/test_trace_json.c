@@ -1,4 +1,4 @@
-/* trace.json (reports/trace_json.c): a record written and loaded back is identical, field by field and
+/* trace.json (src/reports/trace_json.c): a record written and loaded back is identical, field by field and
  * event by event (large timestamps, batch keys with bit 63, nonzero histograms, doubles); a real run's
  * report recomputed from its trace is the same report; a bad file gets the documented error code and a
  * message naming the line. */

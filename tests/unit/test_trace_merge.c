@@ -1,4 +1,4 @@
-/* reports/trace_merge.c: a job's ranks in one trace. */
+/* src/reports/trace_merge.c: a job's ranks in one trace. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * lists, the base point, the threads a stage needs with the 10 % headroom, the cores rule, the allocation
  * of threads (sizing, then trimming the stage with the most slack), the pick among candidates, the error
  * summary and the trial limit; a trial's judgments (src/analysis/tune_result.c: measured rate, prediction
- * error, "up to" reached) and what tune writes of a search (reports/tune_out.c: the summary's exact lines
+ * error, "up to" reached) and what tune writes of a search (src/reports/tune_out.c: the summary's exact lines
  * and tune.json's keys) for a search of two trials whose gain was not re-measured.  Worked by hand; the rates use
  * powers of two so that the slack ties are exact (decode at 1/64 s and map at 1/128 s per sample and thread, for 1024
  * samples/s). */

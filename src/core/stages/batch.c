@@ -1,6 +1,6 @@
 /* The batch stage's config facts: its keys.  Exactly one batch stands in every pipeline: it is where
  * config_pipeline.c's order rule turns from samples to batches, so that rule, not a check here, counts
- * it.  It keeps the per-sample shape (a batch is `size` of them).  Its runtime is pipeline/stage_batch.c. */
+ * it.  It keeps the per-sample shape (a batch is `size` of them).  Its runtime is src/engine/pipeline/stage_batch.c. */
 #include <stddef.h>
 
 #include "config_internal.h"

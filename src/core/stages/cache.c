@@ -1,5 +1,5 @@
 /* The cache stage's config facts: its keys (one thread) and that its source must have an end.  It keeps
- * the sample's shape.  Its runtime is pipeline/stage_cache.c. */
+ * the sample's shape.  Its runtime is src/engine/pipeline/stage_cache.c. */
 #include <stddef.h>
 #include <stdio.h>
 

@@ -1,5 +1,5 @@
 /* The decode stage's config facts: its keys, what it needs before it (read, an encoded payload) and after
- * it (fused_crop's crop), and the image it emits.  Its runtime is pipeline/stage_decode.c; the DCT scale
+ * it (fused_crop's crop), and the image it emits.  Its runtime is src/engine/pipeline/stage_decode.c; the DCT scale
  * arithmetic that both use is decode_scale.c. */
 #include <stddef.h>
 #include <stdio.h>

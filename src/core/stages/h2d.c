@@ -1,5 +1,5 @@
 /* The h2d stage's config facts: its keys (its parallelism is `streams`, not threads) and that there is at
- * most one.  Its runtime is pipeline/stage_h2d.c. */
+ * most one.  Its runtime is src/engine/pipeline/stage_h2d.c. */
 #include <stddef.h>
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /* The map stage's config facts: its keys (the op list, whose rows are config_schema.c's op tables) and
- * what its ops make of a sample's shape, checked op by op.  Its runtime is pipeline/stage_map.c, the ops
- * themselves pipeline/ops/. */
+ * what its ops make of a sample's shape, checked op by op.  Its runtime is src/engine/pipeline/stage_map.c, the ops
+ * themselves src/engine/pipeline/ops/. */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -102,7 +102,7 @@ static int apply_op(pb_cfg_ctx *c, const char *path, const pb_op_cfg *op, pb_sha
   return rc;
 }
 
-/* A sample carries its image's height and width in 16 bits and its channels in 8 (pipeline/elem.h):
+/* A sample carries its image's height and width in 16 bits and its channels in 8 (src/engine/pipeline/elem.h):
  * an image op's input or output beyond that is refused here, not wrapped at run time (a 70000-pixel
  * side read as 4464 would crop the wrong pixels without an error). */
 static int check_image_limits(pb_cfg_ctx *c, const char *path, const pb_op_cfg *op, const pb_shape *s,

@@ -1,5 +1,5 @@
 /* The prefetch stage's config facts: its keys (one thread; `depth`, the batches it buffers, is the knob the
- * tuner searches).  Its runtime is pipeline/stage_prefetch.c. */
+ * tuner searches).  Its runtime is src/engine/pipeline/stage_prefetch.c. */
 #include <stddef.h>
 
 #include "config_internal.h"

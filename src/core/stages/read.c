@@ -1,5 +1,5 @@
 /* The read stage's config facts: its keys, that it stands first and only with files, and what a sample
- * looks like leaving it.  Its runtime is pipeline/stage_read.c. */
+ * looks like leaving it.  Its runtime is src/engine/pipeline/stage_read.c. */
 #include <stddef.h>
 
 #include "config_internal.h"

@@ -1,5 +1,5 @@
 /* The shuffle stage's config facts: its keys (one thread, the buffer's samples).  It keeps the sample's
- * shape and may stand anywhere before the batch.  Its runtime is pipeline/stage_shuffle.c. */
+ * shape and may stand anywhere before the batch.  Its runtime is src/engine/pipeline/stage_shuffle.c. */
 #include <stddef.h>
 
 #include "config_internal.h"

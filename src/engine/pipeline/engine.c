@@ -661,7 +661,7 @@ void pb_engine_close(pb_engine *e) {
   uv_mutex_destroy(&e->errors_lock);
 }
 
-/* Every counter is a uint64_t sum (reports/trace_fields.c asserts the struct holds nothing else), so the
+/* Every counter is a uint64_t sum (src/reports/trace_fields.c asserts the struct holds nothing else), so the
  * workers' counters add word by word: a counter added later is summed without a line here. */
 _Static_assert(sizeof(pb_counters) % sizeof(uint64_t) == 0, "pb_counters holds only uint64_t counters");
 void pb_stage_totals(const pb_stage *s, pb_counters *ctr, pb_hist *hist) {

@@ -11,7 +11,7 @@
 #include "metrics.h"
 #include "timeline.h"
 
-extern const char pb_html_template[]; /* generated from reports/html/report.html (cmake/embed.cmake) */
+extern const char pb_html_template[]; /* generated from src/reports/html/report.html (cmake/embed.cmake) */
 extern const size_t pb_html_template_len;
 
 /* ---------- the data ---------- */

@@ -93,7 +93,7 @@ cJSON *pb_repeat_json(const pb_run_figures *runs, int nruns, const pb_repeat_sum
 
 /* ---------- text ---------- */
 
-#define LABEL 14 /* as the run's summary (reports/text.c) */
+#define LABEL 14 /* as the run's summary (src/reports/text.c) */
 
 static void print_bottlenecks(FILE *out, const pb_run_figures *runs, int nruns, int measured) {
   tally *t = malloc(sizeof *t);
@@ -187,7 +187,7 @@ cJSON *pb_repeat_report(const char *median_dir, cJSON *repeats, bool interrupted
   return NULL;
 }
 
-/* The page data of a run's report.html: the JSON between the pb-data script's tags (reports/html.c writes
+/* The page data of a run's report.html: the JSON between the pb-data script's tags (src/reports/html.c writes
  * "<" and ">" inside it as \\u003c and \\u003e, which JSON reads back as they were). */
 static cJSON *page_data(const char *html) {
   static const char open_tag[] = "<script id=\"pb-data\" type=\"application/json\">";

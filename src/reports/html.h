@@ -1,5 +1,5 @@
 /* report.html: one self-contained page (inline CSS, SVG drawn by inline JS, no network fetch) made of the
- * template reports/html/report.html, which the build embeds in the binary, and the figures as JSON.
+ * template src/reports/html/report.html, which the build embeds in the binary, and the figures as JSON.
  *
  * The page's data (docs/REPORTS.md):
  *   run:   {"kind":"run", name, out_dir, report (report.json's tree), steps (per measured step, binned to at

@@ -196,7 +196,7 @@ static const pb_trace_field k_ctr[] = {
 };
 #undef CTR
 _Static_assert(N(k_ctr) * sizeof(uint64_t) == sizeof(pb_counters),
-               "pb_counters changed: add the new field to k_ctr in reports/trace_fields.c");
+               "pb_counters changed: add the new field to k_ctr in src/reports/trace_fields.c");
 const pb_trace_table pb_trace_ctr_table = TABLE(k_ctr);
 
 #define HIST(f) {.name = #f, .kind = PB_TF_U64, .off = offsetof(pb_hist, f)}
