@@ -95,6 +95,25 @@ static void test_analyze_lists_runs(void **state) {
   assert_non_null(strstr(r->err, "its runs: trial-001, trial-002)"));
 }
 
+/* DLIO / MLPerf Storage's pass/fail (issue 34): a spin-bound pipeline keeps AU far below 99 %: FAIL in the
+ * summary, the one-line result and report.json; a 1 % target passes. */
+static void test_au_target_pass_fail(void **state) {
+  const char *cfg = write_config_text("small", k_small);
+  result *r = run_pb(ARGS("run", cfg, "-o", out_dir("au-fail"), "-s", "run.au_target_pct=99", "-s",
+                          "device.step_ms=0.01", "--no-progress"));
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err); /* a verdict, not an exit status */
+  assert_non_null(strstr(r->out, "AU target     AU "));
+  assert_non_null(strstr(r->out, " % < 99 %: FAIL\n"));
+  cJSON *rep = load_report(out_dir("au-fail"));
+  assert_true(num(rep, "au_target.target_pct") == 99);
+  assert_true(cJSON_IsFalse(at(rep, "au_target.passed")));
+  r = run_pb(ARGS("run", cfg, "-q", "-o", out_dir("au-pass"), "-s", "run.au_target_pct=1", "-s", "device.step_ms=5"));
+  if (r->status != 0) fail_msg("exit %d: %s", r->status, r->err);
+  assert_non_null(strstr(r->out, "  AU target 1 %: PASS"));
+  assert_true(cJSON_IsTrue(at(load_report(out_dir("au-pass")), "au_target.passed")));
+  assert_one_error_line(run_pb(ARGS("validate", cfg, "-s", "run.au_target_pct=101")), 2, "run.au_target_pct");
+}
+
 static int setup(void **state) { return e2e_make_tmp("pipebench-e2e-cli"); }
 
 int main(void) {
@@ -105,6 +124,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_positional_config_and_short_options, free_reports),
       cmocka_unit_test(test_quiet_keeps_one_line),
       cmocka_unit_test(test_analyze_lists_runs),
+      cmocka_unit_test_teardown(test_au_target_pass_fail, free_reports),
   };
   return cmocka_run_group_tests(tests, setup, remove_tmp);
 }
