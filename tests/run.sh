@@ -83,7 +83,7 @@ fuzz_stage() {
     -DBUILD_TESTING=OFF -DPB_WERROR=OFF
   local tmp t failed=()
   tmp=$(mktemp -d)
-  for t in config jpeg tfrecord npy; do
+  for t in config jpeg tfrecord npy xspace; do
     cp -r "tests/fuzz/corpus/$t" "$tmp/$t"
     local opts=(-max_total_time="${PB_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
                 -artifact_prefix="$tmp/$t-")
