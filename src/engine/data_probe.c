@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <turbojpeg.h>
 #include <unistd.h>
@@ -23,20 +24,22 @@ const char *pb_probe_format_name(pb_probe_format f) {
   return f >= 0 && f < PB_PROBE__COUNT ? names[f] : "other";
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  if (n < k) return false;
-  for (size_t i = 0; i < k; i++)
-    if (tolower((unsigned char)s[n - k + i]) != suffix[i]) return false;
-  return true;
-}
-
+/* A file's format by its extension, in any case; PB_PROBE_NONE for none we know (the magic decides). */
 static pb_probe_format by_extension(const char *path) {
-  if (ends_with(path, ".jpg") || ends_with(path, ".jpeg") || ends_with(path, ".jpe")) return PB_PROBE_JPEG;
-  if (ends_with(path, ".tfrecord") || ends_with(path, ".tfrecords") || ends_with(path, ".tfr"))
-    return PB_PROBE_TFRECORD;
-  if (ends_with(path, ".npy")) return PB_PROBE_NPY;
-  if (ends_with(path, ".npz")) return PB_PROBE_NPZ;
+  static const struct {
+    const char *ext;
+    pb_probe_format f;
+  } k_exts[] = {{"jpg", PB_PROBE_JPEG},
+                {"jpeg", PB_PROBE_JPEG},
+                {"jpe", PB_PROBE_JPEG},
+                {"tfrecord", PB_PROBE_TFRECORD},
+                {"tfrecords", PB_PROBE_TFRECORD},
+                {"tfr", PB_PROBE_TFRECORD},
+                {"npy", PB_PROBE_NPY},
+                {"npz", PB_PROBE_NPZ}};
+  const char *ext = pb_file_extension(path);
+  for (size_t i = 0; i < PB_ARRAY_LEN(k_exts); i++)
+    if (strcasecmp(ext, k_exts[i].ext) == 0) return k_exts[i].f;
   return PB_PROBE_NONE;
 }
 
@@ -61,12 +64,10 @@ static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(co
 
 /* The extension of the file's own name (lower case, without the dot; "" when none) among f's. */
 static void note_extension(pb_data_probe *p, pb_probe_format f, const char *path) {
-  const char *base = strrchr(path, '/'), *dot;
-  base = base ? base + 1 : path;
-  dot = strrchr(base, '.');
+  const char *own = pb_file_extension(path);
   char ext[16] = "";
-  if (dot && dot != base && strlen(dot + 1) < sizeof ext)
-    for (size_t i = 0; dot[i + 1]; i++) ext[i] = (char)tolower((unsigned char)dot[i + 1]);
+  if (strlen(own) < sizeof ext)
+    for (size_t i = 0; own[i]; i++) ext[i] = (char)tolower((unsigned char)own[i]);
   for (int i = 0; i < p->nexts[f]; i++)
     if (strcmp(p->exts[f][i], ext) == 0) return;
   if (p->nexts[f] < 16) snprintf(p->exts[f][p->nexts[f]++], sizeof p->exts[f][0], "%s", ext);

@@ -344,8 +344,7 @@ int pb_files_list(const char *path, pb_file_list *out, pb_err *err) {
   return 0;
 }
 
-/* The extension of the file's own name ("" when it has none; a leading dot is not one). */
-static const char *extension_of(const char *path) {
+const char *pb_file_extension(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   const char *dot = strrchr(base, '.');
@@ -353,7 +352,7 @@ static const char *extension_of(const char *path) {
 }
 
 static bool extension_kept(const char *path, const char *const *exts, int nexts) {
-  const char *ext = extension_of(path);
+  const char *ext = pb_file_extension(path);
   for (int i = 0; i < nexts; i++)
     if (strcmp(exts[i], "*") == 0 || strcasecmp(exts[i], ext) == 0) return true;
   return false;

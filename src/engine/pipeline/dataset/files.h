@@ -39,6 +39,10 @@ int pb_files_list(const char *path, pb_file_list *out, pb_err *err);
 
 void pb_file_list_free(pb_file_list *l);
 
+/* The extension of the file's own name, without the dot ("" when it has none; a leading dot, as in a hidden
+ * file's name, is not one).  Points into path. */
+const char *pb_file_extension(const char *path);
+
 /* Files a listing left out for their extension: how many, and the first few names. */
 typedef struct pb_files_skipped {
   size_t count;
