@@ -79,30 +79,13 @@ int pb_xspace_parse(const uint8_t *data, size_t bytes, const char *what, pb_xspa
 
 int pb_xspace_load(const char *path, pb_xspace **out, pb_err *err) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return pb_err_setc(err, -ENOENT, "%s: cannot read it: %s (expected a TensorFlow Profiler capture)", path,
-                       strerror(errno));
-  uint8_t *data = NULL;
-  size_t bytes = 0, cap = 0;
-  int rc = 0;
-  for (size_t n = 1; !rc && n > 0;) {
-    if (bytes == cap) {
-      size_t want = cap ? cap * 2 : 1 << 20;
-      uint8_t *p = want <= MAX_XSPACE_BYTES ? realloc(data, want) : NULL;
-      if (!p)
-        rc = want > MAX_XSPACE_BYTES ? -EFBIG : -ENOMEM;
-      else
-        data = p, cap = want;
-    }
-    if (!rc) bytes += (n = fread(data + bytes, 1, cap - bytes, f));
-  }
-  if (!rc && ferror(f)) rc = -EIO;
-  fclose(f);
+  char *data = NULL;
+  size_t bytes = 0;
+  int rc = pb_read_file(path, MAX_XSPACE_BYTES, &data, &bytes);
   if (rc)
-    pb_err_setc(err, rc, "%s: cannot read it: %s (expected a capture of at most 4 GiB)", path, strerror(-rc));
-  else
-    rc = pb_xspace_parse(data, bytes, path, out, err);
+    return pb_err_setc(err, rc, "%s: cannot read it: %s (expected a TensorFlow Profiler capture of at most 4 GiB)",
+                       path, rc == -EFBIG ? "more than 4 GiB" : strerror(-rc));
+  rc = pb_xspace_parse((const uint8_t *)data, bytes, path, out, err);
   free(data);
   return rc;
 }

@@ -17,8 +17,8 @@
 typedef struct pb_xspace pb_xspace;
 
 /* Reads and decodes `path`.  0 with *out (pb_xspace_free it), or a negative errno with err set to one line:
- * -ENOENT (cannot read it), -EBADMSG (not an XSpace: "<path>: not a TensorFlow Profiler XSpace (...)"),
- * -ENOMEM. */
+ * the read's (-ENOENT, -EACCES, -EFBIG past 4 GiB: "cannot read it"), -EBADMSG (not an XSpace: "<path>: not a
+ * TensorFlow Profiler XSpace (...)"), -ENOMEM. */
 int pb_xspace_load(const char *path, pb_xspace **out, pb_err *err);
 /* The same from bytes in memory (`what` names them in errors). */
 int pb_xspace_parse(const uint8_t *data, size_t bytes, const char *what, pb_xspace **out, pb_err *err);
