@@ -309,24 +309,22 @@ static void put_config(FILE *f, const cJSON *cfg) {
   fputs("}\n", f);
 }
 
-/* Writes FILE whole or not at all (FILE.tmp, renamed); an existing FILE only with --force. */
+static int put_config_body(FILE *f, const void *cfg) {
+  put_config(f, cfg);
+  return ferror(f) ? -EIO : 0;
+}
+
+/* Writes FILE whole or not at all (pb_write_atomic: FILE.tmp, renamed); an existing FILE only with --force. */
 static int write_config(const char *file, const cJSON *cfg, bool force) {
   struct stat st;
   if (!force && stat(file, &st) == 0) {
     fprintf(stderr, "pipebench: init: %s exists (expected a new file, or --force to replace it)\n", file);
     return PB_EXIT_USAGE;
   }
-  char tmp[PB_PATH_LEN + 8];
-  snprintf(tmp, sizeof tmp, "%s.tmp", file);
-  FILE *f = fopen(tmp, "w");
-  if (f) put_config(f, cfg);
-  if (!f || fclose(f) != 0 || rename(tmp, file) != 0) {
-    fprintf(stderr, "pipebench: %s: cannot write the config: %s (expected a writable directory)\n", file,
-            strerror(errno));
-    unlink(tmp);
-    return PB_EXIT_RUNTIME;
-  }
-  return 0;
+  int rc = pb_write_atomic(file, put_config_body, cfg);
+  if (!rc) return 0;
+  fprintf(stderr, "pipebench: %s: cannot write the config: %s (expected a writable directory)\n", file, strerror(-rc));
+  return PB_EXIT_RUNTIME;
 }
 
 static void default_file(const char *dir, char *file, size_t len) {
