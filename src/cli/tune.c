@@ -820,14 +820,11 @@ static int write_config(tuner *t, const char *path);
 static char *edited_original(const tuner *t, char *why, size_t why_len) {
   char *text = NULL;
   size_t len = 0;
-  FILE *f = fopen(t->m->config_file, "r");
-  if (!f || getdelim(&text, &len, '\0', f) < 0) {
-    snprintf(why, why_len, "cannot read it again: %s", strerror(errno));
-    if (f) fclose(f);
-    free(text);
+  int rc = pb_read_file(t->m->config_file, 16u << 20, &text, &len); /* the loader took it, so it is small */
+  if (rc) {
+    snprintf(why, why_len, "cannot read it again: %s", strerror(-rc));
     return NULL;
   }
-  fclose(f);
   pb_config *file_cfg = calloc(1, sizeof *file_cfg); /* the file's own values: a knob left as they are is not written */
   pb_err err;
   if (!file_cfg || pb_config_load(file_cfg, t->m->config_file, NULL, 0, &err)) {
@@ -842,8 +839,7 @@ static char *edited_original(const tuner *t, char *why, size_t why_len) {
     const pb_stage_cfg *own = &file_cfg->stages[kn->stage];
     if (p->v[k] == (kn->depth ? (int)own->depth : own->threads)) continue;
     char *next = NULL;
-    int rc =
-        pb_json_edit_stage_key(text, t->cfg->stages[kn->stage].name, kn->depth ? "depth" : "threads", p->v[k], &next);
+    rc = pb_json_edit_stage_key(text, t->cfg->stages[kn->stage].name, kn->depth ? "depth" : "threads", p->v[k], &next);
     if (rc)
       snprintf(why, why_len, "stage \"%s\" not found in its text (%s)", t->cfg->stages[kn->stage].name,
                rc == -ENOENT ? "no such stage" : strerror(-rc));
