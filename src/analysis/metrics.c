@@ -332,6 +332,7 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   fill_accounting(r, rec);
   r->cpu_s = rec->cpu_s;
   r->memory_planned_bytes = rec->planned_bytes;
+  r->memory_planned_queues_empty_bytes = rec->planned_queues_empty_bytes;
   r->memory_limit_bytes = rec->cfg ? (uint64_t)rec->cfg->max_memory_mb * 1000000u : 0;
   r->memory_trace_bytes = rec->trace_bytes;
   r->memory_peak_rss_bytes = rec->peak_rss_bytes;

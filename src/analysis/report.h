@@ -204,7 +204,8 @@ typedef struct pb_report {
   double cpu_s;                 /* user + system CPU of the whole process during the run */
   double cpu_ns_per_sample;     /* cpu_s / samples_read */
   /* memory (METRICS.md "memory"): the plan checked before the run, the trace rings, the process's peak */
-  uint64_t memory_planned_bytes, memory_limit_bytes, memory_trace_bytes, memory_peak_rss_bytes;
+  uint64_t memory_planned_bytes, memory_planned_queues_empty_bytes, memory_limit_bytes, memory_trace_bytes,
+      memory_peak_rss_bytes;
   /* efficiency against the machine's ceilings (METRICS.md "efficiency") */
   pb_efficiency efficiency;
 } pb_report;

@@ -169,7 +169,7 @@ static uint64_t planned_bytes(const pb_engine *e, char *who, size_t who_len) {
   who[0] = '\0';
   for (int i = 0; i < e->nstages; i++) {
     const pb_stage *s = &e->stages[i];
-    uint64_t bytes = s->ops->memory_bytes ? s->ops->memory_bytes(s) : 0;
+    uint64_t bytes = s->ops->memory_bytes ? s->ops->memory_bytes(s, PB_QUEUES_FULL) : 0;
     if (bytes && element_overflows(e, s)) bytes = UINT64_MAX;
     total = total > UINT64_MAX - bytes ? UINT64_MAX : total + bytes;
     char figure[32];

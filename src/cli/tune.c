@@ -128,7 +128,7 @@ static bool fits_memory(tuner *t, const point *p) {
   bool ok = false;
   if (!pb_engine_plan(e, t->cfg, t->m->run.synthetic, t->cfg->device.count, &err)) {
     char who[256];
-    ok = pb_engine_memory_bytes(e, who, sizeof who) <= (uint64_t)t->cfg->max_memory_mb * 1000000u;
+    ok = pb_engine_memory_bytes(e, PB_QUEUES_FULL, who, sizeof who) <= (uint64_t)t->cfg->max_memory_mb * 1000000u;
   }
   pb_engine_close(e);
   free(e);

@@ -101,7 +101,8 @@ int pb_record_from_run(pb_record *rec, const pb_config *cfg, const pb_engine *e,
   rec->dataset_files = e->have_files ? e->files.count : 0;
   rec->dataset_files_skipped = e->have_files ? e->files_skipped.count : 0;
   rec->traced = e->tracing;
-  rec->planned_bytes = pb_engine_memory_bytes(e, NULL, 0);
+  rec->planned_bytes = pb_engine_memory_bytes(e, PB_QUEUES_FULL, NULL, 0);
+  rec->planned_queues_empty_bytes = pb_engine_memory_bytes(e, PB_QUEUES_EMPTY, NULL, 0);
   rec->trace_bytes = trace_ring_bytes(e);
   struct rusage ru;
   rec->peak_rss_bytes = getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0; /* KB on Linux */

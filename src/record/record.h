@@ -86,6 +86,7 @@ typedef struct pb_record {
   bool traced;                  /* per-event tracing was on */
   /* memory: the plan checked against limits.max_memory_mb, the trace rings, and what the process used */
   uint64_t planned_bytes;       /* worst-case bytes the stages may buffer (pb_engine_memory_bytes) */
+  uint64_t planned_queues_empty_bytes; /* the same with every queue empty; 0 in traces before issue 34 */
   uint64_t trace_bytes;         /* the per-worker event rings (fixed at start) */
   uint64_t peak_rss_bytes;      /* getrusage ru_maxrss at the end of the run (0: unknown, an older trace) */
   struct pb_timeline *timeline; /* queue fill over time (owned); NULL when not sampled (an older trace) */

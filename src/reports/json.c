@@ -370,6 +370,7 @@ static cJSON *memory_json(const pb_report *r) {
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
   pb_json_put(o, "planned_bytes", u64(r->memory_planned_bytes), &ok);
+  pb_json_put(o, "planned_queues_empty_bytes", u64(r->memory_planned_queues_empty_bytes), &ok);
   pb_json_put(o, "limit_bytes", u64(r->memory_limit_bytes), &ok);
   pb_json_put(o, "trace_bytes", u64(r->memory_trace_bytes), &ok);
   pb_json_put(o, "peak_rss_bytes", r->memory_peak_rss_bytes ? u64(r->memory_peak_rss_bytes) : cJSON_CreateNull(), &ok);

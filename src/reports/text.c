@@ -343,8 +343,14 @@ static void print_engine(const pb_report *r, FILE *out) {
   if (r->memory_planned_bytes || r->memory_peak_rss_bytes) { /* an unknown RSS is n/a, not the whole line */
     char rss[32] = "n/a";
     if (r->memory_peak_rss_bytes) snprintf(rss, sizeof rss, "%.0f MB", (double)r->memory_peak_rss_bytes / 1e6);
-    fprintf(out, "%-*splanned %.0f MB of the %.0f MB limit (+ trace %.0f MB), peak RSS %s\n", LABEL, "memory",
-            (double)r->memory_planned_bytes / 1e6, (double)r->memory_limit_bytes / 1e6,
+    /* the two ends of the plan: a run whose device waits stays near the first, one whose buffers back up
+     * reaches the second (a trace before issue 34 has only the second) */
+    char empty[64] = "";
+    if (r->memory_planned_queues_empty_bytes)
+      snprintf(empty, sizeof empty, "%.0f MB with the queues empty, ",
+               (double)r->memory_planned_queues_empty_bytes / 1e6);
+    fprintf(out, "%-*splanned %s%.0f MB %s(of the %.0f MB limit) + trace %.0f MB, peak RSS %s\n", LABEL, "memory",
+            empty, (double)r->memory_planned_bytes / 1e6, empty[0] ? "full " : "", (double)r->memory_limit_bytes / 1e6,
             (double)r->memory_trace_bytes / 1e6, rss);
     if (r->memory_limit_bytes && r->memory_peak_rss_bytes > r->memory_limit_bytes)
       fprintf(out, "%-*speak RSS over the limit: the plan bounds the buffers, not the whole process\n", LABEL, "");

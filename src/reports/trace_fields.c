@@ -286,6 +286,7 @@ static const pb_trace_table k_machine_table =
 /* Traces before issue 9 lack it (the report then says peak_rss_bytes null). */
 static const pb_trace_field k_memory[] = {
     F("planned_bytes", U64, R(planned_bytes)),
+    F("planned_queues_empty_bytes", U64, R(planned_queues_empty_bytes), .flags = PB_TF_OPTIONAL), /* issue 34 */
     F("trace_bytes", U64, R(trace_bytes)),
     F("peak_rss_bytes", U64, R(peak_rss_bytes)),
 };

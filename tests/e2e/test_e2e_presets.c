@@ -51,6 +51,9 @@ static void check(cJSON *rep, const preset *p, bool real, bool epochs, int steps
   assert_true(cJSON_IsFalse(at(rep, "interrupted")));
   /* the memory plan that was checked, and what the process used */
   assert_true(num(rep, "memory.planned_bytes") > 0);
+  /* the plan with the queues empty: less than full (every preset has queues), more than nothing */
+  assert_true(num(rep, "memory.planned_queues_empty_bytes") > 0);
+  assert_true(num(rep, "memory.planned_queues_empty_bytes") < num(rep, "memory.planned_bytes"));
   assert_true(num(rep, "memory.peak_rss_bytes") > 0);
   assert_true(num(rep, "memory.limit_bytes") == num(rep, "config.limits.max_memory_mb") * 1e6);
   if (epochs && real && p->samples) { /* the whole dataset, once: nothing left in flight */

@@ -882,9 +882,30 @@ static void test_plan_hooks(void **state) {
   assert_int_equal(h2d->threads, 3);
   assert_int_equal(prefetch->threads, 1);
   assert_int_equal(pb_engine_source_epochs(&e[0]), 1);
-  int more = pb_stage_pool_buffers(&e[1].stages[0]) - pb_stage_pool_buffers(&e[0].stages[0]);
+  int more =
+      pb_stage_pool_buffers(&e[1].stages[0], PB_QUEUES_FULL) - pb_stage_pool_buffers(&e[0].stages[0], PB_QUEUES_FULL);
   assert_int_equal(more, 200);
-  assert_int_equal(pb_stage_pool_buffers(&e[1].stages[1]) - pb_stage_pool_buffers(&e[0].stages[1]), 200);
+  assert_int_equal(
+      pb_stage_pool_buffers(&e[1].stages[1], PB_QUEUES_FULL) - pb_stage_pool_buffers(&e[0].stages[1], PB_QUEUES_FULL),
+      200);
+  /* the shuffle buffer is held however empty the queues are */
+  assert_int_equal(
+      pb_stage_pool_buffers(&e[1].stages[1], PB_QUEUES_EMPTY) - pb_stage_pool_buffers(&e[0].stages[1], PB_QUEUES_EMPTY),
+      200);
+  /* The map's pool (one thread each; chunks of 64, sample queues of 256), by hand.  Full: its worker's 64
+   * outputs and the one in work, its queue, the shuffle's 64 in, 64 out, queue and 100 held, the cache's
+   * 64 in, 64 out and queue, the batch worker's 64 in, and one spare.  Empty: one output and the one in work,
+   * one in each worker's hands and one out of each that passes buffers on, the shuffle's 100, one spare. */
+  assert_int_equal(pb_stage_pool_buffers(map, PB_QUEUES_FULL),
+                   65 + 256 + (64 + 64 + 256 + 100) + (64 + 64 + 256) + 64 + 1);
+  assert_int_equal(pb_stage_pool_buffers(map, PB_QUEUES_EMPTY), 2 + (1 + 1 + 100) + (1 + 1) + 1 + 1);
+  /* the batch pool empty: less the batch queue (1), prefetch's depth (5) and h2d's streams (3) */
+  uint64_t batch_bytes = 8 * 64 * 64 * 3;
+  assert_int_equal(batch->ops->memory_bytes(batch, PB_QUEUES_FULL) - batch->ops->memory_bytes(batch, PB_QUEUES_EMPTY),
+                   9 * batch_bytes);
+  assert_int_equal(
+      pb_engine_memory_bytes(&e[0], PB_QUEUES_FULL, NULL, 0) - pb_engine_memory_bytes(&e[0], PB_QUEUES_EMPTY, NULL, 0),
+      9 * batch_bytes + (uint64_t)(1254 - 108) * map->sample_bytes);
   for (int k = 0; k < 2; k++) pb_engine_close(&e[k]);
   free(e);
   free(cfg);

@@ -39,14 +39,20 @@ typedef struct pb_worker pb_worker;
 typedef struct pb_engine pb_engine;
 struct pb_device;
 
+/* Which memory plan: every queue and prefetch slot full (the bound that limits.max_memory_mb checks, reached
+ * when the device is the limit and the buffers back up), or every queue empty (only what the workers have in
+ * hand, the shuffle buffer, the batches forming and on the device: where the input pipeline is the limit). */
+typedef enum pb_queue_fill { PB_QUEUES_FULL, PB_QUEUES_EMPTY } pb_queue_fill;
+
 /* A stage type's runtime and the engine's hooks into it.  Its config facts (keys, placement, shape, knobs) are
  * its description `desc` (src/core/stages/<type>.c); the planning hooks say what the engine cannot know of a
  * type by itself, and a NULL hook is the generic rule. */
 typedef struct pb_stage_ops {
   const char *type;
   const pb_stage_desc *desc; /* NULL for the in-memory source, which is no config type */
-  /* Bytes of buffers this stage will allocate (planned before anything is allocated, for limits). */
-  uint64_t (*memory_bytes)(const pb_stage *s);
+  /* Bytes of buffers this stage will allocate (planned before anything is allocated, for limits), with every
+   * queue full (the bound) or with every queue empty (what is in hand while the device waits). */
+  uint64_t (*memory_bytes)(const pb_stage *s, pb_queue_fill fill);
   /* Planned payload bytes of one sample leaving this stage (before the batch), given the stage before's:
    * an estimate where the shape does not say (read's files, decode's images).  NULL: the shape's bytes,
    * else input_bytes. */
@@ -181,7 +187,7 @@ int pb_engine_check(const pb_config *cfg, bool synthetic, pb_err *err);
 /* Epochs the source must make: 1 when a cache stage replays the rest, else run.epochs (0 = endless). */
 uint32_t pb_engine_source_epochs(const pb_engine *e);
 /* Planned buffer bytes, and a "stage N MB, ..." description of the largest users. */
-uint64_t pb_engine_memory_bytes(const pb_engine *e, char *who, size_t who_len);
+uint64_t pb_engine_memory_bytes(const pb_engine *e, pb_queue_fill fill, char *who, size_t who_len);
 /* The sample error for `bytes` that the memory budget could not cover in stage s: the sample's size, the
  * plan's size per sample, and what the limit leaves past the plan. */
 void pb_engine_over_plan_msg(const pb_stage *s, size_t bytes, char *msg, size_t len);
@@ -202,7 +208,9 @@ void pb_engine_close(pb_engine *e);
 int pb_stage_out_capacity(const pb_stage *s);
 /* Buffers a stage's pool needs: its own workers' outputs, its queue, and every place downstream
  * where they can sit until a stage releases them (a shuffle buffer included). */
-int pb_stage_pool_buffers(const pb_stage *s);
+int pb_stage_pool_buffers(const pb_stage *s, pb_queue_fill fill);
+/* Slots of the queue after s that a plan counts: its capacity when full, none when empty. */
+int pb_queue_slots(const pb_stage *s, pb_queue_fill fill);
 /* Threads that read stage i's output queue (the next stage's, or the devices'). */
 int pb_engine_next_consumers(const pb_engine *e, int i);
 

@@ -70,14 +70,23 @@ static int input_chunk(const pb_engine *e, const pb_stage *s) {
   return clamp_int((uint64_t)pb_stage_out_capacity(prev) / 4, 1, PB_CHUNK);
 }
 
-int pb_stage_pool_buffers(const pb_stage *s) {
+int pb_queue_slots(const pb_stage *s, pb_queue_fill fill) {
+  return fill == PB_QUEUES_FULL ? pb_stage_out_capacity(s) : 0;
+}
+
+/* Elements one worker holds of a chunk: the whole chunk when its queue is full; one when the queues are empty,
+ * for a worker takes what is there and hands on what it made within PB_FLUSH_AFTER_NS (one at a time for
+ * the stages that own pools, whose elements take longer than that). */
+static int in_hand(int chunk, pb_queue_fill fill) { return fill == PB_QUEUES_FULL ? chunk : 1; }
+
+int pb_stage_pool_buffers(const pb_stage *s, pb_queue_fill fill) {
   const pb_engine *e = s->engine;
-  int n = s->threads * (s->out_chunk + 1) + pb_stage_out_capacity(s);
+  int n = s->threads * (in_hand(s->out_chunk, fill) + 1) + pb_queue_slots(s, fill);
   for (int j = s->index + 1; j < e->nstages; j++) {
     const pb_stage *t = &e->stages[j];
-    n += t->threads * t->chunk; /* in the next stage's hands (it releases or passes them on) */
+    n += t->threads * in_hand(t->chunk, fill); /* in the next stage's hands (it releases or passes them on) */
     if (t->batched || !t->ops->passes_buffers || !t->ops->passes_buffers(t)) break;
-    n += t->threads * t->out_chunk + pb_stage_out_capacity(t);
+    n += t->threads * in_hand(t->out_chunk, fill) + pb_queue_slots(t, fill);
     if (t->ops->held_samples) n += (int)t->ops->held_samples(t);
   }
   return n + 1;
@@ -181,7 +190,8 @@ int pb_engine_plan_shard(pb_engine *e, const pb_config *cfg, bool synthetic, int
   int rc = files ? plan_files(e, err) : plan_memory_source(e, err);
   if (rc) return rc;
   size_stages(e);
-  uint64_t limit_bytes = (uint64_t)cfg->max_memory_mb * 1000000u, planned = pb_engine_memory_bytes(e, NULL, 0);
+  uint64_t limit_bytes = (uint64_t)cfg->max_memory_mb * 1000000u,
+           planned = pb_engine_memory_bytes(e, PB_QUEUES_FULL, NULL, 0);
   e->mem_budget.allowed_bytes = limit_bytes > planned ? limit_bytes - planned : 0;
   return 0;
 }
@@ -205,13 +215,13 @@ void pb_engine_over_plan_msg(const pb_stage *s, size_t bytes, char *msg, size_t 
            size_str(e->mem_budget.allowed_bytes, left, sizeof left), (long long)e->cfg->max_memory_mb);
 }
 
-uint64_t pb_engine_memory_bytes(const pb_engine *e, char *who, size_t who_len) {
+uint64_t pb_engine_memory_bytes(const pb_engine *e, pb_queue_fill fill, char *who, size_t who_len) {
   uint64_t total = 0;
   size_t used = 0;
   if (who_len) who[0] = '\0';
   for (int i = 0; i < e->nstages; i++) {
     const pb_stage *s = &e->stages[i];
-    uint64_t bytes = s->ops->memory_bytes ? s->ops->memory_bytes(s) : 0;
+    uint64_t bytes = s->ops->memory_bytes ? s->ops->memory_bytes(s, fill) : 0;
     total = pb_sat_add_u64(total, bytes); /* a shape past 2^64 bytes keeps the sum at the top, not wrapped */
     if (bytes >= 1000000 && used < who_len)
       used += (size_t)snprintf(who + used, who_len - used, "%s%s %.0f MB", used ? ", " : "", s->name,

@@ -68,27 +68,30 @@ static bool in_place(const pb_stage *s) {
  * and freed when the sample reaches this stage, so the taken-but-not-arrived samples are at most those
  * the map's workers hold (one in work, a chunk of outputs each), its output queue and this stage's
  * workers' input chunks; they span that many samples' worth of batches, plus the open one. */
-static int forming_buffers(const pb_stage *s) {
+static int forming_buffers(const pb_stage *s, pb_queue_fill fill) {
   if (!in_place(s)) return 0;
   const pb_stage *map = &s->engine->stages[s->index - 1];
   int64_t size = s->cfg->size;
-  int64_t held = (int64_t)map->threads * (map->out_chunk + 1) + pb_stage_out_capacity(map) + (int64_t)s->threads * s->chunk;
+  bool full = fill == PB_QUEUES_FULL;
+  int64_t held = (int64_t)map->threads * ((full ? map->out_chunk : 1) + 1) + pb_queue_slots(map, fill) +
+                 (int64_t)s->threads * (full ? s->chunk : 1);
   return (int)((held + size - 1) / size) + 2;
 }
 
 /* Buffers that can be out at once: one partial per batch worker, plus every queue slot and every
  * thread (holding one) downstream, plus one per device; with fuse_map, the forming batches. */
-static int pool_buffers(const pb_stage *s) {
+static int pool_buffers(const pb_stage *s, pb_queue_fill fill) {
   const pb_engine *e = s->engine;
-  int n = s->threads + pb_stage_out_capacity(s);
-  for (int i = s->index + 1; i < e->nstages; i++)
-    n += e->stages[i].threads + pb_stage_out_capacity(&e->stages[i]);
-  return n + e->consumers + forming_buffers(s);
+  int n = s->threads + pb_queue_slots(s, fill);
+  for (int i = s->index + 1; i < e->nstages; i++) n += e->stages[i].threads + pb_queue_slots(&e->stages[i], fill);
+  return n + e->consumers + forming_buffers(s, fill);
 }
 
 static size_t batch_bytes(const pb_stage *s) { return (size_t)s->sample_bytes; }
 
-static uint64_t batch_memory(const pb_stage *s) { return pb_sat_mul_u64((uint64_t)pool_buffers(s), batch_bytes(s)); }
+static uint64_t batch_memory(const pb_stage *s, pb_queue_fill fill) {
+  return pb_sat_mul_u64((uint64_t)pool_buffers(s, fill), batch_bytes(s));
+}
 
 static void free_workers(const pb_stage *s, batch_worker *ws) {
   for (int k = 0; ws && k < s->threads; k++) free(ws[k].sizes);
@@ -106,7 +109,7 @@ static int init_forming(const pb_stage *s, batch_state *st) {
   if (!in_place(s)) return 0;
   st->in_place = true;
   st->slot_bytes = (size_t)s->engine->stages[s->index - 1].sample_bytes;
-  st->nforming = pool_buffers(s);
+  st->nforming = pool_buffers(s, PB_QUEUES_FULL);
   if (!(st->forming = calloc((size_t)st->nforming, sizeof *st->forming))) return -ENOMEM;
   for (int i = 0; i < st->nforming; i++)
     if (!(st->forming[i].gap_slots = malloc((size_t)s->cfg->size * sizeof(uint32_t)))) return -ENOMEM;
@@ -117,7 +120,7 @@ static int init_forming(const pb_stage *s, batch_state *st) {
  * into memory the copy engine can read by DMA. */
 static int pinned_failed(const pb_stage *s, batch_state *st, batch_worker *ws, pb_err *err) {
   const pb_device *dev = s->engine->device;
-  int n = pool_buffers(s);
+  int n = pool_buffers(s, PB_QUEUES_FULL);
   free_forming(st);
   free(st);
   free_workers(s, ws);
@@ -140,7 +143,7 @@ static int batch_init(pb_stage *s, pb_err *err) {
   const pb_device *dev = s->engine->device;
   const pb_pool_mem *mem = dev && dev->pinned_host ? &dev->host_mem : NULL;
   /* 4096-byte alignment: what O_DIRECT and pinned-memory registration want. */
-  if (pb_pool_init_mem(&st->pool, pool_buffers(s), st->batch_bytes, 4096, mem) != 0) {
+  if (pb_pool_init_mem(&st->pool, pool_buffers(s, PB_QUEUES_FULL), st->batch_bytes, 4096, mem) != 0) {
     if (mem) return pinned_failed(s, st, ws, err);
     goto oom;
   }
@@ -154,7 +157,8 @@ oom:
   if (st) free_forming(st);
   free(st);
   free_workers(s, ws);
-  return pb_err_setc(err, -ENOMEM, "out of memory for %d batch buffers of %zu bytes", pool_buffers(s), batch_bytes(s));
+  return pb_err_setc(err, -ENOMEM, "out of memory for %d batch buffers of %zu bytes", pool_buffers(s, PB_QUEUES_FULL),
+                     batch_bytes(s));
 }
 
 /* Every batch handed on, copied or formed in place, is counted (a flood of errors with none is a broken run). */

@@ -38,13 +38,14 @@ static uint64_t epoch_samples_estimate(const pb_stage *s) {
 }
 
 /* Each cached sample: its payload and its entry (as store counts them). */
-static uint64_t cache_memory(const pb_stage *s) {
+static uint64_t cache_memory(const pb_stage *s, pb_queue_fill fill) {
+  (void)fill; /* the whole first epoch, however full the queues are */
   return epoch_samples_estimate(s) * ((uint64_t)s->sample_bytes + sizeof(pb_elem));
 }
 
 static uint64_t cache_budget(const pb_stage *s) {
   uint64_t limit = (uint64_t)s->engine->cfg->max_memory_mb * 1000000u;
-  uint64_t others = pb_engine_memory_bytes(s->engine, NULL, 0) - cache_memory(s);
+  uint64_t others = pb_engine_memory_bytes(s->engine, PB_QUEUES_FULL, NULL, 0) - cache_memory(s, PB_QUEUES_FULL);
   return limit > others ? limit - others : 0;
 }
 

@@ -48,13 +48,13 @@ static void find_crop(const pb_stage *s, decode_state *st) {
   }
 }
 
-static uint64_t decode_memory(const pb_stage *s) {
-  return pb_sat_mul_u64((uint64_t)pb_stage_pool_buffers(s), s->sample_bytes);
+static uint64_t decode_memory(const pb_stage *s, pb_queue_fill fill) {
+  return pb_sat_mul_u64((uint64_t)pb_stage_pool_buffers(s, fill), s->sample_bytes);
 }
 
 static int decode_init(pb_stage *s, pb_err *err) {
   decode_state *st = calloc(1, sizeof *st);
-  if (!st || pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
+  if (!st || pb_pool_init(&st->pool, pb_stage_pool_buffers(s, PB_QUEUES_FULL), 0, 64)) {
     free(st);
     return pb_err_setc(err, -ENOMEM, "out of memory for the decode stage's buffers");
   }

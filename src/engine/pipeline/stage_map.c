@@ -66,9 +66,9 @@ static bool needs_pool(const pb_stage_cfg *sc) {
 }
 
 /* With fuse_map the results live in the batch stage's buffers (it plans them), not in a pool here. */
-static uint64_t map_memory(const pb_stage *s) {
+static uint64_t map_memory(const pb_stage *s, pb_queue_fill fill) {
   if (pb_map_writes_into_batch(s)) return 0;
-  return needs_pool(s->cfg) ? pb_sat_mul_u64((uint64_t)pb_stage_pool_buffers(s), s->sample_bytes) : 0;
+  return needs_pool(s->cfg) ? pb_sat_mul_u64((uint64_t)pb_stage_pool_buffers(s, fill), s->sample_bytes) : 0;
 }
 
 static int map_init(pb_stage *s, pb_err *err) {
@@ -84,7 +84,7 @@ static int map_init(pb_stage *s, pb_err *err) {
   if (pb_map_writes_into_batch(s)) {
     st->into_batch = &s->engine->stages[s->index + 1];
   } else if (needs_pool(s->cfg)) {
-    if (pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, 64)) {
+    if (pb_pool_init(&st->pool, pb_stage_pool_buffers(s, PB_QUEUES_FULL), 0, 64)) {
       free(st);
       free(ws);
       return pb_err_setc(err, -ENOMEM, "out of memory for stage %s's buffers", s->name);

@@ -566,10 +566,10 @@ static uint64_t largest_file(const pb_file_list *l) {
 
 static size_t sample_align(const pb_stage *s) { return s->cfg->direct ? DIRECT_ALIGN : 64; }
 
-static uint64_t read_memory(const pb_stage *s) {
+static uint64_t read_memory(const pb_stage *s, pb_queue_fill fill) {
   const pb_engine *e = s->engine;
   size_t align = sample_align(s);
-  uint64_t pool = (uint64_t)pb_stage_pool_buffers(s) * ((s->sample_bytes + align - 1) / align * align);
+  uint64_t pool = (uint64_t)pb_stage_pool_buffers(s, fill) * ((s->sample_bytes + align - 1) / align * align);
   bool whole = e->cfg->dataset.format == PB_FMT_JPEG; /* raw may be either: plan for the file buffer */
   return pool + (whole ? 0 : (uint64_t)s->threads * largest_file(&e->files));
 }
@@ -580,7 +580,7 @@ static int read_init(pb_stage *s, pb_err *err) {
   read_worker *ws = calloc((size_t)s->threads, sizeof *ws);
   /* Sample buffers are read into with O_DIRECT only when `direct`; page alignment for small records
    * would cost a page each. */
-  if (!st || !ws || pb_pool_init(&st->pool, pb_stage_pool_buffers(s), 0, sample_align(s))) {
+  if (!st || !ws || pb_pool_init(&st->pool, pb_stage_pool_buffers(s, PB_QUEUES_FULL), 0, sample_align(s))) {
     free(st);
     free(ws);
     return pb_err_setc(err, -ENOMEM, "out of memory for the read stage's buffers");

@@ -22,7 +22,10 @@ static uint64_t epoch_samples(const pb_config *cfg) {
   return g->present ? (uint64_t)(g->num_files * g->samples_per_file) : 0;
 }
 
-static uint64_t source_memory(const pb_stage *s) { return pb_shape_bytes(&s->sample_shape); }
+static uint64_t source_memory(const pb_stage *s, pb_queue_fill fill) {
+  (void)fill; /* one sample, shared by every element */
+  return pb_shape_bytes(&s->sample_shape);
+}
 
 /* Deterministic content: random bytes for uint8, values in [0,1) for floats, so a consumer that looks
  * at the numbers sees plausible pixels. */
