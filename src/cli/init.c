@@ -19,6 +19,7 @@
 #include "common.h"
 #include "config.h"
 #include "data_probe.h"
+#include "config_write.h"
 #include "files.h"
 #include "json_text.h"
 
@@ -237,96 +238,6 @@ static cJSON *build_config(const char *dir, const pb_data_probe *p, const struct
   return cfg;
 }
 
-/* ---------- writing it as the presets are written ---------- */
-
-/* One value on one line: {"a": 1, "b": [2, 3]}. */
-static void put_inline(FILE *f, const cJSON *v) {
-  if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
-    bool obj = cJSON_IsObject(v);
-    fputs(obj ? "{ " : "[ ", f);
-    for (const cJSON *c = v->child; c; c = c->next) {
-      if (obj) pb_json_fput_str(f, c->string), fputs(": ", f);
-      put_inline(f, c);
-      fputs(c->next ? ", " : "", f);
-    }
-    fputs(obj ? " }" : " ]", f);
-    return;
-  }
-  char *text = cJSON_PrintUnformatted(v);
-  fputs(text ? text : "null", f);
-  free(text);
-}
-
-/* One value inline, wrapped after ", " (outside strings) so that no line passes WIDTH columns; continuation
- * lines indented by `indent` spaces. */
-#define WIDTH 110
-static void put_wrapped(FILE *f, const cJSON *v, int column, int indent) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&text, &len);
-  if (!m) return put_inline(f, v);
-  put_inline(m, v);
-  fclose(m);
-  bool quoted = false;
-  int col = column;
-  for (size_t i = 0; i < len; i++) {
-    quoted ^= text[i] == '"' && (i == 0 || text[i - 1] != '\\');
-    size_t next = i + 2; /* the next break: the next ", " outside a string */
-    bool brk = !quoted && text[i] == ',' && text[i + 1] == ' ';
-    while (brk && next < len && !(text[next] == ',' && text[next + 1] == ' ')) next++;
-    if (brk && col + (int)(next - i) > WIDTH) {
-      fprintf(f, ",\n%*s", indent, "");
-      col = indent, i++;
-      continue;
-    }
-    fputc(text[i], f), col++;
-  }
-  free(text);
-}
-
-/* The top level one key a line; dataset one key a line; stages one stage a line. */
-static void put_config(FILE *f, const cJSON *cfg) {
-  fputs("{\n", f);
-  for (const cJSON *k = cfg->child; k; k = k->next) {
-    fputs("  ", f);
-    pb_json_fput_str(f, k->string);
-    fputs(": ", f);
-    bool stages = strcmp(k->string, "stages") == 0, dataset = strcmp(k->string, "dataset") == 0;
-    if (stages || dataset) {
-      fputs(stages ? "[\n" : "{\n", f);
-      for (const cJSON *c = k->child; c; c = c->next) {
-        fputs("    ", f);
-        if (dataset) pb_json_fput_str(f, c->string), fputs(": ", f);
-        put_wrapped(f, c, 4, 6);
-        fputs(c->next ? ",\n" : "\n", f);
-      }
-      fputs(stages ? "  ]" : "  }", f);
-    } else {
-      put_inline(f, k);
-    }
-    fputs(k->next ? ",\n" : "\n", f);
-  }
-  fputs("}\n", f);
-}
-
-static int put_config_body(FILE *f, const void *cfg) {
-  put_config(f, cfg);
-  return ferror(f) ? -EIO : 0;
-}
-
-/* Writes FILE whole or not at all (pb_write_atomic: FILE.tmp, renamed); an existing FILE only with --force. */
-static int write_config(const char *file, const cJSON *cfg, bool force) {
-  struct stat st;
-  if (!force && stat(file, &st) == 0) {
-    fprintf(stderr, "pipebench: init: %s exists (expected a new file, or --force to replace it)\n", file);
-    return PB_EXIT_USAGE;
-  }
-  int rc = pb_write_atomic(file, put_config_body, cfg);
-  if (!rc) return 0;
-  fprintf(stderr, "pipebench: %s: cannot write the config: %s (expected a writable directory)\n", file, strerror(-rc));
-  return PB_EXIT_RUNTIME;
-}
-
 static void default_file(const char *dir, char *file, size_t len) {
   char name[64];
   name_from(dir, name, sizeof name);
@@ -340,18 +251,6 @@ static int check_found(const char *dir, const pb_data_probe *p) {
           "pipebench reads: docs/CONFIG.md dataset.format)\n",
           dir, p->files[PB_PROBE_NONE].count);
   return PB_EXIT_USAGE;
-}
-
-/* The config just written loads as any config does (a failure here is pipebench's bug, said as such). */
-static int check_written(const char *file) {
-  pb_config *cfg = calloc(1, sizeof *cfg);
-  pb_err err;
-  int rc = cfg ? pb_config_load(cfg, file, NULL, 0, &err) : -ENOMEM;
-  if (rc)
-    fprintf(stderr, "pipebench: init: %s: the written config does not load: %s\n", file,
-            cfg ? err.msg : "out of memory");
-  free(cfg);
-  return rc ? PB_EXIT_RUNTIME : 0;
 }
 
 int pb_init(const pb_init_opts *o) {
@@ -376,9 +275,9 @@ int pb_init(const pb_init_opts *o) {
     else
       default_file(o->data_dir, file, sizeof file);
     cJSON *cfg = build_config(o->data_dir, p, pre);
-    rc = cfg ? write_config(file, cfg, o->force) : PB_EXIT_RUNTIME;
+    rc = cfg ? pb_config_write("init", file, cfg, o->force) : PB_EXIT_RUNTIME;
     cJSON_Delete(cfg);
-    if (!rc) rc = check_written(file);
+    if (!rc) rc = pb_config_check_written("init", file);
     if (!rc && !o->quiet)
       printf("wrote %s: the %s preset's pipeline over this data\nnext:  pipebench run %s\n", file, pre->name, file);
   }
