@@ -109,6 +109,7 @@ typedef struct pb_report {
   bool interrupted;
   char out_dir[PB_PATH_LEN];
   char config_name[128];
+  char config_about[512]; /* the config's `about` ("" none) */
 
   /* device */
   const char *device_kind;      /* "gpu" | "emulated" */

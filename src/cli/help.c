@@ -27,6 +27,8 @@ static const char k_usage[] =
     "                                              the machine's calibration.json for every later run\n"
     "  pipebench init --data DIR [--preset NAME] [--out FILE]\n"
     "                                              probe your own data and write a config for it\n"
+    "  pipebench twin CAPTURE [--out FILE]         a config emulating the tf.data pipeline of a TensorFlow\n"
+    "                                              Profiler capture (<host>.xplane.pb or its log directory)\n"
     "  pipebench help [COMMAND] | COMMAND --help   a command's own options\n"
     "  pipebench --help | --version\n"
     "\n"
@@ -139,6 +141,20 @@ static const pb_cli_help k_help[] = {
      "  -o, --out FILE           where to write the config (default <directory name>.json here)\n"
      "  --force                  replace FILE when it exists\n"
      "  -q, --quiet              no summary of what was found\n"},
+    {"twin",
+     "usage: pipebench twin CAPTURE [--out FILE] [--force] [--quiet]\n"
+     "\n"
+     "Reads a TensorFlow Profiler capture of a tf.data job (a <host>.xplane.pb, or a log directory: its newest\n"
+     "run, the most input-bound host), prints its input pipeline (each iterator's parallelism, own time, user\n"
+     "functions and elements/s) and the share of the steps spent waiting for input, and writes a pipebench\n"
+     "config that emulates it with synthetic data: a stage per iterator spinning for its measured time, the\n"
+     "same parallelism, batch size and prefetch depth, and the device's measured step time.  run, tune, sweep\n"
+     "and ab then work on it without TensorFlow or the data.  docs/IMPORT.md says what is read.\n"
+     "\n"
+     "options:\n"
+     "  -o, --out FILE           where to write the config (default <host>-twin.json here)\n"
+     "  --force                  replace FILE when it exists\n"
+     "  -q, --quiet              no summary, only the file\n"},
     {"calibrate",
      "usage: pipebench calibrate [[--config] FILE] [--set ..] [--force] [--out DIR] [--format text,json]\n"
      "                           [--json] [--quiet]\n"
@@ -162,8 +178,8 @@ const pb_cli_help *pb_cli_help_for(const char *command) {
   return NULL;
 }
 
-static const char *const k_commands[] = {"run",   "validate", "gen",       "analyze", "ab",
-                                         "sweep", "tune",     "calibrate", "init",    "help"};
+static const char *const k_commands[] = {"run",  "validate",  "gen",  "analyze", "ab",  "sweep",
+                                         "tune", "calibrate", "init", "twin",    "help"};
 
 static const char *const k_options[] = {
     "--config",      "--set",      "--data", "--device", "--out",   "--format",   "--json",  "--quiet", "--preset",

@@ -17,6 +17,7 @@
 #include "gen.h"
 #include "help.h"
 #include "init.h"
+#include "twin_cmd.h"
 #include "json_text.h"
 #include "multirun.h"
 #include "outdir.h"
@@ -53,7 +54,8 @@ static int usage_error(const char *fmt, const char *arg) {
 }
 
 static bool is_command(const char *s) {
-  static const char *cmds[] = {"run", "validate", "gen", "ab", "tune", "sweep", "analyze", "calibrate", "init"};
+  static const char *cmds[] = {"run",     "validate",  "gen",  "ab",  "tune", "sweep",
+                               "analyze", "calibrate", "init", "twin"};
   for (size_t i = 0; i < PB_ARRAY_LEN(cmds); i++)
     if (strcmp(s, cmds[i]) == 0) return true;
   return false;
@@ -240,7 +242,7 @@ static int unknown_command(const char *a) {
   char clean[256];
   fprintf(stderr,
           "pipebench: unknown command \"%s\"%s%s%s (expected run, validate, gen, ab, tune, sweep, analyze, init, "
-          "calibrate or help, or a config FILE)\n",
+          "twin, calibrate or help, or a config FILE)\n",
           pb_cfg_clean(a, 160, clean, sizeof clean), near ? "; did you mean \"" : "", near ? near : "",
           near ? "\"?" : "");
   return PB_EXIT_USAGE;
@@ -563,6 +565,31 @@ static int cmd_init(int argc, char **argv) {
   return pb_init(&o);
 }
 
+/* twin takes only the capture, --out FILE, --force and --quiet. */
+static int cmd_twin(int argc, char **argv) {
+  pb_twin_opts o = {0};
+  for (int i = 2; i < argc; i++) {
+    const char *a = pb_cli_long_option(argv[i]);
+    if (strcmp(a, "--out") == 0 || strncmp(a, "--out=", 6) == 0) {
+      const char *v = a[5] == '=' ? a + 6 : i + 1 < argc ? argv[++i] : "";
+      if (!*v) return usage_error("twin: %s: missing value (expected a value after it)", "--out");
+      o.out_file = v;
+    } else if (strcmp(a, "--force") == 0) {
+      o.force = true;
+    } else if (strcmp(a, "--quiet") == 0) {
+      o.quiet = true;
+    } else if (a[0] != '-' && !o.capture) {
+      o.capture = a;
+    } else {
+      return usage_error("twin: option \"%s\" does not apply (expected a capture, --out FILE, --force or --quiet)", a);
+    }
+  }
+  if (!o.capture)
+    return usage_error("%s: no capture (expected pipebench twin <host>.xplane.pb, or a TensorFlow Profiler log "
+                       "directory)", "twin");
+  return pb_twin_cmd(&o);
+}
+
 static int dispatch(cli *c) {
   if (pb_world_get()->size > 1) return cmd_world(c);
   if (strcmp(c->command, "analyze") == 0) return cmd_analyze(c);
@@ -632,6 +659,7 @@ int main(int argc, char **argv) {
   int rc = help_or_version(argc, argv);
   if (rc >= 0) return finish_stdout(rc);
   if (strcmp(argv[1], "init") == 0) return finish_stdout(cmd_init(argc, argv)); /* arguments of its own */
+  if (strcmp(argv[1], "twin") == 0) return finish_stdout(cmd_twin(argc, argv));
   rc = pb_world_init(&argc, &argv); /* joins the MPI job under mpirun; a world of one otherwise */
   if (rc) return rc;
   pb_signals_install(); /* every command, from here: gen, warm-up, measuring, report writing */

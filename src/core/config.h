@@ -187,6 +187,7 @@ typedef struct pb_run_cfg {
 typedef struct pb_config {
   char file[PB_PATH_LEN];       /* the config file as given, for error messages */
   char name[128];               /* default: the file's base name without .json */
+  char about[512];              /* what the config is and where it came from ("" none): a twin says how it was made */
   uint64_t seed;                /* default 42 */
   pb_dataset_cfg dataset;
   int nstages;

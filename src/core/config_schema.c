@@ -21,6 +21,7 @@ static const char *const device_kind_names[] = {"auto", "gpu", "emulated", NULL}
 const char *const pb_cfg_decode_scale_names[] = {"auto", "1", "1/2", "1/4", "1/8", NULL};
 const char *const pb_cfg_allreduce_names[] = {"none", "barrier", "model", "mpi", NULL};
 static const char *const op_dist_names[] = {"constant", "exponential", "lognormal", NULL};
+static bool emit_if_about(const void *base) { return ((const pb_config *)base)->about[0] != '\0'; }
 static bool emit_if_lognormal(const void *base) { return ((const pb_op_cfg *)base)->dist == PB_OP_DIST_LOGNORMAL; }
 static const char *const on_error_names[] = {"skip", "fail", NULL}; /* into bool on_error_fail */
 static const char *const dist_names[] = {"normal", NULL};
@@ -265,6 +266,9 @@ static const pb_key_table limits_table = TABLE(limits_keys, NULL);
 static const pb_key top_keys[] = {
     ROW(pb_config, name, "name", PB_KT_STRING, .min = 1, .max = 127, .flags = PB_KF_FILENAME,
         .help = "Run name, used in the output directory. Default: the config file's base name without .json."),
+    ROW(pb_config, about, "about", PB_KT_STRING, .min = 0, .max = 511, .emit_if = emit_if_about,
+        .help = "What the config is and where it came from, shown under the report's first line (pipebench twin "
+                "writes how the twin was derived)."),
     ROW(pb_config, seed, "seed", PB_KT_INT, .min = 0, .max = INFINITY, .def = "42",
         .help = "Seed of every random choice (at most 10^15, like every unbounded integer)."),
     ROW(pb_config, dataset, "dataset", PB_KT_OBJECT, .sub = &pb_cfg_dataset_table, .help = "The data."),

@@ -171,8 +171,6 @@ bool pb_xspace_event_int(const pb_xspace *x, int plane, int line, size_t event, 
       return *out = s->int64_value, true;
     case TENSORFLOW__PROFILER__XSTAT__VALUE_UINT64_VALUE:
       return *out = (int64_t)s->uint64_value, true;
-    case TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE:
-      return *out = (int64_t)s->ref_value, true;
     default:
       return false;
   }

@@ -50,8 +50,9 @@ typedef struct pb_xevent {
 } pb_xevent;
 
 void pb_xspace_event(const pb_xspace *x, int plane, int line, size_t event, pb_xevent *out);
-/* The event's stat called `stat` as an integer (int64, uint64, or a ref's id), or as text (a string, or a
- * ref's metadata name): true when the event has it. */
+/* The event's stat called `stat` as an integer (int64, uint64), or as text (a string, or a ref's metadata
+ * name: how the profiler stores repeated strings): true when the event has it so.  A ref is text, never an
+ * integer (TensorFlow writes "parallelism": "unavailable" as one). */
 bool pb_xspace_event_int(const pb_xspace *x, int plane, int line, size_t event, const char *stat, int64_t *out);
 bool pb_xspace_event_str(const pb_xspace *x, int plane, int line, size_t event, const char *stat, const char **out);
 

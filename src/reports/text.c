@@ -76,6 +76,7 @@ static void print_header(const pb_report *r, FILE *out) {
        r->device_fallback[0] ? "no GPU; " : "", r->device_name[0] ? r->device_name : "n/a");
   if (r->device_fallback[0]) /* device.kind auto said once, here, rather than on stderr at every run */
     wrapped(out, "", r->device_fallback);
+  if (r->config_about[0]) wrapped(out, "about", r->config_about); /* a twin: what it emulates */
   /* A line of its own, so that clipping a long name above can never hide it. */
   if (r->interrupted)
     fprintf(out, "%-*sINTERRUPTED: partial report, the run was stopped before its end\n", LABEL, "status");

@@ -5,11 +5,17 @@
  * walked, each event's name looked up and its "id", "parent_id" (integers) and "name" (text, a ref's
  * metadata name) stats read, as the importer's iterator tree does.
  *
- * Checked besides ASan/UBSan/leaks: a refusal is one line naming the input; an event's name is never NULL. */
+ * Then the tf.data reader (tfdata.c: iterator tree, self times, function runs, steps) and the twin's config
+ * (twin.c) are made from it, as `pipebench twin` does.
+ *
+ * Checked besides ASan/UBSan/leaks: a refusal is one line naming the input; an event's name is never NULL;
+ * the chain never has more iterators than were read, each once; a twin is a JSON object with stages. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tfdata.h"
+#include "twin.h"
 #include "xspace.h"
 
 static void walk(const pb_xspace *x) {
@@ -32,11 +38,38 @@ static void walk(const pb_xspace *x) {
   }
 }
 
+static void tf_data(const pb_xspace *x) {
+  pb_tfdata t;
+  pb_err err;
+  if (pb_tfdata_read(x, "fuzz.xplane.pb", &t, &err)) {
+    if (strncmp(err.msg, "fuzz.xplane.pb: ", 16) != 0 || strchr(err.msg, '\n')) abort();
+    return;
+  }
+  int chain[PB_TF_MAX_ITERATORS];
+  bool seen[PB_TF_MAX_ITERATORS] = {false};
+  int n = pb_tfdata_chain(&t, chain, PB_TF_MAX_ITERATORS);
+  if (n > t.niterators) abort();
+  for (int i = 0; i < n; i++) {
+    if (chain[i] < 0 || chain[i] >= t.niterators || seen[chain[i]]) abort();
+    seen[chain[i]] = true;
+  }
+  (void)pb_tfdata_input_bound_pct(&t);
+  pb_twin_notes *notes = malloc(sizeof *notes);
+  cJSON *cfg = NULL;
+  if (notes && pb_twin_config(&t, "fuzz.xplane.pb", "twin-fuzz", notes, &cfg, &err) == 0 &&
+      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(cfg, "stages")))
+    abort();
+  cJSON_Delete(cfg);
+  free(notes);
+  pb_tfdata_free(&t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pb_xspace *x = NULL;
   pb_err err;
   if (pb_xspace_parse(data, size, "fuzz.xplane.pb", &x, &err) == 0) {
     walk(x);
+    tf_data(x);
     pb_xspace_free(x);
   } else if (x || strncmp(err.msg, "fuzz.xplane.pb: ", 16) != 0 || strchr(err.msg, '\n')) {
     abort(); /* a refusal leaves nothing, and says so in one line naming the input */

@@ -332,7 +332,16 @@ static void test_to_json_keys(void **state) {
   ds = cJSON_GetObjectItemCaseSensitive(j, "dataset");
   assert_null(cJSON_GetObjectItemCaseSensitive(ds, "shape")); /* synthetic-only keys stay out */
   assert_null(cJSON_GetObjectItemCaseSensitive(ds, "record_bytes")); /* unknown: no value to write */
+  assert_null(cJSON_GetObjectItemCaseSensitive(j, "about")); /* none given: not written */
   cJSON_Delete(j);
+  /* `about` (a twin's derivation): kept and written back; past 511 characters an error */
+  const char *about[] = {"about=\"twin of vm.xplane.pb\""};
+  round_trip(SYNTH, about, 1);
+  assert_string_equal(cfg.about, "twin of vm.xplane.pb");
+  char long_about[600] = "about=\"";
+  memset(long_about + 7, 'a', 512);
+  strcpy(long_about + 7 + 512, "\"");
+  expect_error_has(SYNTH, long_about, "about");
 }
 
 /* ---- error messages ---- */
@@ -527,8 +536,9 @@ static void test_error_unknowns(void **state) {
                "shuffle, cache, batch, prefetch, h2d)");
   expect_error(EXAMPLE, "limits.max_memory=1",
                "cfg.json: limits.max_memory: unknown key (expected one of max_memory_mb; did you mean \"max_memory_mb\"?)");
-  expect_error(EXAMPLE, "colour=1",
-               "cfg.json: colour: unknown key (expected one of name, seed, dataset, stages, device, run, limits)");
+  expect_error(
+      EXAMPLE, "colour=1",
+      "cfg.json: colour: unknown key (expected one of name, about, seed, dataset, stages, device, run, limits)");
   expect_error_has(EXAMPLE, "stages.augment.ops[0].p=1", "stages[2].ops[0].p: unknown key (expected one of op, size, "
                                                          "scale, ratio, antialias; did you mean \"op\"?)");
   expect_error_has("{\"stages\": [{\"threads\": 1}]}", NULL,

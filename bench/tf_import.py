@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""tf.data pipelines with known bottlenecks, profiled with the TensorFlow Profiler and read back by pipebench
+(issue 35): for each, the real pipeline's throughput (unprofiled, median of --rounds), a capture of --steps
+steps, `pipebench twin` of it, the twin's throughput and bottleneck (median of --rounds runs), and the twin's
+top recommendation applied to the real pipeline (its map's num_parallel_calls or its prefetch buffer) with the
+gain measured against the gain predicted.
+
+TensorFlow is a benchmark dependency only (never of pipebench or CI):
+
+    python3 -m venv /tmp/tf-venv && /tmp/tf-venv/bin/pip install tensorflow-cpu
+    /tmp/tf-venv/bin/python bench/tf_import.py [--bin build/pipebench] [--rounds 3] [--only NAME]
+
+The work of every map is CPU: n 128x128 float matmuls (intra-op parallelism 1, so one op is one core), which
+the twin's `spin` emulates; the training step is a sleep (the device's time, not the host's).  Every TensorFlow
+measurement runs in a process of its own (no earlier pipeline's threads beside it), the real pipeline and its
+twin interleaved.  A recommendation on the twin's stage `<Kind>_<n>` goes back to the pipeline's dataset n.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(2)
+
+
+def work(n):
+    def f(x):
+        m = tf.fill([128, 128], tf.cast(x % 7, tf.float32) * 1e-3 + 1e-3)
+        for _ in range(n):
+            m = tf.matmul(m, m) * 1e-2
+        return tf.reduce_sum(m)
+    return f
+
+
+def no_fusion(ds):
+    opts = tf.data.Options()
+    opts.experimental_optimization.map_and_batch_fusion = False
+    return ds.with_options(opts)
+
+
+# Each pipeline: build(knobs) -> dataset, where knobs maps a dataset's number to its num_parallel_calls or buffer
+# size: tf.data numbers a pipeline's datasets in the order they are made (RangeDataset:0, MapDataset:1, ...),
+# each pipeline is built in a fresh process, and the twin names its stages <Kind>_<number>; the step time in s;
+# the stage the twin should name (the planted bottleneck).
+def slow_map(k):  # Range:0 -> Map:1 (24 matmuls, one call at a time; fused with Batch:2) -> Prefetch:3
+    return tf.data.Dataset.range(10**9).map(work(24), num_parallel_calls=k.get(1, 1)).batch(16).prefetch(k.get(3, 2))
+
+
+def starved_parallel_map(k):  # Range:0 -> Map:1 (6 matmuls) -> ParallelMap:2 (1 matmul) -> Batch:3 -> Prefetch:4
+    # tf.data's map_parallelization rewrites Map:1 into a parallel map of its own choosing (2 here)
+    return no_fusion(tf.data.Dataset.range(10**9).map(work(6), num_parallel_calls=k.get(1))
+                     .map(work(1), num_parallel_calls=k.get(2, 2)).batch(16).prefetch(k.get(4, 2)))
+
+
+def no_prefetch(k):  # Range:0 -> ParallelMap:1 (3 matmuls, 2 calls) -> Batch:2, no prefetch: made inside the step
+    ds = tf.data.Dataset.range(10**9).map(work(3), num_parallel_calls=k.get(1, 2)).batch(16)
+    if 3 in k:
+        ds = ds.prefetch(k[3])
+    return no_fusion(ds)
+
+
+def device_bound(k):  # Range:0 -> ParallelMap:1 (1 matmul, 2 calls; fused with Batch:2) -> Prefetch:3; 30 ms steps
+    return tf.data.Dataset.range(10**9).map(work(1), num_parallel_calls=k.get(1, 2)).batch(16).prefetch(k.get(3, 2))
+
+
+def cacheable(k):  # Range:0 -> ParallelMap:1 (10 matmuls, 2 calls) -> Repeat:2 -> Batch:3 -> Prefetch:4; 64 an epoch
+    return no_fusion(tf.data.Dataset.range(64).map(work(10), num_parallel_calls=k.get(1, 2)).repeat()
+                     .batch(16).prefetch(k.get(4, 2)))
+
+
+def interleave_source(k):  # Range:0 -> ParallelInterleave:1 (of Range -> Map, 4 matmuls) -> Batch -> Prefetch
+    inner = lambda i: tf.data.Dataset.range(10**6).map(work(4))  # noqa: E731
+    depth = next((v for n, v in k.items() if n != 1), 2)  # the prefetch's number depends on the inner datasets'
+    return (tf.data.Dataset.range(10**6).interleave(inner, cycle_length=2, num_parallel_calls=k.get(1, 1))
+            .batch(16).prefetch(depth))
+
+
+PIPELINES = {
+    "slow_map": (slow_map, 0.010, "MapAndBatch_1"),
+    "starved_parallel_map": (starved_parallel_map, 0.005, "ParallelMapV2_1"),
+    "no_prefetch": (no_prefetch, 0.012, "BatchV2_2"),
+    "cacheable": (cacheable, 0.005, "ParallelMapV2_1"),
+    "interleave_source": (interleave_source, 0.005, "ParallelInterleaveV4_1"),
+    "device_bound": (device_bound, 0.030, "device"),
+}
+BATCH = 16
+
+
+def real_throughput(build, knobs, step_s, steps):
+    it = iter(build(knobs))
+    for _ in range(5):
+        next(it)
+    t = time.perf_counter()
+    for _ in range(steps):
+        next(it)
+        time.sleep(step_s)
+    return steps * BATCH / (time.perf_counter() - t)
+
+
+def capture(build, knobs, step_s, steps, logdir):
+    """The capture's path and the profiled steps' samples/s."""
+    it = iter(build(knobs))
+    for _ in range(5):
+        next(it)
+    tf.profiler.experimental.start(logdir)
+    t = time.perf_counter()
+    for s in range(steps):
+        with tf.profiler.experimental.Trace("train", step_num=s, _r=1):
+            next(it)
+            time.sleep(step_s)
+    rate = steps * BATCH / (time.perf_counter() - t)
+    tf.profiler.experimental.stop()
+    (pb,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+    return pb, rate
+
+
+def child(args):
+    """One measurement in a process of its own, so that no earlier pipeline's threads run beside it: prints
+    JSON {samples_per_s[, capture]}."""
+    build, step_s, _ = PIPELINES[args.child[1]]
+    knobs = {int(n): v for n, v in json.loads(args.child[2]).items()}
+    if args.child[0] == "real":
+        print(json.dumps({"samples_per_s": real_throughput(build, knobs, step_s, args.steps)}))
+    else:
+        pb, rate = capture(build, knobs, step_s, args.steps, args.child[3])
+        print(json.dumps({"samples_per_s": rate, "capture": pb}))
+
+
+def in_child(args, kind, name, knobs, logdir=""):
+    cmd = [sys.executable, os.path.abspath(__file__), "--steps", str(args.steps), "--child", kind, name,
+           json.dumps(knobs), logdir]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_twin(binary, cfg, out, steps):
+    subprocess.run([binary, "run", cfg, "-q", "-o", out, "--no-trace", "-s", f"run.steps={steps}",
+                    "-s", "run.warmup_steps=5"], check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f)
+
+
+def knob_of(action):
+    """'--set stages.ParallelMapV2_1.threads=3' -> (1, 3): the dataset's number and the value; None when it is
+    not a stage's threads or depth."""
+    m = re.search(r"stages\.[A-Za-z0-9]+?_(\d+)(?:_batch)?\.(threads|depth)=(\d+)", action or "")
+    return (int(m.group(1)), int(m.group(3))) if m else None
+
+
+def med(v):
+    return statistics.median(v)
+
+
+def spread(v):
+    return f"{min(v):.0f}-{max(v):.0f}"
+
+
+def one(name, args, tmp):
+    _, _, want = PIPELINES[name]
+    cap = in_child(args, "capture", name, {}, os.path.join(tmp, name))
+    cfg = os.path.join(tmp, f"{name}-twin.json")
+    said = subprocess.run([args.bin, "twin", cap["capture"], "-o", cfg, "--force"], check=True, capture_output=True,
+                          text=True).stdout
+    waiting = float(re.search(r"([0-9.]+) % of their time waiting for input", said).group(1))
+    real, twin, reps = [], [], []
+    for i in range(args.rounds):  # interleaved: the real pipeline, then its twin
+        real.append(in_child(args, "real", name, {})["samples_per_s"])
+        reps.append(run_twin(args.bin, cfg, os.path.join(tmp, f"{name}-twin-{i}"), args.steps))
+        twin.append(reps[-1]["throughput"]["samples_per_s"])
+    rep = sorted(reps, key=lambda r: r["throughput"]["samples_per_s"])[len(reps) // 2]
+    named = rep["bottleneck"]["stage"] or "-"
+    print(f"{name}: real {med(real):.0f} samples/s ({spread(real)}), profiled {cap['samples_per_s']:.0f}; twin "
+          f"{med(twin):.0f} ({spread(twin)}): {med(twin) / med(real) - 1:+.1%} of real, "
+          f"{med(twin) / cap['samples_per_s'] - 1:+.1%} of profiled; input-bound {waiting:.1f} % captured, "
+          f"{rep['input_bound_pct']:.1f} % twin; "
+          f"bottleneck {named} (planted: {want}) {'OK' if named == want else 'MISSED'}")
+    recs = rep.get("recommendations") or []
+    if not recs:
+        print(f"  no recommendation; twin's classification {rep['classification']}")
+        return
+    action, predicted = recs[0]["action"], recs[0]["predicted_samples_per_s"]
+    knob = knob_of(action)
+    if not knob or not predicted:
+        print(f"  top recommendation {action!r} (predicted {predicted}): not applied (not a stage's threads or depth)")
+        return
+    after = [in_child(args, "real", name, {knob[0]: knob[1]})["samples_per_s"] for _ in range(args.rounds)]
+    gain_pred, gain_real = predicted / med(twin), med(after) / med(real)
+    print(f"  applied {action} as dataset {knob[0]} -> {knob[1]}: real {med(after):.0f} samples/s ({spread(after)}), "
+          f"gain {gain_real:.2f}x measured vs {gain_pred:.2f}x predicted ({gain_real / gain_pred - 1:+.1%}); "
+          f"predicted {predicted:.0f} samples/s")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build/pipebench")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--only", action="append")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    print(f"tensorflow {tf.__version__}, {os.cpu_count()} CPUs, {args.rounds} rounds of {args.steps} steps")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.only or PIPELINES:
+            one(name, args, tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+/* pipebench twin CAPTURE: reads a TensorFlow Profiler capture of a tf.data job (src/import/), says what its
+ * input pipeline did, and writes a pipebench config that emulates it (src/import/twin.h) for tune, sweep, ab
+ * and what-if to work on without TensorFlow or the data (issue 35). */
+#include "twin_cmd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "config.h"
+#include "config_write.h"
+#include "tfdata.h"
+#include "twin.h"
+#include "xspace.h"
+
+#define SUFFIX ".xplane.pb"
+#define MAX_HOSTS 64
+
+static bool has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The newest run of a log directory: DIR/plugins/profile/<run> with the greatest name (the profiler names
+ * runs by their UTC time, so the greatest is the last), into out; false when there is none. */
+static bool newest_run(const char *dir, char *out, size_t len) {
+  char profile[PB_PATH_LEN];
+  snprintf(profile, sizeof profile, "%s/plugins/profile", dir);
+  DIR *d = opendir(profile);
+  if (!d) return false;
+  char best[256] = "";
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.' && strcmp(e->d_name, best) > 0) snprintf(best, sizeof best, "%s", e->d_name);
+  closedir(d);
+  int w = best[0] ? snprintf(out, len, "%s/%s", profile, best) : -1;
+  return w > 0 && (size_t)w < len; /* a path too long to open is no run */
+}
+
+/* The captures (<host>.xplane.pb) of a directory: a log directory's newest run, or the directory itself. */
+static int list_captures(const char *dir, char paths[][PB_PATH_LEN], int max) {
+  char run[PB_PATH_LEN];
+  if (!newest_run(dir, run, sizeof run)) snprintf(run, sizeof run, "%s", dir);
+  DIR *d = opendir(run);
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) && n < max;) {
+    if (!has_suffix(e->d_name, SUFFIX)) continue;
+    int w = snprintf(paths[n], PB_PATH_LEN, "%s/%s", run, e->d_name);
+    n += w > 0 && w < PB_PATH_LEN; /* a path too long to open is left out */
+  }
+  closedir(d);
+  return n;
+}
+
+static int read_capture(const char *path, pb_tfdata *t) {
+  pb_xspace *x = NULL;
+  pb_err err = {{0}};
+  int rc = pb_xspace_load(path, &x, &err);
+  if (!rc) rc = pb_tfdata_read(x, path, t, &err);
+  pb_xspace_free(x);
+  if (rc) fprintf(stderr, "pipebench: twin: %s\n", err.msg);
+  return rc == -ENOMEM ? PB_EXIT_RUNTIME : rc ? PB_EXIT_USAGE : 0;
+}
+
+/* The capture to use: the file given, or of a directory's hosts the most input-bound one (as the profiler's
+ * input-pipeline analysis picks), said on stdout. */
+static int pick_capture(const char *arg, char *path, size_t len, pb_tfdata *t, bool quiet) {
+  if (!is_dir(arg)) {
+    snprintf(path, len, "%s", arg);
+    return read_capture(path, t);
+  }
+  static char paths[MAX_HOSTS][PB_PATH_LEN];
+  int n = list_captures(arg, paths, MAX_HOSTS), best = -1;
+  if (n == 0) {
+    fprintf(stderr, "pipebench: twin: %s: no *" SUFFIX " in it (expected a TensorFlow Profiler log directory, with "
+            "plugins/profile/<run>/<host>" SUFFIX ", or such a file)\n", arg);
+    return PB_EXIT_USAGE;
+  }
+  double worst = -1;
+  for (int i = 0; i < n; i++) {
+    pb_tfdata h;
+    int rc = read_capture(paths[i], &h);
+    if (rc) return rc;
+    double pct = pb_tfdata_input_bound_pct(&h);
+    if (!quiet && n > 1) printf("host      %s: %.1f %% of the steps' time waiting for input\n", paths[i], pct);
+    if (best < 0 || pct > worst) best = i, worst = pct;
+    pb_tfdata_free(&h);
+  }
+  snprintf(path, len, "%s", paths[best]);
+  return read_capture(path, t);
+}
+
+/* Elements a second an iterator can make: its parallelism over its functions' latency when it runs functions,
+ * else one over its own time per call; NAN for an asynchronous one without functions (its own time is its
+ * consumer's wait, which says nothing of its speed) and the root. */
+static double capacity_per_s(const pb_tf_iterator *it) {
+  if (it->functions.n) {
+    double ns = pb_tf_times_mean_ns(&it->latency);
+    return ns > 0 ? (double)(it->parallelism > 0 ? it->parallelism : 1) * 1e9 / ns : NAN;
+  }
+  double ns = pb_tf_times_mean_ns(&it->calls);
+  return it->async || it->parent < 0 || ns <= 0 ? NAN : 1e9 / ns;
+}
+
+static void print_pipeline(const char *path, const pb_tfdata *t) {
+  printf("capture   %s (host %s): %zu \"%s\" steps, %.1f %% of their time waiting for input\n", path,
+         t->host[0] ? t->host : "not named", t->nsteps, t->step_name[0] ? t->step_name : "-",
+         pb_tfdata_input_bound_pct(t));
+  int chain[PB_TF_MAX_ITERATORS];
+  int n = pb_tfdata_chain(t, chain, PB_TF_MAX_ITERATORS);
+  printf("pipeline  %-38s %8s %7s %12s %9s %12s %11s\n", "iterator (source first)", "parallel", "calls", "own us/call",
+         "functions", "us/function", "elements/s");
+  for (int i = 0; i < n; i++) {
+    const pb_tf_iterator *it = &t->iterators[chain[i]];
+    char par[24] = "-";
+    if (it->parallelism > 0) snprintf(par, sizeof par, "%lld", (long long)it->parallelism);
+    pb_numbuf cap, fn;
+    printf("          %-38.38s %8s %7llu %12.1f %9llu %12s %11s\n", it->parent < 0 ? "Root" : it->name, par,
+           (unsigned long long)it->calls.n, pb_tf_times_mean_ns(&it->calls) / 1e3, (unsigned long long)it->functions.n,
+           pb_fmt_double(&fn, "%.1f", it->functions.n ? pb_tf_times_mean_ns(&it->functions) / 1e3 : NAN),
+           pb_fmt_double(&cap, "%.0f", capacity_per_s(it)));
+  }
+  printf("          (an asynchronous iterator's own time is its consumer's wait for it; its work is its functions')\n");
+}
+
+/* "vm.xplane.pb" -> "vm": the capture's host part, for the twin's name and file. */
+static void base_name(const char *path, char *out, size_t len) {
+  const char *slash = strrchr(path, '/'), *b = slash ? slash + 1 : path;
+  size_t n = strlen(b) < len - 1 ? strlen(b) : len - 1;
+  memcpy(out, b, n);
+  out[n] = '\0';
+  if (has_suffix(out, SUFFIX)) out[n - strlen(SUFFIX)] = '\0';
+  for (char *c = out; *c; c++)
+    if (*c == '/' || (unsigned char)*c < 0x20) *c = '_';
+  if (!out[0]) snprintf(out, len, "capture");
+}
+
+int pb_twin_cmd(const pb_twin_opts *o) {
+  pb_tfdata t;
+  char path[PB_PATH_LEN], host[96], name[128], file[PB_PATH_LEN];
+  int rc = pick_capture(o->capture, path, sizeof path, &t, o->quiet);
+  if (rc) return rc;
+  if (!o->quiet) print_pipeline(path, &t);
+  base_name(path, host, sizeof host);
+  snprintf(name, sizeof name, "twin-%s", host);
+  if (o->out_file)
+    snprintf(file, sizeof file, "%s", o->out_file);
+  else
+    snprintf(file, sizeof file, "%s-twin.json", host);
+  pb_twin_notes *notes = calloc(1, sizeof *notes);
+  pb_err err = {{0}};
+  cJSON *cfg = NULL;
+  int made = notes ? pb_twin_config(&t, path, name, notes, &cfg, &err) : pb_err_setc(&err, -ENOMEM, "out of memory");
+  if (made) {
+    fprintf(stderr, "pipebench: twin: %s\n", err.msg);
+    rc = made == -ENOMEM ? PB_EXIT_RUNTIME : PB_EXIT_USAGE;
+  }
+  if (!rc) rc = pb_config_write("twin", file, cfg, o->force);
+  if (!rc) rc = pb_config_check_written("twin", file);
+  if (!rc && !o->quiet) {
+    for (int i = 0; i < notes->n; i++) printf("%-10s%s\n", i == 0 ? "twin" : "", notes->line[i]);
+    printf("wrote %s\nnext:  pipebench run %s   (or tune, sweep, ab on it)\n", file, file);
+  }
+  cJSON_Delete(cfg);
+  free(notes);
+  pb_tfdata_free(&t);
+  return rc;
+}

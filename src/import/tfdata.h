@@ -1,0 +1,97 @@
+/* A tf.data job as a TensorFlow Profiler capture shows it (issue 35): the input pipeline's iterator tree with
+ * each iterator's measured work, and the training steps with the time each waited for its batch.
+ *
+ * Read from the host plane of an XSpace (xspace.h):
+ * - every `Iterator::Root::...::<Kind>` event is one GetNext call of the iterator its `id` stat names (its
+ *   parent through `parent_id`; `name`, `parallelism`, `buffer_limit`, `batch_size`, `autotune` stats say
+ *   what it is).  An iterator's self time is the call's duration less the Iterator events nested in it on
+ *   the same thread;
+ * - an asynchronous iterator (prefetch, a parallel map, map-and-batch, a parallel interleave or batch) runs
+ *   on a line of its own, where its `<Kind>Produce` events mark its runner; the user functions it starts
+ *   there (`InstantiatedCapturedFunction::RunAsync`, stat `id`) execute on the threadpool as
+ *   `ExecutorState::Process` events with the same `id`, and their durations are the iterator's per-element
+ *   work; from the start to the run's last event (`ExecutorDoneCallback`) is its latency;
+ * - a step is an event with a `step_num` stat (tf.profiler.experimental.Trace("train", step_num=..), as
+ *   Keras marks its steps); the time it waited for input is the union of the `IteratorGetNext...` events
+ *   inside it on the same thread.
+ *
+ * Plain data: nothing here knows pipebench's record or config. */
+#ifndef PB_TFDATA_H
+#define PB_TFDATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "xspace.h"
+
+#define PB_TF_MAX_ITERATORS 64
+
+/* Count, sum and sum of squares of durations in picoseconds (double: a capture's sums pass 2^63 ps only
+ * after 100 days). */
+typedef struct pb_tf_times {
+  uint64_t n;
+  double sum_ps, sumsq_ps2;
+} pb_tf_times;
+
+double pb_tf_times_mean_ns(const pb_tf_times *t);  /* 0 when empty */
+double pb_tf_times_stdev_ns(const pb_tf_times *t); /* population; 0 with fewer than two */
+
+typedef struct pb_tf_iterator {
+  uint64_t id, parent_id;  /* parent_id 0: none (the root) */
+  int parent;              /* index in the iterators, -1: none or not seen */
+  char kind[48];           /* the path's last part: "ParallelMapV2", "MapAndBatch", "Prefetch", "Range" */
+  char name[128];          /* the `name` stat: "ParallelMapDatasetV2:1", "fused(MapDataset:2,BatchDatasetV2:3)" */
+  int64_t parallelism, buffer_limit, batch_size; /* -1: the events do not say */
+  bool autotune;           /* its `autotune` stat was "true" */
+  bool async;              /* it has a runner of its own (a `<Kind>Produce` event was seen) */
+  pb_tf_times calls;       /* GetNext calls: their self time */
+  pb_tf_times functions;   /* the user functions it ran (async iterators), each run's execution (the sum of its
+                            * ExecutorState::Process events: the threadpool's work on it) */
+  pb_tf_times latency;     /* the same runs from their start to their last event (ExecutorDoneCallback): the
+                            * execution and the waits between its ops, what one of `parallelism` slots is held */
+} pb_tf_iterator;
+
+typedef struct pb_tf_step {
+  int64_t num;             /* its step_num */
+  int64_t start_ps, duration_ps;
+  int64_t wait_ps;         /* inside it, waiting in IteratorGetNext */
+  int64_t element_bytes;   /* what that GetNext returned (the `element_size` stat), -1: not said */
+} pb_tf_step;
+
+/* An iterator instance's id and the iterator it is one of (a slot of pb_tfdata's id table). */
+typedef struct pb_tf_id {
+  uint64_t id;
+  int iterator;            /* -1: an empty slot */
+} pb_tf_id;
+
+#define PB_TF_MAX_IDS (1u << 20) /* iterator instances: a repeat makes its input's iterators anew each epoch */
+
+typedef struct pb_tfdata {
+  char host[128];          /* the capture's host name ("" when it names none) */
+  char step_name[64];      /* the step markers' event name ("train") */
+  int niterators;
+  pb_tf_iterator iterators[PB_TF_MAX_ITERATORS];
+  size_t nsteps;
+  pb_tf_step *steps;       /* in start order (owned) */
+  /* every instance id seen, to its iterator: the instances of one dataset (same kind and `name`, e.g. each
+   * epoch's under a repeat) are one iterator.  Open addressing, ids_cap a power of two (owned). */
+  pb_tf_id *ids;
+  size_t nids, ids_cap;
+} pb_tfdata;
+
+/* Reads the host plane of x into *out (pb_tfdata_free it).  0, or a negative errno with err set to one line
+ * naming `what`: -EBADMSG when there is no host plane, no tf.data iterator, or more than
+ * PB_TF_MAX_ITERATORS of them or more than PB_TF_MAX_IDS instances; -ENOMEM. */
+int pb_tfdata_read(const pb_xspace *x, const char *what, pb_tfdata *out, pb_err *err);
+void pb_tfdata_free(pb_tfdata *t);
+
+/* The input pipeline as a chain, source first: from the root (the iterator without a parent) down through
+ * the child that did the most work, into idx (at most max).  Returns its length. */
+int pb_tfdata_chain(const pb_tfdata *t, int *idx, int max);
+
+/* Share of the steps' time spent waiting for input, in % (NAN without steps). */
+double pb_tfdata_input_bound_pct(const pb_tfdata *t);
+
+#endif

@@ -1,0 +1,39 @@
+/* A twin of an imported tf.data pipeline (issue 35): a pipebench config that emulates it with synthetic data,
+ * so that tune, sweep, ab and what-if run on it without TensorFlow or the dataset.
+ *
+ * The chain of iterators (pb_tfdata_chain, source first) becomes stages:
+ * - the source (Range, TFRecord, TensorSlice, ...): a synthetic dataset of samples of the batch's bytes per
+ *   sample, and a one-thread map that spins for the source's own time per element;
+ * - a parallel map: a map of `parallelism` threads spinning for its function's execution per element, then
+ *   sleeping for the rest of the function's latency (the waits between its ops);
+ * - map-and-batch: that map, then a batch of its `batch_size`; a batch: a batch;
+ * - a synchronous map or filter (any other iterator before the batch): a one-thread map spinning its own time;
+ * - prefetch: a prefetch of its `buffer_limit`;
+ * - the device: the emulated device, its step the steps' time less their input wait (normal, the measured
+ *   mean and standard deviation).
+ * A time whose coefficient of variation is 0.25 or more is drawn lognormal with the measured mean and the
+ * sigma that gives that variation; below, constant. */
+#ifndef PB_TWIN_H
+#define PB_TWIN_H
+
+#include <cJSON.h>
+#include <stdio.h>
+
+#include "common.h"
+#include "tfdata.h"
+
+#define PB_TWIN_MAX_NOTES 48
+
+/* How each part of the twin was derived, a line each ("ParallelMapV2_1 -> map, 2 threads: parallelism 2; spin
+ * 11 us, lognormal sigma 1.1: 164 function runs"). */
+typedef struct pb_twin_notes {
+  int n;
+  char line[PB_TWIN_MAX_NOTES][320];
+} pb_twin_notes;
+
+/* The twin's config into *out (cJSON_Delete it), named `name`, its `about` saying it came from `capture`.  0, or
+ * with err set -EBADMSG when the capture has no steps, -ENOMEM. */
+int pb_twin_config(const pb_tfdata *t, const char *capture, const char *name, pb_twin_notes *notes, cJSON **out,
+                   pb_err *err);
+
+#endif

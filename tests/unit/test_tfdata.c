@@ -1,0 +1,147 @@
+/* pb_tfdata_*: the tf.data job in tests/fixtures/tfdata.xplane.pb (make_xplane.py, tensorflow-cpu 2.21.0):
+ * range -> map(x * 2, num_parallel_calls=2) -> map(py_function sleeping 2 ms) -> batch(8) -> prefetch(2), which
+ * tf.data rewrites into Range -> ParallelMapV2 -> MapAndBatch (the sleeping map fused with the batch, one call
+ * at a time) -> Prefetch, under the Root; 20 steps "train" of next() and a 10 ms sleep.  The figures checked
+ * are those a reading of the events by hand gives (tests/fixtures/make_xplane.py's docstring says how). */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tfdata.h"
+#include "xspace.h"
+
+static pb_xspace *load_fixture(void) {
+  const char *slash = strrchr(__FILE__, '/');
+  char path[1024];
+  snprintf(path, sizeof path, "%.*s../fixtures/tfdata.xplane.pb", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+  pb_xspace *x = NULL;
+  pb_err err = {{0}};
+  if (pb_xspace_load(path, &x, &err)) fail_msg("%s", err.msg);
+  return x;
+}
+
+static pb_tfdata read_fixture(void) {
+  pb_xspace *x = load_fixture();
+  pb_tfdata t;
+  pb_err err = {{0}};
+  if (pb_tfdata_read(x, "fixture", &t, &err)) fail_msg("%s", err.msg);
+  pb_xspace_free(x); /* the model keeps no pointer into the capture */
+  return t;
+}
+
+static const pb_tf_iterator *kind(const pb_tfdata *t, const char *k) {
+  for (int i = 0; i < t->niterators; i++)
+    if (strcmp(t->iterators[i].kind, k) == 0) return &t->iterators[i];
+  fail_msg("no iterator of kind %s", k);
+  return NULL;
+}
+
+/* The tree: five iterators, each with its parent, the stats that say what it is, and which run a runner. */
+static void test_iterator_tree(void **state) {
+  pb_tfdata t = read_fixture();
+  assert_string_equal(t.host, "vm");
+  assert_int_equal(t.niterators, 5);
+  const pb_tf_iterator *root = kind(&t, "Root"), *prefetch = kind(&t, "Prefetch"), *mab = kind(&t, "MapAndBatch"),
+                       *pmap = kind(&t, "ParallelMapV2"), *range = kind(&t, "Range");
+  assert_int_equal(root->parent, -1);
+  assert_ptr_equal(&t.iterators[prefetch->parent], root);
+  assert_ptr_equal(&t.iterators[mab->parent], prefetch);
+  assert_ptr_equal(&t.iterators[pmap->parent], mab);
+  assert_ptr_equal(&t.iterators[range->parent], pmap);
+  assert_string_equal(mab->name, "fused(MapDataset:2,BatchDatasetV2:3)");
+  assert_string_equal(pmap->name, "ParallelMapDatasetV2:1");
+  assert_int_equal(prefetch->buffer_limit, 2);
+  assert_int_equal(mab->batch_size, 8);
+  assert_int_equal(mab->parallelism, 1);
+  assert_int_equal(pmap->parallelism, 2);
+  assert_false(pmap->autotune);
+  /* the three with a runner line of their own; the range and the root are called in their consumer's thread */
+  assert_true(prefetch->async && mab->async && pmap->async);
+  assert_false(range->async || root->async);
+  /* the chain, source first */
+  int chain[8];
+  assert_int_equal(pb_tfdata_chain(&t, chain, 8), 5);
+  const pb_tf_iterator *want[] = {range, pmap, mab, prefetch, root};
+  for (int i = 0; i < 5; i++) assert_ptr_equal(&t.iterators[chain[i]], want[i]);
+  pb_tfdata_free(&t);
+}
+
+/* The work: the sleeping map's 163 function runs take 2.3 ms each (2 ms of sleep and the py_function's
+ * cost; 163 of the 164 started had finished when the capture stopped), the doubling map's 164 about 11 us;
+ * the range's own time a few us a call; map-and-batch's 19 calls, each the prefetch's wait for a batch, its
+ * eight 2.3 ms elements. */
+static void test_iterator_work(void **state) {
+  pb_tfdata t = read_fixture();
+  const pb_tf_iterator *mab = kind(&t, "MapAndBatch"), *pmap = kind(&t, "ParallelMapV2"), *range = kind(&t, "Range");
+  assert_int_equal(mab->functions.n, 163);
+  assert_true(pb_tf_times_mean_ns(&mab->functions) > 2.0e6 && pb_tf_times_mean_ns(&mab->functions) < 2.6e6);
+  assert_true(pb_tf_times_stdev_ns(&mab->functions) < 0.1 * pb_tf_times_mean_ns(&mab->functions));
+  assert_int_equal(pmap->functions.n, 164);
+  assert_true(pb_tf_times_mean_ns(&pmap->functions) > 1e3 && pb_tf_times_mean_ns(&pmap->functions) < 100e3);
+  assert_int_equal(range->calls.n, 164);
+  assert_int_equal(range->functions.n, 0);
+  assert_true(pb_tf_times_mean_ns(&range->calls) > 100 && pb_tf_times_mean_ns(&range->calls) < 50e3);
+  assert_int_equal(mab->calls.n, 19);
+  double batch_ns = pb_tf_times_mean_ns(&mab->calls);
+  assert_true(batch_ns > 7.5 * pb_tf_times_mean_ns(&mab->functions) && batch_ns < 8.5 * pb_tf_times_mean_ns(&mab->functions));
+  pb_tfdata_free(&t);
+}
+
+/* The steps: 20 "train" markers in order; each waited in IteratorGetNext for what the pipeline had not
+ * made during the step's 10 ms sleep (a batch takes ~18.6 ms): ~8-9 ms of ~18.5-19.5 ms, the first (the
+ * capture's start) 19 of 29 ms.  The wait is the union of the nested GetNext events, counted once. */
+static void test_steps(void **state) {
+  pb_tfdata t = read_fixture();
+  assert_string_equal(t.step_name, "train");
+  assert_int_equal(t.nsteps, 20);
+  for (size_t i = 0; i < t.nsteps; i++) {
+    const pb_tf_step *s = &t.steps[i];
+    assert_int_equal(s->num, (int64_t)i);
+    assert_int_equal(s->element_bytes, 64); /* a batch of 8 int64 */
+    assert_true(s->wait_ps > 0 && s->wait_ps < s->duration_ps);
+    if (i > 0) {
+      assert_true(s->start_ps > t.steps[i - 1].start_ps);
+      double device_ms = (double)(s->duration_ps - s->wait_ps) / 1e9; /* the 10 ms sleep and python's cost */
+      assert_true(device_ms > 10.0 && device_ms < 11.0);
+    }
+  }
+  double pct = pb_tfdata_input_bound_pct(&t);
+  assert_true(pct > 44 && pct < 49);
+  pb_tfdata_free(&t);
+}
+
+/* What is not a tf.data capture: one line. */
+static void test_refused(void **state) {
+  static const uint8_t empty_space[] = {0x0a, 0x00}; /* an XSpace with one plane without a name */
+  pb_xspace *x = NULL;
+  pb_err err = {{0}};
+  assert_int_equal(pb_xspace_parse(empty_space, sizeof empty_space, "empty.pb", &x, &err), 0);
+  pb_tfdata t;
+  assert_int_equal(pb_tfdata_read(x, "empty.pb", &t, &err), -EBADMSG);
+  assert_non_null(strstr(err.msg, "empty.pb: no host plane"));
+  assert_null(strchr(err.msg, '\n'));
+  pb_xspace_free(x);
+  /* a host plane without a tf.data iterator (a capture of a job that does not use tf.data) */
+  static const uint8_t no_iterators[] = {0x0a, 0x0b, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U'};
+  assert_int_equal(pb_xspace_parse(no_iterators, sizeof no_iterators, "cpu.pb", &x, &err), 0);
+  assert_int_equal(pb_tfdata_read(x, "cpu.pb", &t, &err), -EBADMSG);
+  assert_non_null(strstr(err.msg, "cpu.pb: no tf.data iterator events"));
+  pb_xspace_free(x);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_iterator_tree),
+      cmocka_unit_test(test_iterator_work),
+      cmocka_unit_test(test_steps),
+      cmocka_unit_test(test_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
