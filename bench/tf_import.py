@@ -9,6 +9,15 @@ TensorFlow is a benchmark dependency only (never of pipebench or CI):
 
     python3 -m venv /tmp/tf-venv && /tmp/tf-venv/bin/pip install tensorflow-cpu
     /tmp/tf-venv/bin/python bench/tf_import.py [--bin build/pipebench] [--rounds 3] [--only NAME]
+    /tmp/tf-venv/bin/python bench/tf_import.py --fixtures tests/fixtures/tfdata [--fixture-steps 12]
+
+--fixtures DIR writes the test fixtures instead: each pipeline's capture of --fixture-steps steps as
+DIR/<name>.xplane.pb, and DIR/expected.json with the planted answers: the bottleneck (the dataset's name as
+the capture gives it, "device", or "overlap" where every iterator keeps up yet the steps wait), a word the
+advice must hold (or null), and the share of the steps' time
+Python measured in next(iterator) during the capture (perf_counter around each call: the step markers' own
+figure, measured apart from the profiler's events), which tests/e2e/test_e2e_twin.c checks pipebench's
+reading of the capture against.
 
 The work of every map is CPU: n 128x128 float matmuls (intra-op parallelism 1, so one op is one core), which
 the twin's `spin` emulates; the training step is a sleep (the device's time, not the host's).  Every TensorFlow
@@ -20,6 +29,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,9 +52,10 @@ def work(n):
     return f
 
 
-def no_fusion(ds):
+def no_fusion(ds, inject_prefetch=True):
     opts = tf.data.Options()
     opts.experimental_optimization.map_and_batch_fusion = False
+    opts.experimental_optimization.inject_prefetch = inject_prefetch  # tf.data adds one at the end by default
     return ds.with_options(opts)
 
 
@@ -56,41 +67,56 @@ def slow_map(k):  # Range:0 -> Map:1 (24 matmuls, one call at a time; fused with
     return tf.data.Dataset.range(10**9).map(work(24), num_parallel_calls=k.get(1, 1)).batch(16).prefetch(k.get(3, 2))
 
 
-def starved_parallel_map(k):  # Range:0 -> Map:1 (6 matmuls) -> ParallelMap:2 (1 matmul) -> Batch:3 -> Prefetch:4
+def starved_parallel_map(k):  # Range:0 -> Map:1 (10 matmuls) -> ParallelMap:2 (1 matmul) -> Batch:3 -> Prefetch:4
     # tf.data's map_parallelization rewrites Map:1 into a parallel map of its own choosing (2 here)
-    return no_fusion(tf.data.Dataset.range(10**9).map(work(6), num_parallel_calls=k.get(1))
+    return no_fusion(tf.data.Dataset.range(10**9).map(work(10), num_parallel_calls=k.get(1))
                      .map(work(1), num_parallel_calls=k.get(2, 2)).batch(16).prefetch(k.get(4, 2)))
 
 
 def no_prefetch(k):  # Range:0 -> ParallelMap:1 (3 matmuls, 2 calls) -> Batch:2, no prefetch: made inside the step
     ds = tf.data.Dataset.range(10**9).map(work(3), num_parallel_calls=k.get(1, 2)).batch(16)
     if 3 in k:
-        ds = ds.prefetch(k[3])
-    return no_fusion(ds)
+        ds = ds.prefetch(k[3])  # -1: tf.data.AUTOTUNE
+    return no_fusion(ds, inject_prefetch=False)
 
 
 def device_bound(k):  # Range:0 -> ParallelMap:1 (1 matmul, 2 calls; fused with Batch:2) -> Prefetch:3; 30 ms steps
     return tf.data.Dataset.range(10**9).map(work(1), num_parallel_calls=k.get(1, 2)).batch(16).prefetch(k.get(3, 2))
 
 
-def cacheable(k):  # Range:0 -> ParallelMap:1 (10 matmuls, 2 calls) -> Repeat:2 -> Batch:3 -> Prefetch:4; 64 an epoch
-    return no_fusion(tf.data.Dataset.range(64).map(work(10), num_parallel_calls=k.get(1, 2)).repeat()
-                     .batch(16).prefetch(k.get(4, 2)))
+def cacheable(k):  # Range:0 -> ParallelMap:1 (16 matmuls, 2 calls) -> Repeat:2 -> Batch:3 -> Prefetch:4; 64 an epoch
+    ds = tf.data.Dataset.range(64).map(work(16), num_parallel_calls=k.get(1, 2))
+    if "cache" in k:
+        ds = ds.cache()
+    return no_fusion(ds.repeat().batch(16).prefetch(k.get(4, 2)))
 
 
-def interleave_source(k):  # Range:0 -> ParallelInterleave:1 (of Range -> Map, 4 matmuls) -> Batch -> Prefetch
-    inner = lambda i: tf.data.Dataset.range(10**6).map(work(4))  # noqa: E731
-    depth = next((v for n, v in k.items() if n != 1), 2)  # the prefetch's number depends on the inner datasets'
+def interleave_source(k):  # Range:0 -> ParallelInterleave:1 (of Range -> Map, 8 matmuls) -> Batch -> Prefetch
+    # the inner datasets' numbers (and so the batch's and prefetch's) vary from run to run: knob "inner" is the
+    # inner map's num_parallel_calls, "prefetch" the prefetch's buffer
+    inner = lambda i: tf.data.Dataset.range(10**6).map(work(8), num_parallel_calls=k.get("inner"))  # noqa: E731
     return (tf.data.Dataset.range(10**6).interleave(inner, cycle_length=2, num_parallel_calls=k.get(1, 1))
-            .batch(16).prefetch(depth))
+            .batch(16).prefetch(k.get("prefetch", 2)))
 
+
+# The planted answers as a capture names them: the bottleneck's dataset name (or "device") and a word of the
+# advice that fixes it (None: none expected).
+PLANTED = {
+    "slow_map": ("fused(ParallelMapDatasetV2:1,BatchDatasetV2:2)", "num_parallel_calls=2"),
+    "starved_parallel_map": ("MapDataset:1", None),  # rewritten to a parallel map of the 2 cores: more cores
+    "no_prefetch": ("overlap", ".prefetch("),  # every iterator keeps up; the batch is made inside the step
+    "cacheable": ("ParallelMapDatasetV2:1", ".cache()"),
+    # the interleave's inner map, "MapDataset:<n>" (its number varies from run to run: a prefix here)
+    "interleave_source": ("MapDataset:", None),
+    "device_bound": ("device", None),
+}
 
 PIPELINES = {
     "slow_map": (slow_map, 0.010, "MapAndBatch_1"),
     "starved_parallel_map": (starved_parallel_map, 0.005, "ParallelMapV2_1"),
     "no_prefetch": (no_prefetch, 0.012, "BatchV2_2"),
     "cacheable": (cacheable, 0.005, "ParallelMapV2_1"),
-    "interleave_source": (interleave_source, 0.005, "ParallelInterleaveV4_1"),
+    "interleave_source": (interleave_source, 0.005, "Map_"),
     "device_bound": (device_bound, 0.030, "device"),
 }
 BATCH = 16
@@ -108,32 +134,38 @@ def real_throughput(build, knobs, step_s, steps):
 
 
 def capture(build, knobs, step_s, steps, logdir):
-    """The capture's path and the profiled steps' samples/s."""
+    """The capture's path, the profiled steps' samples/s, and the % of the steps' time in next()."""
     it = iter(build(knobs))
     for _ in range(5):
         next(it)
     tf.profiler.experimental.start(logdir)
     t = time.perf_counter()
+    in_next = in_steps = 0.0
     for s in range(steps):
         with tf.profiler.experimental.Trace("train", step_num=s, _r=1):
+            t0 = time.perf_counter()  # inside the marker: what the loop spends in next() of its step
             next(it)
+            t1 = time.perf_counter()
             time.sleep(step_s)
+            t2 = time.perf_counter()
+        in_next += t1 - t0
+        in_steps += t2 - t0
     rate = steps * BATCH / (time.perf_counter() - t)
     tf.profiler.experimental.stop()
     (pb,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
-    return pb, rate
+    return pb, rate, 100 * in_next / in_steps
 
 
 def child(args):
     """One measurement in a process of its own, so that no earlier pipeline's threads run beside it: prints
     JSON {samples_per_s[, capture]}."""
     build, step_s, _ = PIPELINES[args.child[1]]
-    knobs = {int(n): v for n, v in json.loads(args.child[2]).items()}
+    knobs = {int(n) if n.isdigit() else n: v for n, v in json.loads(args.child[2]).items()}
     if args.child[0] == "real":
         print(json.dumps({"samples_per_s": real_throughput(build, knobs, step_s, args.steps)}))
     else:
-        pb, rate = capture(build, knobs, step_s, args.steps, args.child[3])
-        print(json.dumps({"samples_per_s": rate, "capture": pb}))
+        pb, rate, waiting = capture(build, knobs, step_s, args.steps, args.child[3])
+        print(json.dumps({"samples_per_s": rate, "capture": pb, "waiting_pct": waiting}))
 
 
 def in_child(args, kind, name, knobs, logdir=""):
@@ -143,6 +175,33 @@ def in_child(args, kind, name, knobs, logdir=""):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def capture_advice(name, said):
+    """The capture's top advice as (knobs, predicted samples/s, text), or None: num_parallel_calls=N on a dataset
+    (its number), a prefetch at the end (dataset 3 of no_prefetch, AUTOTUNE), or .cache() (cacheable's)."""
+    m = re.search(r"^advice    (.*?)(?:  -> ([0-9]+) samples/s predicted)?$", said, re.M)
+    if not m or not m.group(2):
+        return None
+    text, predicted = m.group(1), float(m.group(2))
+    npc = re.match(r"num_parallel_calls=(\d+) on ([^:]*):(\d+)", text)
+    if npc and name == "interleave_source" and npc.group(2) == "MapDataset":
+        return {"inner": int(npc.group(1))}, predicted, text
+    if npc:
+        return {int(npc.group(3)): int(npc.group(1))}, predicted, text
+    if text.startswith("end the pipeline with .prefetch("):
+        return {3: -1}, predicted, text
+    if text.startswith(".cache()"):
+        return {"cache": 1}, predicted, text
+    return None
+
+
+def capture_verdict(said):
+    """The bottleneck `pipebench twin` named from the capture alone: a dataset's name, or "device"."""
+    m = re.search(r"^verdict   input-bound \([0-9.]+ % waiting\): the slowest is (.+?), [0-9n/a]+ samples/s", said, re.M)
+    if m:
+        return m.group(1)
+    return "overlap" if "for want of overlap" in said else "device"
+
+
 def run_twin(binary, cfg, out, steps):
     subprocess.run([binary, "run", cfg, "-q", "-o", out, "--no-trace", "-s", f"run.steps={steps}",
                     "-s", "run.warmup_steps=5"], check=True, stdout=subprocess.DEVNULL)
@@ -150,11 +209,15 @@ def run_twin(binary, cfg, out, steps):
         return json.load(f)
 
 
-def knob_of(action):
-    """'--set stages.ParallelMapV2_1.threads=3' -> (1, 3): the dataset's number and the value; None when it is
-    not a stage's threads or depth."""
-    m = re.search(r"stages\.[A-Za-z0-9]+?_(\d+)(?:_batch)?\.(threads|depth)=(\d+)", action or "")
-    return (int(m.group(1)), int(m.group(3))) if m else None
+def knob_of(name, action):
+    """'--set stages.ParallelMapV2_1.threads=3' -> (1, 3): the dataset's number (or interleave_source's knob) and
+    the value; None when it is not a stage's threads or depth."""
+    m = re.search(r"stages\.([A-Za-z0-9]+?)_(\d+)(?:_batch)?\.(threads|depth)=(\d+)", action or "")
+    if not m:
+        return None
+    if name == "interleave_source" and m.group(1) in ("Map", "Prefetch"):
+        return ("inner" if m.group(1) == "Map" else "prefetch", int(m.group(4)))
+    return (int(m.group(2)), int(m.group(4)))
 
 
 def med(v):
@@ -172,6 +235,14 @@ def one(name, args, tmp):
     said = subprocess.run([args.bin, "twin", cap["capture"], "-o", cfg, "--force"], check=True, capture_output=True,
                           text=True).stdout
     waiting = float(re.search(r"([0-9.]+) % of their time waiting for input", said).group(1))
+    verdict = capture_verdict(said)
+    planted, word = PLANTED[name]
+    advice = [line[10:] for line in said.splitlines() if line.startswith("advice") or
+              (line.startswith("          ") and "predicted" in line)]
+    print(f"{name}: the capture's verdict {verdict} (planted {planted}) {'OK' if verdict.startswith(planted) else 'MISSED'}; "
+          f"advice {advice[0] if advice else '-'}{'' if not word or any(word in a for a in advice) else ' (MISSED ' + word + ')'}; "
+          f"waiting {waiting:.1f} % read, {cap['waiting_pct']:.1f} % in next()")
+    job = float(re.search(r"the job ran at ([0-9]+)", said).group(1)) if "the job ran at" in said else None
     real, twin, reps = [], [], []
     for i in range(args.rounds):  # interleaved: the real pipeline, then its twin
         real.append(in_child(args, "real", name, {})["samples_per_s"])
@@ -179,17 +250,24 @@ def one(name, args, tmp):
         twin.append(reps[-1]["throughput"]["samples_per_s"])
     rep = sorted(reps, key=lambda r: r["throughput"]["samples_per_s"])[len(reps) // 2]
     named = rep["bottleneck"]["stage"] or "-"
-    print(f"{name}: real {med(real):.0f} samples/s ({spread(real)}), profiled {cap['samples_per_s']:.0f}; twin "
+    print(f"  real {med(real):.0f} samples/s ({spread(real)}), profiled {cap['samples_per_s']:.0f}; twin "
           f"{med(twin):.0f} ({spread(twin)}): {med(twin) / med(real) - 1:+.1%} of real, "
           f"{med(twin) / cap['samples_per_s'] - 1:+.1%} of profiled; input-bound {waiting:.1f} % captured, "
           f"{rep['input_bound_pct']:.1f} % twin; "
-          f"bottleneck {named} (planted: {want}) {'OK' if named == want else 'MISSED'}")
+          f"bottleneck {named} (planted: {want}) {'OK' if named.startswith(want) else 'MISSED'}")
+    advice = capture_advice(name, said)
+    if advice and job:
+        knobs, predicted, text = advice
+        after = [in_child(args, "real", name, knobs)["samples_per_s"] for _ in range(args.rounds)]
+        gain_pred, gain_real = predicted / job, med(after) / med(real)
+        print(f"  the capture's advice applied ({text}): real {med(after):.0f} samples/s ({spread(after)}), gain "
+              f"{gain_real:.2f}x measured vs {gain_pred:.2f}x predicted ({gain_real / gain_pred - 1:+.1%})")
     recs = rep.get("recommendations") or []
     if not recs:
         print(f"  no recommendation; twin's classification {rep['classification']}")
         return
     action, predicted = recs[0]["action"], recs[0]["predicted_samples_per_s"]
-    knob = knob_of(action)
+    knob = knob_of(name, action)
     if not knob or not predicted:
         print(f"  top recommendation {action!r} (predicted {predicted}): not applied (not a stage's threads or depth)")
         return
@@ -200,16 +278,40 @@ def one(name, args, tmp):
           f"predicted {predicted:.0f} samples/s")
 
 
+def fixtures(args):
+    os.makedirs(args.fixtures, exist_ok=True)
+    expected = {}
+    steps, args.steps = args.steps, args.fixture_steps
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.only or PIPELINES:
+            cap = in_child(args, "capture", name, {}, os.path.join(tmp, name))
+            shutil.copy(cap["capture"], os.path.join(args.fixtures, f"{name}.xplane.pb"))
+            bottleneck, advice = PLANTED[name]
+            expected[name] = {"bottleneck": bottleneck, "advice": advice,
+                              "python_waiting_pct": round(cap["waiting_pct"], 2)}
+            print(f"{name}: {os.path.getsize(os.path.join(args.fixtures, f'{name}.xplane.pb'))} bytes, "
+                  f"{cap['waiting_pct']:.1f} % in next()")
+    args.steps = steps
+    with open(os.path.join(args.fixtures, "expected.json"), "w") as f:
+        json.dump({"tensorflow": tf.__version__, "steps": args.fixture_steps, "pipelines": expected}, f, indent=2)
+        f.write("\n")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/pipebench")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--only", action="append")
+    ap.add_argument("--fixtures")
+    ap.add_argument("--fixture-steps", type=int, default=12)
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
+    if args.fixtures:
+        return fixtures(args)
     print(f"tensorflow {tf.__version__}, {os.cpu_count()} CPUs, {args.rounds} rounds of {args.steps} steps")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only or PIPELINES:

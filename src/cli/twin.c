@@ -15,6 +15,7 @@
 #include "config.h"
 #include "config_write.h"
 #include "tfdata.h"
+#include "tfdata_verdict.h"
 #include "twin.h"
 #include "xspace.h"
 
@@ -100,37 +101,52 @@ static int pick_capture(const char *arg, char *path, size_t len, pb_tfdata *t, b
   return read_capture(path, t);
 }
 
-/* Elements a second an iterator can make: its parallelism over its functions' latency when it runs functions,
- * else one over its own time per call; NAN for an asynchronous one without functions (its own time is its
- * consumer's wait, which says nothing of its speed) and the root. */
-static double capacity_per_s(const pb_tf_iterator *it) {
-  if (it->functions.n) {
-    double ns = pb_tf_times_mean_ns(&it->latency);
-    return ns > 0 ? (double)(it->parallelism > 0 ? it->parallelism : 1) * 1e9 / ns : NAN;
-  }
-  double ns = pb_tf_times_mean_ns(&it->calls);
-  return it->async || it->parent < 0 || ns <= 0 ? NAN : 1e9 / ns;
-}
-
-static void print_pipeline(const char *path, const pb_tfdata *t) {
+static void print_pipeline(const char *path, const pb_tfdata *t, const pb_tf_verdict *v) {
   printf("capture   %s (host %s): %zu \"%s\" steps, %.1f %% of their time waiting for input\n", path,
-         t->host[0] ? t->host : "not named", t->nsteps, t->step_name[0] ? t->step_name : "-",
-         pb_tfdata_input_bound_pct(t));
+         t->host[0] ? t->host : "not named", t->nsteps, t->step_name[0] ? t->step_name : "-", v->input_bound_pct);
   int chain[PB_TF_MAX_ITERATORS];
   int n = pb_tfdata_chain(t, chain, PB_TF_MAX_ITERATORS);
-  printf("pipeline  %-38s %8s %7s %12s %9s %12s %11s\n", "iterator (source first)", "parallel", "calls", "own us/call",
-         "functions", "us/function", "elements/s");
+  printf("pipeline  %-38s %8s %7s %12s %9s %12s %10s\n", "iterator (source first)", "parallel", "calls", "own us/call",
+         "functions", "us/function", "samples/s");
   for (int i = 0; i < n; i++) {
     const pb_tf_iterator *it = &t->iterators[chain[i]];
     char par[24] = "-";
     if (it->parallelism > 0) snprintf(par, sizeof par, "%lld", (long long)it->parallelism);
     pb_numbuf cap, fn;
-    printf("          %-38.38s %8s %7llu %12.1f %9llu %12s %11s\n", it->parent < 0 ? "Root" : it->name, par,
+    printf("          %-38.38s %8s %7llu %12.1f %9llu %12s %10s\n", it->parent < 0 ? "Root" : it->name, par,
            (unsigned long long)it->calls.n, pb_tf_times_mean_ns(&it->calls) / 1e3, (unsigned long long)it->functions.n,
            pb_fmt_double(&fn, "%.1f", it->functions.n ? pb_tf_times_mean_ns(&it->functions) / 1e3 : NAN),
-           pb_fmt_double(&cap, "%.0f", capacity_per_s(it)));
+           pb_fmt_double(&cap, "%.0f", v->capacity_per_s[chain[i]]));
   }
   printf("          (an asynchronous iterator's own time is its consumer's wait for it; its work is its functions')\n");
+}
+
+/* The capture's own verdict and advice in tf.data's terms (tfdata_verdict.h). */
+static void print_verdict(const pb_tfdata *t, const pb_tf_verdict *v) {
+  pb_numbuf a, b, c;
+  if (v->bottleneck >= 0)
+    printf(
+        "verdict   input-bound (%.1f %% waiting): the slowest is %s, %s samples/s; the device takes %s, the job "
+        "ran at %s\n",
+        v->input_bound_pct, t->iterators[v->bottleneck].name,
+        pb_fmt_double(&a, "%.0f", v->capacity_per_s[v->bottleneck]), pb_fmt_double(&b, "%.0f", v->device_per_s),
+        pb_fmt_double(&c, "%.0f", v->actual_per_s));
+  else if (v->keeps_up)
+    printf(
+        "verdict   input-bound (%.1f %% waiting), yet every iterator keeps up with the device's %s samples/s: the "
+        "steps wait for want of overlap, not of speed; the job ran at %s\n",
+        v->input_bound_pct, pb_fmt_double(&a, "%.0f", v->device_per_s), pb_fmt_double(&b, "%.0f", v->actual_per_s));
+  else
+    printf(
+        "verdict   not input-bound (%.1f %% waiting, under %.0f %%): the device's steps are the limit; the job ran "
+        "at %s samples/s\n",
+        v->input_bound_pct, PB_TF_INPUT_BOUND_PCT, pb_fmt_double(&a, "%.0f", v->actual_per_s));
+  for (int i = 0; i < v->nadvice; i++) {
+    char pred[64] = "";
+    if (!isnan(v->advice[i].predicted_per_s))
+      snprintf(pred, sizeof pred, "  -> %.0f samples/s predicted", v->advice[i].predicted_per_s);
+    printf("%-10s%s%s\n", i == 0 ? "advice" : "", v->advice[i].text, pred);
+  }
 }
 
 /* "vm.xplane.pb" -> "vm": the capture's host part, for the twin's name and file. */
@@ -150,7 +166,9 @@ int pb_twin_cmd(const pb_twin_opts *o) {
   char path[PB_PATH_LEN], host[96], name[128], file[PB_PATH_LEN];
   int rc = pick_capture(o->capture, path, sizeof path, &t, o->quiet);
   if (rc) return rc;
-  if (!o->quiet) print_pipeline(path, &t);
+  pb_tf_verdict verdict;
+  pb_tfdata_verdict(&t, &verdict);
+  if (!o->quiet) print_pipeline(path, &t, &verdict), print_verdict(&t, &verdict);
   base_name(path, host, sizeof host);
   snprintf(name, sizeof name, "twin-%s", host);
   if (o->out_file)

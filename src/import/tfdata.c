@@ -103,10 +103,12 @@ static void learn_stats(pb_tf_iterator *it, const ev_ref *r) {
   if (it->parallelism < 0) it->parallelism = stat_int(r, "parallelism", -1);
   if (it->buffer_limit < 0) it->buffer_limit = stat_int(r, "buffer_limit", -1);
   if (it->batch_size < 0) it->batch_size = stat_int(r, "batch_size", -1);
+  if (it->cpu_budget < 0) it->cpu_budget = stat_int(r, "cpu_budget", -1);
 }
 
 static void new_iterator(pb_tf_iterator *it, uint64_t id, const char *kind, const char *name, const ev_ref *r) {
-  *it = (pb_tf_iterator){.id = id, .parent = -1, .parallelism = -1, .buffer_limit = -1, .batch_size = -1};
+  *it = (pb_tf_iterator){
+      .id = id, .parent = -1, .parallelism = -1, .buffer_limit = -1, .batch_size = -1, .cpu_budget = -1};
   snprintf(it->kind, sizeof it->kind, "%s", kind);
   snprintf(it->name, sizeof it->name, "%s", name ? name : it->kind);
   it->parent_id = (uint64_t)stat_int(r, "parent_id", 0);
@@ -227,16 +229,18 @@ static int fn_push(fn_list *l, fn_run r) {
   return 0;
 }
 
-/* The iterator a runner line works for: the parent of the Iterator calls its `<Kind>Produce` events make
- * (a parallel map's runner asks its input for the next element), the most frequent one; -1 for no runner. */
+/* The iterator a runner line works for: the parent of the outermost Iterator calls its `<Kind>Produce` events
+ * make (a parallel map's runner asks its input for the next element; the calls nested in those are its
+ * input's own), the most frequent one; -1 for no runner. */
 static int runner_owner(const pb_tfdata *t, const ev_ref *evs, size_t n) {
   int votes[PB_TF_MAX_ITERATORS] = {0}, best = -1;
-  int64_t produce_end = INT64_MIN;
+  int64_t produce_end = INT64_MIN, call_end = INT64_MIN;
   for (size_t k = 0; k < n; k++) {
     const pb_xevent *e = &evs[k].ev;
     if (ends_with(e->name, "Produce")) {
       produce_end = e->start_ps + e->duration_ps;
-    } else if (starts_with(e->name, ITERATOR_PREFIX) && e->start_ps < produce_end) {
+    } else if (starts_with(e->name, ITERATOR_PREFIX) && e->start_ps < produce_end && e->start_ps >= call_end) {
+      call_end = e->start_ps + e->duration_ps;
       int i = find_iterator(t, (uint64_t)stat_int(&evs[k], "id", 0));
       int p = i >= 0 ? t->iterators[i].parent : -1;
       if (p >= 0 && ++votes[p] > (best >= 0 ? votes[best] : 0)) best = p;
@@ -355,19 +359,23 @@ static int step_push(step_list *l, pb_tf_step s) {
   return 0;
 }
 
-/* The time inside [t0, t1) covered by the line's IteratorGetNext events from evs[from] on (in start order):
- * their union, so that the nested ones (the op inside the eager call) count once. */
+/* The step's wait inside [t0, t1), from the line's events evs[0..n) after the step marker (in start order, outer
+ * first): from the step's start until its input was in hand, i.e. to the end of the last outermost event in
+ * the step that holds an IteratorGetNext event (the eager call around the op: TFE_Py_FastPathExecute_C >
+ * EagerExecute > ... > IteratorGetNextOp::DoCompute), clipped to the step, so that the Python iterator's own
+ * time before the call counts as what it is, the loop waiting for its batch; `bytes` from the op's
+ * element_size.  0 when the step holds no GetNext. */
 static int64_t getnext_wait(const ev_ref *evs, size_t n, int64_t t0, int64_t t1, int64_t *bytes) {
-  int64_t covered = 0, reach = t0;
+  int64_t in_hand = t0, top_b = t0;
   for (size_t k = 0; k < n && evs[k].ev.start_ps < t1; k++) {
     const pb_xevent *e = &evs[k].ev;
+    if (e->start_ps >= top_b) /* a new outermost event */
+      top_b = e->start_ps + e->duration_ps < t1 ? e->start_ps + e->duration_ps : t1;
     if (!strstr(e->name, "IteratorGetNext")) continue;
-    int64_t a = e->start_ps > reach ? e->start_ps : reach, b = e->start_ps + e->duration_ps;
-    if (b > t1) b = t1;
-    if (b > a) covered += b - a, reach = b;
+    if (top_b > in_hand) in_hand = top_b;
     if (*bytes < 0) *bytes = stat_int(&evs[k], "element_size", -1);
   }
-  return covered;
+  return in_hand - t0;
 }
 
 static int line_steps(pb_tfdata *t, ev_ref *evs, size_t n, step_list *out) {

@@ -12,8 +12,8 @@
  *   `ExecutorState::Process` events with the same `id`, and their durations are the iterator's per-element
  *   work; from the start to the run's last event (`ExecutorDoneCallback`) is its latency;
  * - a step is an event with a `step_num` stat (tf.profiler.experimental.Trace("train", step_num=..), as
- *   Keras marks its steps); the time it waited for input is the union of the `IteratorGetNext...` events
- *   inside it on the same thread.
+ *   Keras marks its steps); the time it waited for input is that of the outermost events inside it (same
+ *   thread) that hold an `IteratorGetNext...` event (the eager call around the op).
  *
  * Plain data: nothing here knows pipebench's record or config. */
 #ifndef PB_TFDATA_H
@@ -44,6 +44,7 @@ typedef struct pb_tf_iterator {
   char kind[48];           /* the path's last part: "ParallelMapV2", "MapAndBatch", "Prefetch", "Range" */
   char name[128];          /* the `name` stat: "ParallelMapDatasetV2:1", "fused(MapDataset:2,BatchDatasetV2:3)" */
   int64_t parallelism, buffer_limit, batch_size; /* -1: the events do not say */
+  int64_t cpu_budget;                            /* the root's: the cores tf.data plans for (-1: not said) */
   bool autotune;           /* its `autotune` stat was "true" */
   bool async;              /* it has a runner of its own (a `<Kind>Produce` event was seen) */
   pb_tf_times calls;       /* GetNext calls: their self time */

@@ -146,6 +146,11 @@ static void add_iterator(twin *w, const pb_tf_iterator *it, bool source) {
   }
   if (strstr(it->kind, "Batch")) return add_batch(w, it, "");
   double own_ns = pb_tf_times_mean_ns(&it->calls);
+  if (it->async && !it->functions.n) { /* its calls are its consumer's waits; its work is its inputs' */
+    note(w, "%s: left out (asynchronous, no functions of its own: its %.1f us a call are its consumer's wait)",
+         it->kind, own_ns / 1e3);
+    return;
+  }
   if (w->after_batch) {
     note(w, "%s: left out (after the batch, %.1f us a call: pipebench maps samples, not batches)", it->kind,
          own_ns / 1e3);

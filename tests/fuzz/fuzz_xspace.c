@@ -5,8 +5,8 @@
  * walked, each event's name looked up and its "id", "parent_id" (integers) and "name" (text, a ref's
  * metadata name) stats read, as the importer's iterator tree does.
  *
- * Then the tf.data reader (tfdata.c: iterator tree, self times, function runs, steps) and the twin's config
- * (twin.c) are made from it, as `pipebench twin` does.
+ * Then the tf.data reader (tfdata.c: iterator tree, self times, function runs, steps), its verdict and advice
+ * (tfdata_verdict.c) and the twin's config (twin.c) are made from it, as `pipebench twin` does.
  *
  * Checked besides ASan/UBSan/leaks: a refusal is one line naming the input; an event's name is never NULL;
  * the chain never has more iterators than were read, each once; a twin is a JSON object with stages. */
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tfdata.h"
+#include "tfdata_verdict.h"
 #include "twin.h"
 #include "xspace.h"
 
@@ -54,6 +55,11 @@ static void tf_data(const pb_xspace *x) {
     seen[chain[i]] = true;
   }
   (void)pb_tfdata_input_bound_pct(&t);
+  pb_tf_verdict v;
+  pb_tfdata_verdict(&t, &v);
+  if (v.bottleneck >= t.niterators || v.nadvice > PB_TF_MAX_ADVICE) abort();
+  for (int i = 0; i < v.nadvice; i++)
+    if (!memchr(v.advice[i].text, '\0', sizeof v.advice[i].text) || v.advice[i].iterator >= t.niterators) abort();
   pb_twin_notes *notes = malloc(sizeof *notes);
   cJSON *cfg = NULL;
   if (notes && pb_twin_config(&t, "fuzz.xplane.pb", "twin-fuzz", notes, &cfg, &err) == 0 &&

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "tfdata.h"
+#include "tfdata_verdict.h"
 #include "xspace.h"
 
 static pb_xspace *load_fixture(void) {
@@ -96,7 +97,7 @@ static void test_iterator_work(void **state) {
 
 /* The steps: 20 "train" markers in order; each waited in IteratorGetNext for what the pipeline had not
  * made during the step's 10 ms sleep (a batch takes ~18.6 ms): ~8-9 ms of ~18.5-19.5 ms, the first (the
- * capture's start) 19 of 29 ms.  The wait is the union of the nested GetNext events, counted once. */
+ * capture's start) 19 of 29 ms.  The wait is the eager call around the GetNext op, counted once. */
 static void test_steps(void **state) {
   pb_tfdata t = read_fixture();
   assert_string_equal(t.step_name, "train");
@@ -114,6 +115,35 @@ static void test_steps(void **state) {
   }
   double pct = pb_tfdata_input_bound_pct(&t);
   assert_true(pct > 44 && pct < 49);
+  pb_tfdata_free(&t);
+}
+
+/* The capture's own verdict: 47.7 % waiting, so input-bound; the sleeping map-and-batch (one call at a time of
+ * ~2.34 ms latency: ~427 samples/s) the slowest; the device takes 8 samples per ~10.4 ms step (~770/s); the
+ * advice, in tf.data's terms, two parallel calls (within the root's cpu_budget of 2), predicted at the device's
+ * rate; the prefetch at the end and no repeat: nothing else. */
+static void test_verdict(void **state) {
+  pb_tfdata t = read_fixture();
+  pb_tf_verdict v;
+  pb_tfdata_verdict(&t, &v);
+  const pb_tf_iterator *mab = kind(&t, "MapAndBatch");
+  assert_ptr_equal(&t.iterators[v.bottleneck], mab);
+  assert_int_equal(v.batch_size, 8);
+  double cap = v.capacity_per_s[v.bottleneck];
+  assert_true(cap > 380 && cap < 480);
+  assert_true(fabs(cap - 1e9 / pb_tf_times_mean_ns(&mab->latency)) < 1e-6 * cap); /* parallelism 1 */
+  assert_true(v.device_per_s > 720 && v.device_per_s < 800);
+  assert_true(v.actual_per_s > 400 && v.actual_per_s < 450);
+  assert_true(isnan(v.capacity_per_s[kind(&t, "Prefetch") - t.iterators]));
+  assert_true(isnan(v.capacity_per_s[kind(&t, "Root") - t.iterators]));
+  assert_int_equal(v.nadvice, 1);
+  assert_string_equal(v.advice[0].text, "num_parallel_calls=2 on fused(MapDataset:2,BatchDatasetV2:3) (now 1)");
+  assert_true(fabs(v.advice[0].predicted_per_s - v.device_per_s) < 1e-9); /* 2 x 427 > 770: the device's rate */
+  /* not input-bound below 5 %: the device; no advice */
+  for (size_t i = 0; i < t.nsteps; i++) t.steps[i].wait_ps /= 20;
+  pb_tfdata_verdict(&t, &v);
+  assert_int_equal(v.bottleneck, -1);
+  assert_int_equal(v.nadvice, 0);
   pb_tfdata_free(&t);
 }
 
@@ -138,10 +168,8 @@ static void test_refused(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_iterator_tree),
-      cmocka_unit_test(test_iterator_work),
-      cmocka_unit_test(test_steps),
-      cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_iterator_tree), cmocka_unit_test(test_iterator_work), cmocka_unit_test(test_steps),
+      cmocka_unit_test(test_verdict),       cmocka_unit_test(test_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ static void test_fixture_twin(void **state) {
   pb_err err = {{0}};
   assert_int_equal(pb_twin_config(&t, "/x/vm.xplane.pb", "twin-vm", &notes, &cfg, &err), 0);
   assert_string_equal(str(cfg, "name"), "twin-vm");
-  assert_non_null(strstr(str(cfg, "about"), "vm.xplane.pb (host vm, 20 steps, 46.6 %"));
+  assert_non_null(strstr(str(cfg, "about"), "vm.xplane.pb (host vm, 20 steps, 47.7 %"));
   /* range (its own few us), the doubling map (2 threads, ~11 us varying), the sleeping map (1 thread,
    * ~2.3 ms steady), its batch of 8, the prefetch of 2 */
   assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cfg, "stages")), 5);
