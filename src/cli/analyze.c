@@ -15,6 +15,17 @@
 #include "report.h"
 #include "trace_json.h"
 
+/* A TensorFlow Profiler capture (a <host>.xplane.pb, or a log directory holding plugins/profile/) given to
+ * analyze: said, with the command that reads it. */
+static bool is_capture(const char *path, bool dir) {
+  size_t n = strlen(path), k = strlen(".xplane.pb");
+  if (!dir) return n >= k && strcmp(path + n - k, ".xplane.pb") == 0;
+  char profile[PB_PATH_LEN + 32];
+  struct stat st;
+  snprintf(profile, sizeof profile, "%s/plugins/profile", path);
+  return stat(profile, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* PATH itself, or PATH/trace.json when PATH is a directory.  0, or the exit status after an error line. */
 static int resolve(const char *path, char *out, size_t len) {
   struct stat st;
@@ -23,6 +34,13 @@ static int resolve(const char *path, char *out, size_t len) {
     fprintf(stderr, "pipebench: %s: cannot read: %s (expected a trace.json or a run directory holding one)\n",
             path, strerror(e));
     return e == ENOENT || e == ENOTDIR ? PB_EXIT_USAGE : PB_EXIT_RUNTIME;
+  }
+  if (is_capture(path, S_ISDIR(st.st_mode))) {
+    fprintf(stderr,
+            "pipebench: %s: a TensorFlow Profiler capture, not a pipebench trace (expected a trace.json or a run "
+            "directory; pipebench twin %s reads captures: the verdict, tf.data advice and a twin config)\n",
+            path, path);
+    return PB_EXIT_USAGE;
   }
   if (!S_ISDIR(st.st_mode)) {
     snprintf(out, len, "%s", path);

@@ -146,9 +146,10 @@ void pb_xspace_event(const pb_xspace *x, int plane, int line, size_t event, pb_x
   const Tensorflow__Profiler__XEvent *e = l->events[event];
   const event_md *md = find_event_md(&x->index[plane], p->n_event_metadata, e->metadata_id);
   int64_t offset_ps = e->data_case == TENSORFLOW__PROFILER__XEVENT__DATA_OFFSET_PS ? e->offset_ps : 0;
-  *out = (pb_xevent){.name = md && md->value && md->value->name ? md->value->name : "",
-                     .start_ps = start_ps(l->timestamp_ns, offset_ps),
-                     .duration_ps = e->duration_ps};
+  int64_t start = start_ps(l->timestamp_ns, offset_ps), duration = e->duration_ps < 0 ? 0 : e->duration_ps;
+  if (start > 0 && duration > INT64_MAX - start) duration = INT64_MAX - start; /* start + duration never overflows */
+  *out = (pb_xevent){
+      .name = md && md->value && md->value->name ? md->value->name : "", .start_ps = start, .duration_ps = duration};
 }
 
 /* The event's stat whose metadata is called `name`, or NULL. */

@@ -46,7 +46,7 @@ void pb_xspace_line(const pb_xspace *x, int plane, int line, pb_xline *out);
 typedef struct pb_xevent {
   const char *name; /* from the plane's event metadata ("" when the id names none) */
   int64_t start_ps; /* line timestamp x 1000 + offset: picoseconds on the capture's clock */
-  int64_t duration_ps;
+  int64_t duration_ps; /* >= 0, and start_ps + duration_ps fits an int64 (a hostile file's are held so) */
 } pb_xevent;
 
 void pb_xspace_event(const pb_xspace *x, int plane, int line, size_t event, pb_xevent *out);
