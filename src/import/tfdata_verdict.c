@@ -69,7 +69,8 @@ static void advise_parallelism(const pb_tfdata *t, pb_tf_verdict *v, int cores) 
   const pb_tf_iterator *it = &t->iterators[v->bottleneck];
   double cap = v->capacity_per_s[v->bottleneck];
   int64_t now = it->parallelism > 0 ? it->parallelism : 1;
-  int64_t want = (int64_t)ceil((double)now * v->device_per_s / cap - 1e-9);
+  double need = ceil((double)now * v->device_per_s / cap - 1e-9); /* a hostile capture's can pass any integer */
+  int64_t want = !(need >= 1) ? 1 : need > 1e6 ? 1000000 : (int64_t)need;
   if (cores > 0 && want > cores) want = cores;
   const char *how = it->autotune ? " (AUTOTUNE chose " : " (now ";
   if (want <= now) {
@@ -122,7 +123,8 @@ static void sort_advice(pb_tf_verdict *v) {
 
 static int cpu_budget(const pb_tfdata *t) {
   for (int i = 0; i < t->niterators; i++)
-    if (t->iterators[i].cpu_budget > 0) return (int)t->iterators[i].cpu_budget;
+    if (t->iterators[i].cpu_budget > 0)
+      return t->iterators[i].cpu_budget > 1000000 ? 1000000 : (int)t->iterators[i].cpu_budget;
   return -1;
 }
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+
 #define LOGNORMAL_FROM_CV 0.25 /* a spread this wide is drawn, not constant */
 #define MIN_SPIN_NS 1000       /* an iterator's own time under 1 us is left out (the engine's hop costs that) */
 
@@ -29,6 +31,12 @@ static void note(twin *w, const char *fmt, ...) {
 }
 
 static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* v within 1 and the config's largest value of that stage key, so that the twin loads whatever the capture says. */
+static int64_t in_range(pb_stage_type type, const char *key, int64_t v) {
+  int64_t max = pb_config_stage_key_max(type, key);
+  return v < 1 ? 1 : max > 0 && v > max ? max : v;
+}
 
 /* "ParallelMapV2_1": the kind and the dataset's number from its name ("ParallelMapDatasetV2:1", or the first
  * of a fused one's), so that two maps of one kind get two names; only the characters a stage name allows. */
@@ -93,6 +101,7 @@ static cJSON *wait_op(const pb_tf_iterator *it, char *desc, size_t len) {
  * the rest of their latency). */
 static void add_map(twin *w, const pb_tf_iterator *it, int64_t threads, const pb_tf_times *times, const char *what) {
   char name[64], desc[96], wait[128] = "";
+  threads = in_range(PB_STAGE_MAP, "threads", threads);
   stage_name(it, "", name, sizeof name);
   cJSON *s = add_stage(w, name, "map");
   cJSON_AddNumberToObject(s, "threads", (double)(threads > 0 ? threads : 1));
@@ -107,7 +116,7 @@ static void add_map(twin *w, const pb_tf_iterator *it, int64_t threads, const pb
 static void add_batch(twin *w, const pb_tf_iterator *it, const char *suffix) {
   char name[64];
   stage_name(it, suffix, name, sizeof name);
-  int64_t size = it->batch_size > 0 ? it->batch_size : 1;
+  int64_t size = in_range(PB_STAGE_BATCH, "size", it->batch_size);
   cJSON *s = add_stage(w, name, "batch");
   cJSON_AddNumberToObject(s, "size", (double)size);
   if (w->batch_size < 0) w->batch_size = size;
@@ -128,7 +137,7 @@ static void add_prefetch(twin *w, const pb_tf_iterator *it) {
   if (w->batch_size < 0) add_batch_of_one(w);
   char name[64];
   stage_name(it, "", name, sizeof name);
-  int64_t depth = it->buffer_limit > 0 ? it->buffer_limit : 1;
+  int64_t depth = in_range(PB_STAGE_PREFETCH, "depth", it->buffer_limit);
   cJSON *s = add_stage(w, name, "prefetch");
   cJSON_AddNumberToObject(s, "depth", (double)depth);
   note(w, "%s -> prefetch, depth %lld%s", name, (long long)depth,
@@ -183,7 +192,7 @@ static int64_t sample_bytes(const pb_tfdata *t, int64_t batch_size) {
   }
   free(v);
   int64_t per = med > 0 ? med / (batch_size > 0 ? batch_size : 1) : 1;
-  return per > 0 ? per : 1;
+  return per < 1 ? 1 : per > 1000000000 ? 1000000000 : per; /* dataset.shape's range */
 }
 
 static void add_dataset(twin *w, cJSON *cfg) {
@@ -208,7 +217,7 @@ static void add_device(twin *w, cJSON *cfg) {
   }
   double mean = n ? sum / (double)n : 0, var = n ? sumsq / (double)n - mean * mean : 0;
   double sd = var > 0 ? sqrt(var) : 0;
-  mean = round(mean * 1000) / 1000, sd = round(sd * 1000) / 1000;
+  mean = fmin(round(mean * 1000) / 1000, 3600000), sd = fmin(round(sd * 1000) / 1000, 3600000); /* step_ms's range */
   cJSON *d = cJSON_AddObjectToObject(cfg, "device");
   cJSON_AddStringToObject(d, "kind", "emulated");
   cJSON *step = cJSON_AddObjectToObject(d, "step_ms");
