@@ -18,8 +18,7 @@
 /* A TensorFlow Profiler capture (a <host>.xplane.pb, or a log directory holding plugins/profile/) given to
  * analyze: said, with the command that reads it. */
 static bool is_capture(const char *path, bool dir) {
-  size_t n = strlen(path), k = strlen(".xplane.pb");
-  if (!dir) return n >= k && strcmp(path + n - k, ".xplane.pb") == 0;
+  if (!dir) return pb_ends_with(path, ".xplane.pb");
   char profile[PB_PATH_LEN + 32];
   struct stat st;
   snprintf(profile, sizeof profile, "%s/plugins/profile", path);

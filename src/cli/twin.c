@@ -22,11 +22,6 @@
 #define SUFFIX ".xplane.pb"
 #define MAX_HOSTS 64
 
-static bool has_suffix(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 static bool is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -55,7 +50,7 @@ static int list_captures(const char *dir, char paths[][PB_PATH_LEN], int max) {
   if (!d) return 0;
   int n = 0;
   for (struct dirent *e; (e = readdir(d)) && n < max;) {
-    if (!has_suffix(e->d_name, SUFFIX)) continue;
+    if (!pb_ends_with(e->d_name, SUFFIX)) continue;
     int w = snprintf(paths[n], PB_PATH_LEN, "%s/%s", run, e->d_name);
     n += w > 0 && w < PB_PATH_LEN; /* a path too long to open is left out */
   }
@@ -88,17 +83,24 @@ static int pick_capture(const char *arg, char *path, size_t len, pb_tfdata *t, b
     return PB_EXIT_USAGE;
   }
   double worst = -1;
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n; i++) { /* the most input-bound host read so far is kept in *t */
     pb_tfdata h;
     int rc = read_capture(paths[i], &h);
-    if (rc) return rc;
+    if (rc) {
+      if (best >= 0) pb_tfdata_free(t);
+      return rc;
+    }
     double pct = pb_tfdata_input_bound_pct(&h);
     if (!quiet && n > 1) printf("host      %s: %.1f %% of the steps' time waiting for input\n", paths[i], pct);
-    if (best < 0 || pct > worst) best = i, worst = pct;
-    pb_tfdata_free(&h);
+    if (best >= 0 && !(pct > worst)) {
+      pb_tfdata_free(&h);
+      continue;
+    }
+    if (best >= 0) pb_tfdata_free(t);
+    *t = h, best = i, worst = pct;
   }
   snprintf(path, len, "%s", paths[best]);
-  return read_capture(path, t);
+  return 0;
 }
 
 static void print_pipeline(const char *path, const pb_tfdata *t, const pb_tf_verdict *v) {
@@ -155,7 +157,7 @@ static void base_name(const char *path, char *out, size_t len) {
   size_t n = strlen(b) < len - 1 ? strlen(b) : len - 1;
   memcpy(out, b, n);
   out[n] = '\0';
-  if (has_suffix(out, SUFFIX)) out[n - strlen(SUFFIX)] = '\0';
+  if (pb_ends_with(out, SUFFIX)) out[n - strlen(SUFFIX)] = '\0';
   for (char *c = out; *c; c++)
     if (*c == '/' || (unsigned char)*c < 0x20) *c = '_';
   if (!out[0]) snprintf(out, len, "capture");

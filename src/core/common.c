@@ -39,6 +39,13 @@ const char *pb_fmt_double(pb_numbuf *b, const char *fmt, double v) {
   return b->s;
 }
 
+bool pb_starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+bool pb_ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 uint64_t pb_now_ns(void) { /* what libuv's uv_hrtime reads on Linux, without making the core layer need libuv */
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -32,6 +32,10 @@ typedef struct pb_numbuf {
 } pb_numbuf;
 const char *pb_fmt_double(pb_numbuf *b, const char *fmt, double v);
 
+/* Does s begin with prefix, end with suffix. */
+bool pb_starts_with(const char *s, const char *prefix);
+bool pb_ends_with(const char *s, const char *suffix);
+
 /* Monotonic nanoseconds (CLOCK_MONOTONIC, the clock libuv's uv_hrtime reads). */
 uint64_t pb_now_ns(void);
 /* The wall clock (CLOCK_REALTIME), ns since 1970: comparable between processes and NTP-synced hosts. */

@@ -10,13 +10,6 @@
 
 #define ITERATOR_PREFIX "Iterator::"
 
-static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 static void times_add(pb_tf_times *t, double ps) {
   t->n++;
   t->sum_ps += ps;
@@ -184,7 +177,7 @@ static ssize_t line_events(const pb_xspace *x, int plane, int line, const char *
   for (size_t e = 0; e < li.nevents; e++) {
     ev_ref r = {.x = x, .plane = plane, .line = line, .index = e};
     pb_xspace_event(x, plane, line, e, &r.ev);
-    if (starts_with(r.ev.name, prefix)) v[n++] = r;
+    if (pb_starts_with(r.ev.name, prefix)) v[n++] = r;
   }
   *out = v;
   return (ssize_t)n;
@@ -218,13 +211,18 @@ typedef struct fn_list {
   size_t n, cap;
 } fn_list;
 
+/* Room for one more element in *v (n of them, cap allocated): doubles it, from `first`.  0 or -ENOMEM. */
+static int grow(void **v, size_t n, size_t *cap, size_t elem_bytes, size_t first) {
+  if (n < *cap) return 0;
+  size_t want = *cap ? 2 * *cap : first;
+  void *p = realloc(*v, want * elem_bytes);
+  if (!p) return -ENOMEM;
+  *v = p, *cap = want;
+  return 0;
+}
+
 static int fn_push(fn_list *l, fn_run r) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 256;
-    fn_run *v = realloc(l->v, cap * sizeof *v);
-    if (!v) return -ENOMEM;
-    l->v = v, l->cap = cap;
-  }
+  if (grow((void **)&l->v, l->n, &l->cap, sizeof *l->v, 256)) return -ENOMEM;
   l->v[l->n++] = r;
   return 0;
 }
@@ -237,9 +235,9 @@ static int runner_owner(const pb_tfdata *t, const ev_ref *evs, size_t n) {
   int64_t produce_end = INT64_MIN, call_end = INT64_MIN;
   for (size_t k = 0; k < n; k++) {
     const pb_xevent *e = &evs[k].ev;
-    if (ends_with(e->name, "Produce")) {
+    if (pb_ends_with(e->name, "Produce")) {
       produce_end = e->start_ps + e->duration_ps;
-    } else if (starts_with(e->name, ITERATOR_PREFIX) && e->start_ps < produce_end && e->start_ps >= call_end) {
+    } else if (pb_starts_with(e->name, ITERATOR_PREFIX) && e->start_ps < produce_end && e->start_ps >= call_end) {
       call_end = e->start_ps + e->duration_ps;
       int i = find_iterator(t, (uint64_t)stat_int(&evs[k], "id", 0));
       int p = i >= 0 ? t->iterators[i].parent : -1;
@@ -281,9 +279,9 @@ static int line_functions(pb_tfdata *t, const ev_ref *evs, size_t n, fn_list *fn
     bool process = strcmp(name, "ExecutorState::Process") == 0;
     open_calls_at(&open, e->start_ps);
     int owner = open.depth ? open.iterator[open.depth - 1] : runner;
-    if (starts_with(name, ITERATOR_PREFIX))
+    if (pb_starts_with(name, ITERATOR_PREFIX))
       open_call_push(&open, t, &evs[k]);
-    else if (owner >= 0 && starts_with(name, "InstantiatedCapturedFunction::Run"))
+    else if (owner >= 0 && pb_starts_with(name, "InstantiatedCapturedFunction::Run"))
       rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0), .owner = owner, .start_ps = e->start_ps});
     else if (process || strcmp(name, "ExecutorDoneCallback") == 0)
       rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0),
@@ -322,25 +320,6 @@ static void attribute_functions(pb_tfdata *t, fn_list *fns) {
   }
 }
 
-static int read_functions(const pb_xspace *x, int plane, pb_tfdata *t) {
-  fn_list fns = {0};
-  int rc = 0;
-  for (int l = 0; l < pb_xspace_nlines(x, plane) && !rc; l++) {
-    ev_ref *evs;
-    ssize_t n = line_events(x, plane, l, "", &evs);
-    if (n < 0) {
-      rc = (int)n;
-      break;
-    }
-    qsort(evs, (size_t)n, sizeof *evs, cmp_start);
-    rc = line_functions(t, evs, (size_t)n, &fns);
-    free(evs);
-  }
-  if (!rc) attribute_functions(t, &fns);
-  free(fns.v);
-  return rc;
-}
-
 /* ---------- steps ---------- */
 
 typedef struct step_list {
@@ -349,12 +328,7 @@ typedef struct step_list {
 } step_list;
 
 static int step_push(step_list *l, pb_tf_step s) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 64;
-    pb_tf_step *v = realloc(l->v, cap * sizeof *v);
-    if (!v) return -ENOMEM;
-    l->v = v, l->cap = cap;
-  }
+  if (grow((void **)&l->v, l->n, &l->cap, sizeof *l->v, 64)) return -ENOMEM;
   l->v[l->n++] = s;
   return 0;
 }
@@ -398,13 +372,16 @@ static int cmp_step(const void *a, const void *b) {
   return (x->start_ps > y->start_ps) - (x->start_ps < y->start_ps);
 }
 
-static int read_steps(const pb_xspace *x, int plane, pb_tfdata *t) {
+/* Every line once, its events in start order: the functions started and run on it, and (on the threads that are
+ * not the pipeline's own) the steps marked on it; then each function's run is given to its iterator, and the
+ * steps put in start order. */
+static int read_lines(const pb_xspace *x, int plane, pb_tfdata *t) {
+  fn_list fns = {0};
   step_list steps = {0};
   int rc = 0;
   for (int l = 0; l < pb_xspace_nlines(x, plane) && !rc; l++) {
     pb_xline li;
     pb_xspace_line(x, plane, l, &li);
-    if (starts_with(li.name, "tf_data_")) continue; /* the pipeline's own threads mark no steps */
     ev_ref *evs;
     ssize_t n = line_events(x, plane, l, "", &evs);
     if (n < 0) {
@@ -412,9 +389,12 @@ static int read_steps(const pb_xspace *x, int plane, pb_tfdata *t) {
       break;
     }
     qsort(evs, (size_t)n, sizeof *evs, cmp_start);
-    rc = line_steps(t, evs, (size_t)n, &steps);
+    rc = line_functions(t, evs, (size_t)n, &fns);
+    if (!rc && !pb_starts_with(li.name, "tf_data_")) rc = line_steps(t, evs, (size_t)n, &steps);
     free(evs);
   }
+  if (!rc) attribute_functions(t, &fns);
+  free(fns.v);
   if (rc) {
     free(steps.v);
     return rc;
@@ -439,8 +419,7 @@ int pb_tfdata_read(const pb_xspace *x, const char *what, pb_tfdata *out, pb_err 
                                             "%s: more than %d tf.data iterators or %u iterator instances (expected "
                                             "one input pipeline)",
                                             what, PB_TF_MAX_ITERATORS, PB_TF_MAX_IDS);
-  if (!rc) rc = read_functions(x, plane, out);
-  if (!rc) rc = read_steps(x, plane, out);
+  if (!rc) rc = read_lines(x, plane, out);
   if (rc) {
     pb_tfdata_free(out);
     return pb_err_setc(err, rc, "%s: out of memory reading the capture", what);
@@ -486,6 +465,20 @@ int pb_tfdata_chain(const pb_tfdata *t, int *idx, int max) {
     idx[a] = idx[b], idx[b] = tmp;
   }
   return n;
+}
+
+void pb_tfdata_step_ms(const pb_tfdata *t, double *step_ms, double *device_ms, double *device_sd_ms) {
+  size_t from = t->nsteps >= 3 ? 1 : 0, n = 0;
+  double step = 0, device = 0, device_sq = 0;
+  for (size_t i = from; i < t->nsteps; i++, n++) {
+    double ms = (double)(t->steps[i].duration_ps - t->steps[i].wait_ps) / 1e9;
+    step += (double)t->steps[i].duration_ps / 1e9;
+    device += ms, device_sq += ms * ms;
+  }
+  double mean = n ? device / (double)n : NAN, var = n ? device_sq / (double)n - mean * mean : 0;
+  *step_ms = n ? step / (double)n : NAN;
+  *device_ms = mean;
+  if (device_sd_ms) *device_sd_ms = var > 0 ? sqrt(var) : 0;
 }
 
 double pb_tfdata_input_bound_pct(const pb_tfdata *t) {

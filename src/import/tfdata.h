@@ -92,6 +92,11 @@ void pb_tfdata_free(pb_tfdata *t);
  * the child that did the most work, into idx (at most max).  Returns its length. */
 int pb_tfdata_chain(const pb_tfdata *t, int *idx, int max);
 
+/* Over the steps after the first when there are three or more (the first carries the pipeline's start): the
+ * mean step, and the mean and population stdev of the step less its input wait (the device's time), in ms;
+ * NAN means without steps.  device_sd_ms may be NULL. */
+void pb_tfdata_step_ms(const pb_tfdata *t, double *step_ms, double *device_ms, double *device_sd_ms);
+
 /* Share of the steps' time spent waiting for input, in % (NAN without steps). */
 double pb_tfdata_input_bound_pct(const pb_tfdata *t);
 

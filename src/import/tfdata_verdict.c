@@ -7,7 +7,7 @@
 #include <string.h>
 
 static bool is_batching(const pb_tf_iterator *it) { return strstr(it->kind, "Batch") != NULL; }
-static bool is_prefetch(const pb_tf_iterator *it) { return strncmp(it->kind, "Prefetch", 8) == 0; }
+static bool is_prefetch(const pb_tf_iterator *it) { return pb_starts_with(it->kind, "Prefetch"); }
 static bool is_repeat(const pb_tf_iterator *it) { return strstr(it->kind, "Repeat") != NULL; }
 
 /* Position of the first batching iterator in the chain (source first), or n. */
@@ -30,14 +30,7 @@ static double capacity(const pb_tf_iterator *it, int pos, int batch_pos, int64_t
 }
 
 static void step_means(const pb_tfdata *t, pb_tf_verdict *v) {
-  size_t from = t->nsteps >= 3 ? 1 : 0, n = 0;
-  double step = 0, device = 0;
-  for (size_t i = from; i < t->nsteps; i++, n++) {
-    step += (double)t->steps[i].duration_ps / 1e9;
-    device += (double)(t->steps[i].duration_ps - t->steps[i].wait_ps) / 1e9;
-  }
-  v->step_ms = n ? step / (double)n : NAN;
-  v->device_ms = n ? device / (double)n : NAN;
+  pb_tfdata_step_ms(t, &v->step_ms, &v->device_ms, NULL);
   v->actual_per_s = v->step_ms > 0 ? (double)v->batch_size * 1e3 / v->step_ms : NAN;
   v->device_per_s = v->device_ms > 0 ? (double)v->batch_size * 1e3 / v->device_ms : NAN;
 }

@@ -30,8 +30,6 @@ static void note(twin *w, const char *fmt, ...) {
   va_end(ap);
 }
 
-static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
 /* v within 1 and the config's largest value of that stage key, so that the twin loads whatever the capture says. */
 static int64_t in_range(pb_stage_type type, const char *key, int64_t v) {
   int64_t max = pb_config_stage_key_max(type, key);
@@ -147,10 +145,10 @@ static void add_prefetch(twin *w, const pb_tf_iterator *it) {
 /* One iterator of the chain, source first. */
 static void add_iterator(twin *w, const pb_tf_iterator *it, bool source) {
   if (strcmp(it->kind, "Root") == 0) return;
-  if (starts_with(it->kind, "Prefetch")) return add_prefetch(w, it);
-  if (starts_with(it->kind, "MapAndBatch") || starts_with(it->kind, "ParallelMap")) {
+  if (pb_starts_with(it->kind, "Prefetch")) return add_prefetch(w, it);
+  if (pb_starts_with(it->kind, "MapAndBatch") || pb_starts_with(it->kind, "ParallelMap")) {
     if (it->functions.n) add_map(w, it, it->parallelism, &it->functions, "function runs");
-    if (starts_with(it->kind, "MapAndBatch")) add_batch(w, it, "_batch");
+    if (pb_starts_with(it->kind, "MapAndBatch")) add_batch(w, it, "_batch");
     return;
   }
   if (strstr(it->kind, "Batch")) return add_batch(w, it, "");
@@ -209,14 +207,9 @@ static void add_dataset(twin *w, cJSON *cfg) {
 /* The device's step: each step's time less its input wait, the first step left out when there are three or
  * more (it carries the pipeline's start). */
 static void add_device(twin *w, cJSON *cfg) {
-  size_t from = w->t->nsteps >= 3 ? 1 : 0, n = 0;
-  double sum = 0, sumsq = 0;
-  for (size_t i = from; i < w->t->nsteps; i++, n++) {
-    double ms = (double)(w->t->steps[i].duration_ps - w->t->steps[i].wait_ps) / 1e9;
-    sum += ms, sumsq += ms * ms;
-  }
-  double mean = n ? sum / (double)n : 0, var = n ? sumsq / (double)n - mean * mean : 0;
-  double sd = var > 0 ? sqrt(var) : 0;
+  size_t n = w->t->nsteps >= 3 ? w->t->nsteps - 1 : w->t->nsteps;
+  double step_ms, mean, sd;
+  pb_tfdata_step_ms(w->t, &step_ms, &mean, &sd);
   mean = fmin(round(mean * 1000) / 1000, 3600000), sd = fmin(round(sd * 1000) / 1000, 3600000); /* step_ms's range */
   cJSON *d = cJSON_AddObjectToObject(cfg, "device");
   cJSON_AddStringToObject(d, "kind", "emulated");
