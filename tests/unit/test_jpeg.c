@@ -533,10 +533,9 @@ static uint8_t *libjpeg_cmyk(const blob *b, int *w, int *h) {
 /* A CMYK JPEG that Pillow wrote decodes to exactly the RGB bytes Pillow's convert("RGB") gives
  * (tests/fixtures/cmyk.jpg and cmyk.rgb, from make_fixtures.py). */
 static void test_cmyk_equals_pillow(void **state) {
-  const char *slash = strrchr(__FILE__, '/');
   char jpg[1024], rgb[1024];
-  snprintf(jpg, sizeof jpg, "%.*s../fixtures/cmyk.jpg", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
-  snprintf(rgb, sizeof rgb, "%.*s../fixtures/cmyk.rgb", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+  fixture_path(jpg, sizeof jpg, "cmyk.jpg");
+  fixture_path(rgb, sizeof rgb, "cmyk.rgb");
   blob j = read_file(jpg), want = read_file(rgb);
   assert_int_equal(want.bytes, 64 * 48 * 3);
   pb_jpeg_decoder *dec = decoder();

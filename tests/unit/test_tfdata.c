@@ -16,12 +16,12 @@
 
 #include "tfdata.h"
 #include "tfdata_verdict.h"
+#include "unit_util.h"
 #include "xspace.h"
 
 static pb_xspace *load_fixture(void) {
-  const char *slash = strrchr(__FILE__, '/');
   char path[1024];
-  snprintf(path, sizeof path, "%.*s../fixtures/tfdata.xplane.pb", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+  fixture_path(path, sizeof path, "tfdata.xplane.pb");
   pb_xspace *x = NULL;
   pb_err err = {{0}};
   if (pb_xspace_load(path, &x, &err)) fail_msg("%s", err.msg);

@@ -14,19 +14,9 @@
 
 #include "crc32c.h"
 #include "tfrecord.h"
+#include "unit_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------------------------ */
-
-/* Fixtures live in tests/fixtures, found from this file's path (CMake compiles it by absolute path);
- * PB_FIXTURES_DIR overrides. */
-static void fixture_path(char *out, size_t cap, const char *name) {
-  const char *env = getenv("PB_FIXTURES_DIR");
-  const char *slash = strrchr(__FILE__, '/');
-  if (env)
-    snprintf(out, cap, "%s/%s", env, name);
-  else
-    snprintf(out, cap, "%.*s../fixtures/%s", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__, name);
-}
 
 static uint8_t *read_whole(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");

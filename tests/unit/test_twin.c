@@ -15,12 +15,12 @@
 #include "config.h"
 #include "tfdata.h"
 #include "twin.h"
+#include "unit_util.h"
 #include "xspace.h"
 
 static pb_tfdata read_fixture(void) {
-  const char *slash = strrchr(__FILE__, '/');
   char path[1024];
-  snprintf(path, sizeof path, "%.*s../fixtures/tfdata.xplane.pb", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+  fixture_path(path, sizeof path, "tfdata.xplane.pb");
   pb_xspace *x = NULL;
   pb_tfdata t;
   pb_err err = {{0}};

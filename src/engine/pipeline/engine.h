@@ -209,6 +209,9 @@ int pb_stage_out_capacity(const pb_stage *s);
 /* Buffers a stage's pool needs: its own workers' outputs, its queue, and every place downstream
  * where they can sit until a stage releases them (a shuffle buffer included). */
 int pb_stage_pool_buffers(const pb_stage *s, pb_queue_fill fill);
+/* Elements one worker holds of a chunk in a plan: the whole chunk when its queue is full; one when the queues are
+ * empty (a worker takes what is there and hands on what it made within PB_FLUSH_AFTER_NS). */
+int pb_chunk_in_hand(int chunk, pb_queue_fill fill);
 /* Slots of the queue after s that a plan counts: its capacity when full, none when empty. */
 int pb_queue_slots(const pb_stage *s, pb_queue_fill fill);
 /* Threads that read stage i's output queue (the next stage's, or the devices'). */

@@ -77,16 +77,16 @@ int pb_queue_slots(const pb_stage *s, pb_queue_fill fill) {
 /* Elements one worker holds of a chunk: the whole chunk when its queue is full; one when the queues are empty,
  * for a worker takes what is there and hands on what it made within PB_FLUSH_AFTER_NS (one at a time for
  * the stages that own pools, whose elements take longer than that). */
-static int in_hand(int chunk, pb_queue_fill fill) { return fill == PB_QUEUES_FULL ? chunk : 1; }
+int pb_chunk_in_hand(int chunk, pb_queue_fill fill) { return fill == PB_QUEUES_FULL ? chunk : 1; }
 
 int pb_stage_pool_buffers(const pb_stage *s, pb_queue_fill fill) {
   const pb_engine *e = s->engine;
-  int n = s->threads * (in_hand(s->out_chunk, fill) + 1) + pb_queue_slots(s, fill);
+  int n = s->threads * (pb_chunk_in_hand(s->out_chunk, fill) + 1) + pb_queue_slots(s, fill);
   for (int j = s->index + 1; j < e->nstages; j++) {
     const pb_stage *t = &e->stages[j];
-    n += t->threads * in_hand(t->chunk, fill); /* in the next stage's hands (it releases or passes them on) */
+    n += t->threads * pb_chunk_in_hand(t->chunk, fill); /* in the next stage's hands (it releases or passes them on) */
     if (t->batched || !t->ops->passes_buffers || !t->ops->passes_buffers(t)) break;
-    n += t->threads * in_hand(t->out_chunk, fill) + pb_queue_slots(t, fill);
+    n += t->threads * pb_chunk_in_hand(t->out_chunk, fill) + pb_queue_slots(t, fill);
     if (t->ops->held_samples) n += (int)t->ops->held_samples(t);
   }
   return n + 1;

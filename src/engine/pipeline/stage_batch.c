@@ -72,9 +72,8 @@ static int forming_buffers(const pb_stage *s, pb_queue_fill fill) {
   if (!in_place(s)) return 0;
   const pb_stage *map = &s->engine->stages[s->index - 1];
   int64_t size = s->cfg->size;
-  bool full = fill == PB_QUEUES_FULL;
-  int64_t held = (int64_t)map->threads * ((full ? map->out_chunk : 1) + 1) + pb_queue_slots(map, fill) +
-                 (int64_t)s->threads * (full ? s->chunk : 1);
+  int64_t held = (int64_t)map->threads * (pb_chunk_in_hand(map->out_chunk, fill) + 1) + pb_queue_slots(map, fill) +
+                 (int64_t)s->threads * pb_chunk_in_hand(s->chunk, fill);
   return (int)((held + size - 1) / size) + 2;
 }
 
