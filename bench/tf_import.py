@@ -111,6 +111,18 @@ PLANTED = {
     "device_bound": ("device", None),
 }
 
+# What `pipebench analyze` of the capture names: the stage with the most self time on the critical path (the twin's
+# stage name; "device" when not input-bound).  no_prefetch's map is on the path because its batch is made inside
+# the step; the capture's own verdict there says overlap.
+ANALYZED = {
+    "slow_map": "MapAndBatch_1",
+    "starved_parallel_map": "ParallelMapV2_1",
+    "no_prefetch": "ParallelMapV2_1",
+    "cacheable": "ParallelMapV2_1",
+    "interleave_source": "Map_",
+    "device_bound": "device",
+}
+
 PIPELINES = {
     "slow_map": (slow_map, 0.010, "MapAndBatch_1"),
     "starved_parallel_map": (starved_parallel_map, 0.005, "ParallelMapV2_1"),
@@ -287,7 +299,7 @@ def fixtures(args):
             cap = in_child(args, "capture", name, {}, os.path.join(tmp, name))
             shutil.copy(cap["capture"], os.path.join(args.fixtures, f"{name}.xplane.pb"))
             bottleneck, advice = PLANTED[name]
-            expected[name] = {"bottleneck": bottleneck, "advice": advice,
+            expected[name] = {"bottleneck": bottleneck, "advice": advice, "stage": ANALYZED[name],
                               "python_waiting_pct": round(cap["waiting_pct"], 2)}
             print(f"{name}: {os.path.getsize(os.path.join(args.fixtures, f'{name}.xplane.pb'))} bytes, "
                   f"{cap['waiting_pct']:.1f} % in next()")

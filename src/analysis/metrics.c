@@ -312,6 +312,7 @@ void pb_metrics_compute(pb_report *r, const pb_record *rec) {
   r->interrupted = rec->interrupted;
   snprintf(r->config_name, sizeof r->config_name, "%s", rec->cfg->name);
   snprintf(r->config_about, sizeof r->config_about, "%s", rec->cfg->about);
+  r->source = rec->source;
   fill_device_info(r, rec);
   /* the window opens once the configured warm-up steps have ended; a run stopped before that excluded
    * only the steps it completed */

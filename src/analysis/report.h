@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "model.h"
+#include "record.h"
 
 #define PB_MAX_FIRST_ERRORS 10
 
@@ -110,6 +111,7 @@ typedef struct pb_report {
   char out_dir[PB_PATH_LEN];
   char config_name[128];
   char config_about[512]; /* the config's `about` ("" none) */
+  pb_record_source source; /* another tool's capture this report reads (tool "" for a run of pipebench) */
 
   /* device */
   const char *device_kind;      /* "gpu" | "emulated" */

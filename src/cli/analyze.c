@@ -10,20 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capture.h"
+#include "capture_record.h"
 #include "metrics.h"
 #include "record.h"
 #include "report.h"
 #include "trace_json.h"
-
-/* A TensorFlow Profiler capture (a <host>.xplane.pb, or a log directory holding plugins/profile/) given to
- * analyze: said, with the command that reads it. */
-static bool is_capture(const char *path, bool dir) {
-  if (!dir) return pb_ends_with(path, ".xplane.pb");
-  char profile[PB_PATH_LEN + 32];
-  struct stat st;
-  snprintf(profile, sizeof profile, "%s/plugins/profile", path);
-  return stat(profile, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 /* PATH itself, or PATH/trace.json when PATH is a directory.  0, or the exit status after an error line. */
 static int resolve(const char *path, char *out, size_t len) {
@@ -33,13 +25,6 @@ static int resolve(const char *path, char *out, size_t len) {
     fprintf(stderr, "pipebench: %s: cannot read: %s (expected a trace.json or a run directory holding one)\n",
             path, strerror(e));
     return e == ENOENT || e == ENOTDIR ? PB_EXIT_USAGE : PB_EXIT_RUNTIME;
-  }
-  if (is_capture(path, S_ISDIR(st.st_mode))) {
-    fprintf(stderr,
-            "pipebench: %s: a TensorFlow Profiler capture, not a pipebench trace (expected a trace.json or a run "
-            "directory; pipebench twin %s reads captures: the verdict, tf.data advice and a twin config)\n",
-            path, path);
-    return PB_EXIT_USAGE;
   }
   if (!S_ISDIR(st.st_mode)) {
     snprintf(out, len, "%s", path);
@@ -114,9 +99,35 @@ static int print_report(const pb_report *r, const pb_run_opts *o) {
   return 0;
 }
 
+/* The record of a TensorFlow Profiler capture's tf.data job (src/import/capture_record.h), its config the twin. */
+static int load_capture(const char *path, pb_record *rec, char *file, size_t len) {
+  pb_capture *c = calloc(1, sizeof *c);
+  if (!c) return fprintf(stderr, "pipebench: out of memory\n"), PB_EXIT_RUNTIME;
+  int rc = pb_capture_open(path, "analyze", c);
+  if (!rc) {
+    char name[160];
+    snprintf(name, sizeof name, "twin-%.100s", c->hosts[0].host);
+    for (char *p = name; *p; p++) /* a config's name is plain text */
+      if ((unsigned char)*p < 0x20 || *p == '"' || *p == '\\') *p = '_';
+    pb_err err = {{0}};
+    int brc = pb_capture_record(&c->t, c->path, name, rec, &err);
+    if (brc) fprintf(stderr, "pipebench: analyze: %s\n", err.msg);
+    rc = brc == -ENOMEM ? PB_EXIT_RUNTIME : brc ? PB_EXIT_USAGE : 0;
+  }
+  if (!rc) {
+    rec->source.nhosts = c->nhosts;
+    memcpy(rec->source.hosts, c->hosts, sizeof rec->source.hosts);
+    snprintf(file, len, "%s", c->path);
+  }
+  pb_capture_free(c);
+  free(c);
+  return rc;
+}
+
 int pb_analyze(const char *path, const pb_run_opts *opts) {
   char file[PB_PATH_LEN + 16];
-  int rc = resolve(path, file, sizeof file);
+  bool capture = pb_is_capture(path);
+  int rc = capture ? 0 : resolve(path, file, sizeof file);
   if (rc) return rc;
   pb_record *rec = calloc(1, sizeof *rec);
   pb_report *r = calloc(1, sizeof *r);
@@ -127,7 +138,13 @@ int pb_analyze(const char *path, const pb_run_opts *opts) {
     return PB_EXIT_RUNTIME;
   }
   pb_err err;
-  int lrc = pb_trace_load_file(rec, file, &err);
+  int lrc = 0;
+  if (capture) {
+    rc = load_capture(path, rec, file, sizeof file);
+    if (rc) goto out;
+  } else {
+    lrc = pb_trace_load_file(rec, file, &err);
+  }
   if (lrc) {
     fprintf(stderr, "pipebench: %s\n", err.msg);
     rc = lrc == -EINVAL ? PB_EXIT_USAGE : PB_EXIT_RUNTIME;

@@ -3,14 +3,13 @@
  * and what-if to work on without TensorFlow or the data (issue 35). */
 #include "twin_cmd.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "capture.h"
 #include "common.h"
 #include "config.h"
 #include "config_write.h"
@@ -19,88 +18,13 @@
 #include "twin.h"
 #include "xspace.h"
 
-#define SUFFIX ".xplane.pb"
-#define MAX_HOSTS 64
+#define SUFFIX PB_CAPTURE_SUFFIX
 
-static bool is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The newest run of a log directory: DIR/plugins/profile/<run> with the greatest name (the profiler names
- * runs by their UTC time, so the greatest is the last), into out; false when there is none. */
-static bool newest_run(const char *dir, char *out, size_t len) {
-  char profile[PB_PATH_LEN];
-  snprintf(profile, sizeof profile, "%s/plugins/profile", dir);
-  DIR *d = opendir(profile);
-  if (!d) return false;
-  char best[256] = "";
-  for (struct dirent *e; (e = readdir(d));)
-    if (e->d_name[0] != '.' && strcmp(e->d_name, best) > 0) snprintf(best, sizeof best, "%s", e->d_name);
-  closedir(d);
-  int w = best[0] ? snprintf(out, len, "%s/%s", profile, best) : -1;
-  return w > 0 && (size_t)w < len; /* a path too long to open is no run */
-}
-
-/* The captures (<host>.xplane.pb) of a directory: a log directory's newest run, or the directory itself. */
-static int list_captures(const char *dir, char paths[][PB_PATH_LEN], int max) {
-  char run[PB_PATH_LEN];
-  if (!newest_run(dir, run, sizeof run)) snprintf(run, sizeof run, "%s", dir);
-  DIR *d = opendir(run);
-  if (!d) return 0;
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d)) && n < max;) {
-    if (!pb_ends_with(e->d_name, SUFFIX)) continue;
-    int w = snprintf(paths[n], PB_PATH_LEN, "%s/%s", run, e->d_name);
-    n += w > 0 && w < PB_PATH_LEN; /* a path too long to open is left out */
-  }
-  closedir(d);
-  return n;
-}
-
-static int read_capture(const char *path, pb_tfdata *t) {
-  pb_xspace *x = NULL;
-  pb_err err = {{0}};
-  int rc = pb_xspace_load(path, &x, &err);
-  if (!rc) rc = pb_tfdata_read(x, path, t, &err);
-  pb_xspace_free(x);
-  if (rc) fprintf(stderr, "pipebench: twin: %s\n", err.msg);
-  return rc == -ENOMEM ? PB_EXIT_RUNTIME : rc ? PB_EXIT_USAGE : 0;
-}
-
-/* The capture to use: the file given, or of a directory's hosts the most input-bound one (as the profiler's
- * input-pipeline analysis picks), said on stdout. */
-static int pick_capture(const char *arg, char *path, size_t len, pb_tfdata *t, bool quiet) {
-  if (!is_dir(arg)) {
-    snprintf(path, len, "%s", arg);
-    return read_capture(path, t);
-  }
-  static char paths[MAX_HOSTS][PB_PATH_LEN];
-  int n = list_captures(arg, paths, MAX_HOSTS), best = -1;
-  if (n == 0) {
-    fprintf(stderr, "pipebench: twin: %s: no *" SUFFIX " in it (expected a TensorFlow Profiler log directory, with "
-            "plugins/profile/<run>/<host>" SUFFIX ", or such a file)\n", arg);
-    return PB_EXIT_USAGE;
-  }
-  double worst = -1;
-  for (int i = 0; i < n; i++) { /* the most input-bound host read so far is kept in *t */
-    pb_tfdata h;
-    int rc = read_capture(paths[i], &h);
-    if (rc) {
-      if (best >= 0) pb_tfdata_free(t);
-      return rc;
-    }
-    double pct = pb_tfdata_input_bound_pct(&h);
-    if (!quiet && n > 1) printf("host      %s: %.1f %% of the steps' time waiting for input\n", paths[i], pct);
-    if (best >= 0 && !(pct > worst)) {
-      pb_tfdata_free(&h);
-      continue;
-    }
-    if (best >= 0) pb_tfdata_free(t);
-    *t = h, best = i, worst = pct;
-  }
-  snprintf(path, len, "%s", paths[best]);
-  return 0;
+/* A capture of several hosts: each one's share waiting, the one read first. */
+static void print_hosts(const pb_capture *c) {
+  for (int i = 0; c->nhosts > 1 && i < c->nhosts && i < PB_MAX_IMPORT_HOSTS; i++)
+    printf("host      %s: %.1f %% of the steps' time waiting for input%s\n", c->hosts[i].capture,
+           c->hosts[i].input_bound_pct, i == 0 ? " (the most input-bound: read)" : "");
 }
 
 static void print_pipeline(const char *path, const pb_tfdata *t, const pb_tf_verdict *v) {
@@ -164,10 +88,14 @@ static void base_name(const char *path, char *out, size_t len) {
 }
 
 int pb_twin_cmd(const pb_twin_opts *o) {
-  pb_tfdata t;
-  char path[PB_PATH_LEN], host[96], name[128], file[PB_PATH_LEN];
-  int rc = pick_capture(o->capture, path, sizeof path, &t, o->quiet);
-  if (rc) return rc;
+  pb_capture *c = calloc(1, sizeof *c);
+  if (!c) return fprintf(stderr, "pipebench: out of memory\n"), PB_EXIT_RUNTIME;
+  int rc = pb_capture_open(o->capture, "twin", c);
+  if (rc) return free(c), rc;
+  const pb_tfdata t = c->t;
+  const char *path = c->path;
+  char host[96], name[128], file[PB_PATH_LEN];
+  if (!o->quiet) print_hosts(c);
   pb_tf_verdict verdict;
   pb_tfdata_verdict(&t, &verdict);
   if (!o->quiet) print_pipeline(path, &t, &verdict), print_verdict(&t, &verdict);
@@ -193,6 +121,7 @@ int pb_twin_cmd(const pb_twin_opts *o) {
   }
   cJSON_Delete(cfg);
   free(notes);
-  pb_tfdata_free(&t);
+  pb_capture_free(c);
+  free(c);
   return rc;
 }

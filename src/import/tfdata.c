@@ -24,6 +24,22 @@ double pb_tf_times_stdev_ns(const pb_tf_times *t) {
   return var > 0 ? sqrt(var) / 1e3 : 0;
 }
 
+/* Room for one more element in *v (n of them, cap allocated): doubles it, from `first`.  0 or -ENOMEM. */
+static int grow(void **v, size_t n, size_t *cap, size_t elem_bytes, size_t first) {
+  if (n < *cap) return 0;
+  size_t want = *cap ? 2 * *cap : first;
+  void *p = realloc(*v, want * elem_bytes);
+  if (!p) return -ENOMEM;
+  *v = p, *cap = want;
+  return 0;
+}
+
+static int work_push(pb_tfdata *t, pb_tf_work w) {
+  if (grow((void **)&t->work, t->nwork, &t->work_cap, sizeof *t->work, 1024)) return -ENOMEM;
+  t->work[t->nwork++] = w;
+  return 0;
+}
+
 /* One event being read: where it is and what it says. */
 typedef struct ev_ref {
   const pb_xspace *x;
@@ -130,8 +146,8 @@ static int iterator_of(pb_tfdata *t, const ev_ref *r) {
 
 /* An open Iterator call on a line: its iterator, its end, and its children's time so far. */
 typedef struct open_call {
-  int iterator;
-  int64_t end_ps;
+  int iterator, line;
+  int64_t start_ps, end_ps;
   double children_ps;
   double duration_ps;
 } open_call;
@@ -142,29 +158,33 @@ static int cmp_start(const void *a, const void *b) {
   return (x->ev.duration_ps < y->ev.duration_ps) - (x->ev.duration_ps > y->ev.duration_ps); /* outer first */
 }
 
-static void close_call(pb_tfdata *t, const open_call *c) {
+static int close_call(pb_tfdata *t, const open_call *c) {
   double self = c->duration_ps - c->children_ps;
   times_add(&t->iterators[c->iterator].calls, self > 0 ? self : 0);
+  return work_push(t, (pb_tf_work){.iterator = c->iterator, .kind = PB_TF_CALL, .line = c->line,
+                                   .start_ps = c->start_ps, .end_ps = c->end_ps, .own_ps = self > 0 ? (int64_t)self : 0});
 }
 
 /* The Iterator events of one line, in start order (outer first): each call's self time is its duration less
  * the calls nested in it. */
 static int line_calls(pb_tfdata *t, ev_ref *evs, size_t n) {
   open_call stack[64];
-  int depth = 0;
+  int depth = 0, rc = 0;
   qsort(evs, n, sizeof *evs, cmp_start);
-  for (size_t k = 0; k < n; k++) {
-    while (depth && stack[depth - 1].end_ps <= evs[k].ev.start_ps) close_call(t, &stack[--depth]);
+  for (size_t k = 0; k < n && !rc; k++) {
+    while (depth && stack[depth - 1].end_ps <= evs[k].ev.start_ps && !rc) rc = close_call(t, &stack[--depth]);
     int i = iterator_of(t, &evs[k]);
     if (i < 0) return i;
     if (depth) stack[depth - 1].children_ps += (double)evs[k].ev.duration_ps;
-    if (depth == 64) close_call(t, &stack[--depth]); /* deeper than any real pipeline: counted flat */
+    if (depth == 64 && !rc) rc = close_call(t, &stack[--depth]); /* deeper than any real pipeline: counted flat */
     stack[depth++] = (open_call){.iterator = i,
+                                 .line = evs[k].line,
+                                 .start_ps = evs[k].ev.start_ps,
                                  .end_ps = evs[k].ev.start_ps + evs[k].ev.duration_ps,
                                  .duration_ps = (double)evs[k].ev.duration_ps};
   }
-  while (depth) close_call(t, &stack[--depth]);
-  return 0;
+  while (depth && !rc) rc = close_call(t, &stack[--depth]);
+  return rc;
 }
 
 /* The events of a line whose name starts with prefix, into *out (malloc'd); their count, or -ENOMEM. */
@@ -202,6 +222,8 @@ static int read_iterators(const pb_xspace *x, int plane, pb_tfdata *t) {
 typedef struct fn_run {
   int64_t id;
   int owner;         /* iterator index; -1 for an execution (ExecutorState::Process) or its end (ExecutorDoneCallback) */
+  int line;          /* the start's line */
+  int64_t element;   /* the start's: the element_id of the Produce event around it, 0: none */
   double exec_ps;    /* an execution's duration */
   int64_t start_ps, end_ps; /* the start's; an execution's or callback's end */
 } fn_run;
@@ -210,16 +232,6 @@ typedef struct fn_list {
   fn_run *v;
   size_t n, cap;
 } fn_list;
-
-/* Room for one more element in *v (n of them, cap allocated): doubles it, from `first`.  0 or -ENOMEM. */
-static int grow(void **v, size_t n, size_t *cap, size_t elem_bytes, size_t first) {
-  if (n < *cap) return 0;
-  size_t want = *cap ? 2 * *cap : first;
-  void *p = realloc(*v, want * elem_bytes);
-  if (!p) return -ENOMEM;
-  *v = p, *cap = want;
-  return 0;
-}
 
 static int fn_push(fn_list *l, fn_run r) {
   if (grow((void **)&l->v, l->n, &l->cap, sizeof *l->v, 256)) return -ENOMEM;
@@ -253,10 +265,12 @@ typedef struct open_calls {
   int iterator[64];
   int64_t end_ps[64];
   int depth;
+  int64_t produce_end_ps, produce_element; /* the last `<Kind>Produce` event with an element_id */
 } open_calls;
 
 static void open_calls_at(open_calls *o, int64_t t_ps) {
   while (o->depth && o->end_ps[o->depth - 1] <= t_ps) o->depth--;
+  if (o->produce_end_ps <= t_ps) o->produce_element = 0;
 }
 
 static void open_call_push(open_calls *o, const pb_tfdata *t, const ev_ref *r) {
@@ -281,8 +295,11 @@ static int line_functions(pb_tfdata *t, const ev_ref *evs, size_t n, fn_list *fn
     int owner = open.depth ? open.iterator[open.depth - 1] : runner;
     if (pb_starts_with(name, ITERATOR_PREFIX))
       open_call_push(&open, t, &evs[k]);
+    else if (pb_ends_with(name, "Produce") && (open.produce_element = stat_int(&evs[k], "element_id", 0)))
+      open.produce_end_ps = e->start_ps + e->duration_ps;
     else if (owner >= 0 && pb_starts_with(name, "InstantiatedCapturedFunction::Run"))
-      rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0), .owner = owner, .start_ps = e->start_ps});
+      rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0), .owner = owner, .line = evs[k].line,
+                                 .element = open.produce_element, .start_ps = e->start_ps});
     else if (process || strcmp(name, "ExecutorDoneCallback") == 0)
       rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0),
                                  .owner = -1,
@@ -299,8 +316,14 @@ static int cmp_fn(const void *a, const void *b) {
   return (x->owner < y->owner) - (x->owner > y->owner); /* the start (owner >= 0) before its executions */
 }
 
-/* Each started function's executions summed, into its iterator's per-element work. */
-static void attribute_functions(pb_tfdata *t, fn_list *fns) {
+/* t + d, d >= 0, held within int64 (a hostile capture's sums can pass it). */
+static int64_t add_ps(int64_t t, double d) {
+  double room = (double)INT64_MAX - (double)t;
+  return d >= room ? INT64_MAX : t + (int64_t)d;
+}
+
+/* Each started function's executions summed, into its iterator's per-element work.  0 or -ENOMEM. */
+static int attribute_functions(pb_tfdata *t, fn_list *fns) {
   if (fns->n) qsort(fns->v, fns->n, sizeof *fns->v, cmp_fn); /* NULL with none */
   for (size_t k = 0; k < fns->n;) {
     size_t j = k;
@@ -315,9 +338,16 @@ static void attribute_functions(pb_tfdata *t, fn_list *fns) {
       times_add(&t->iterators[owner].functions, exec);
       double latency = end > fns->v[k].start_ps ? (double)end - (double)fns->v[k].start_ps : exec;
       times_add(&t->iterators[owner].latency, latency > exec ? latency : exec);
+      const fn_run *r = &fns->v[k];
+      int rc = work_push(t, (pb_tf_work){.iterator = owner, .kind = PB_TF_FUNCTION, .line = r->line,
+                                         .start_ps = r->start_ps,
+                                         .end_ps = add_ps(r->start_ps, latency > exec ? latency : exec),
+                                         .own_ps = (int64_t)exec, .element = r->element});
+      if (rc) return rc;
     }
     k = j;
   }
+  return 0;
 }
 
 /* ---------- steps ---------- */
@@ -372,6 +402,12 @@ static int cmp_step(const void *a, const void *b) {
   return (x->start_ps > y->start_ps) - (x->start_ps < y->start_ps);
 }
 
+static int cmp_work(const void *a, const void *b) {
+  const pb_tf_work *x = a, *y = b;
+  if (x->start_ps != y->start_ps) return (x->start_ps > y->start_ps) - (x->start_ps < y->start_ps);
+  return (x->iterator > y->iterator) - (x->iterator < y->iterator);
+}
+
 /* Every line once, its events in start order: the functions started and run on it, and (on the threads that are
  * not the pipeline's own) the steps marked on it; then each function's run is given to its iterator, and the
  * steps put in start order. */
@@ -393,7 +429,7 @@ static int read_lines(const pb_xspace *x, int plane, pb_tfdata *t) {
     if (!rc && !pb_starts_with(li.name, "tf_data_")) rc = line_steps(t, evs, (size_t)n, &steps);
     free(evs);
   }
-  if (!rc) attribute_functions(t, &fns);
+  if (!rc) rc = attribute_functions(t, &fns);
   free(fns.v);
   if (rc) {
     free(steps.v);
@@ -401,6 +437,7 @@ static int read_lines(const pb_xspace *x, int plane, pb_tfdata *t) {
   }
   if (steps.n) qsort(steps.v, steps.n, sizeof *steps.v, cmp_step); /* NULL with none */
   t->steps = steps.v, t->nsteps = steps.n;
+  if (t->nwork) qsort(t->work, t->nwork, sizeof *t->work, cmp_work);
   return 0;
 }
 
@@ -438,8 +475,9 @@ void pb_tfdata_free(pb_tfdata *t) {
   if (!t) return;
   free(t->steps);
   free(t->ids);
-  t->steps = NULL, t->ids = NULL;
-  t->nsteps = t->nids = t->ids_cap = 0;
+  free(t->work);
+  t->steps = NULL, t->ids = NULL, t->work = NULL;
+  t->nsteps = t->nids = t->ids_cap = t->nwork = t->work_cap = 0;
 }
 
 /* The work an iterator did: its functions' and its calls' own time. */

@@ -73,7 +73,10 @@ static cJSON *spin_op(const pb_tf_times *times, char *desc, size_t len) {
   return op;
 }
 
-static cJSON *add_stage(twin *w, const char *name, const char *type) {
+static cJSON *add_stage(twin *w, const char *name, const char *type, const pb_tf_iterator *it, pb_twin_role role) {
+  if (w->notes->nstages < PB_MAX_STAGES)
+    w->notes->stage[w->notes->nstages++] = (pb_twin_stage){.iterator = it ? (int)(it - w->t->iterators) : -1,
+                                                           .role = role};
   cJSON *s = cJSON_CreateObject();
   cJSON_AddStringToObject(s, "name", name);
   cJSON_AddStringToObject(s, "type", type);
@@ -101,7 +104,7 @@ static void add_map(twin *w, const pb_tf_iterator *it, int64_t threads, const pb
   char name[64], desc[96], wait[128] = "";
   threads = in_range(PB_STAGE_MAP, "threads", threads);
   stage_name(it, "", name, sizeof name);
-  cJSON *s = add_stage(w, name, "map");
+  cJSON *s = add_stage(w, name, "map", it, times == &it->functions ? PB_TWIN_FUNCTIONS : PB_TWIN_OWN_TIME);
   cJSON_AddNumberToObject(s, "threads", (double)(threads > 0 ? threads : 1));
   cJSON *ops = cJSON_AddArrayToObject(s, "ops");
   cJSON_AddItemToArray(ops, spin_op(times, desc, sizeof desc));
@@ -115,7 +118,7 @@ static void add_batch(twin *w, const pb_tf_iterator *it, const char *suffix) {
   char name[64];
   stage_name(it, suffix, name, sizeof name);
   int64_t size = in_range(PB_STAGE_BATCH, "size", it->batch_size);
-  cJSON *s = add_stage(w, name, "batch");
+  cJSON *s = add_stage(w, name, "batch", it, PB_TWIN_BATCH);
   cJSON_AddNumberToObject(s, "size", (double)size);
   if (w->batch_size < 0) w->batch_size = size;
   w->after_batch = true;
@@ -124,7 +127,7 @@ static void add_batch(twin *w, const pb_tf_iterator *it, const char *suffix) {
 
 /* A pipeline that does not batch: each element is a step's input (pipebench's device takes batches). */
 static void add_batch_of_one(twin *w) {
-  cJSON *s = add_stage(w, "batch", "batch");
+  cJSON *s = add_stage(w, "batch", "batch", NULL, PB_TWIN_BATCH_OF_ONE);
   cJSON_AddNumberToObject(s, "size", 1);
   w->batch_size = 1;
   w->after_batch = true;
@@ -136,7 +139,7 @@ static void add_prefetch(twin *w, const pb_tf_iterator *it) {
   char name[64];
   stage_name(it, "", name, sizeof name);
   int64_t depth = in_range(PB_STAGE_PREFETCH, "depth", it->buffer_limit);
-  cJSON *s = add_stage(w, name, "prefetch");
+  cJSON *s = add_stage(w, name, "prefetch", it, PB_TWIN_PREFETCH);
   cJSON_AddNumberToObject(s, "depth", (double)depth);
   note(w, "%s -> prefetch, depth %lld%s", name, (long long)depth,
        it->buffer_limit > 0 ? " (its buffer_limit)" : " (buffer_limit not said: 1)");

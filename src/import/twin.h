@@ -20,15 +20,33 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "config.h"
 #include "tfdata.h"
 
 #define PB_TWIN_MAX_NOTES 48
 
+/* What a twin stage emulates: which iterator, and which of its work. */
+typedef enum pb_twin_role {
+  PB_TWIN_OWN_TIME,    /* a map spinning for the iterator's own time per call (the source, a synchronous map) */
+  PB_TWIN_FUNCTIONS,   /* a map running the iterator's functions (a parallel map, map-and-batch's map) */
+  PB_TWIN_BATCH,       /* a batch of the iterator's batch_size */
+  PB_TWIN_BATCH_OF_ONE, /* a batch of 1 where the pipeline batches nowhere (iterator -1) */
+  PB_TWIN_PREFETCH,    /* a prefetch of its buffer_limit */
+} pb_twin_role;
+
+typedef struct pb_twin_stage {
+  int iterator;        /* index in the pb_tfdata's iterators; -1: none */
+  pb_twin_role role;
+} pb_twin_stage;
+
 /* How each part of the twin was derived, a line each ("ParallelMapV2_1 -> map, 2 threads: parallelism 2; spin
- * 11 us, lognormal sigma 1.1: 164 function runs"). */
+ * 11 us, lognormal sigma 1.1: 164 function runs"), and what each of its stages emulates (stage[i] for the
+ * config's stages[i]). */
 typedef struct pb_twin_notes {
   int n;
   char line[PB_TWIN_MAX_NOTES][320];
+  int nstages;
+  pb_twin_stage stage[PB_MAX_STAGES];
 } pb_twin_notes;
 
 /* The twin's config into *out (cJSON_Delete it), named `name`, its `about` saying it came from `capture`.  0, or

@@ -37,6 +37,35 @@ typedef struct pb_stage_rec {
   pb_worker_trace *workers;     /* `threads` entries when traced, else NULL (owned) */
 } pb_stage_rec;
 
+/* Where a record came from when another tool made it: `pipebench analyze` of a TensorFlow Profiler capture
+ * (src/import/capture_record.h).  tool "" for a run of pipebench. */
+#define PB_MAX_IMPORT_HOSTS 16
+#define PB_MAX_IMPORT_ADVICE 4
+typedef struct pb_import_host {
+  char host[128], capture[256];
+  uint64_t steps;
+  double input_bound_pct;       /* the share of its steps' time spent waiting for input */
+  double samples_per_s;         /* its steps' rate: batch size over the mean step */
+  char bottleneck[128];         /* the capture's verdict: the slowest iterator's dataset name, "" none */
+} pb_import_host;
+
+typedef struct pb_import_advice {
+  char text[320];               /* in the other tool's terms: "num_parallel_calls=4 on ParallelMapDatasetV2:1" */
+  double predicted_per_s;       /* samples/s its model predicts; NAN: not predicted */
+} pb_import_advice;
+
+typedef struct pb_record_source {
+  char tool[32];                /* "tensorflow-profiler"; "" for pipebench's own run */
+  char capture[256];            /* the file read */
+  char host[128];
+  char step_marker[64];         /* the steps' event name ("train") */
+  char verdict[320];            /* the capture's own verdict, in its tool's terms */
+  int nadvice;
+  pb_import_advice advice[PB_MAX_IMPORT_ADVICE];
+  int nhosts;                   /* every host the capture held, the one read first (the most input-bound) */
+  pb_import_host hosts[PB_MAX_IMPORT_HOSTS];
+} pb_record_source;
+
 typedef struct pb_record {
   const pb_config *cfg;
   pb_config *owned_cfg;         /* set when the record owns its config (loaded from a trace) */
@@ -91,6 +120,7 @@ typedef struct pb_record {
   uint64_t peak_rss_bytes;      /* getrusage ru_maxrss at the end of the run (0: unknown, an older trace) */
   struct pb_timeline *timeline; /* queue fill over time (owned); NULL when not sampled (an older trace) */
   pb_ceilings ceilings;         /* the machine's calibration, when there is one (calibration.h) */
+  pb_record_source source;      /* an imported capture's origin (tool "" for a run) */
 } pb_record;
 
 void pb_record_free(pb_record *rec);

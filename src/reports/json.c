@@ -356,6 +356,46 @@ static cJSON *accounting_json(const pb_report *r) {
   return pb_json_finish(o, ok);
 }
 
+static cJSON *host_json(const pb_import_host *h) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  pb_json_put(o, "host", str(h->host), &ok);
+  pb_json_put(o, "capture", str(h->capture), &ok);
+  pb_json_put(o, "steps", u64(h->steps), &ok);
+  pb_json_put(o, "input_bound_pct", num(h->input_bound_pct, PCT), &ok);
+  pb_json_put(o, "samples_per_s", num(h->samples_per_s, PER_S), &ok);
+  pb_json_put(o, "bottleneck", h->bottleneck[0] ? str(h->bottleneck) : cJSON_CreateNull(), &ok);
+  return pb_json_finish(o, ok);
+}
+
+/* Where the report's record came from: pipebench's own run, or another tool's capture (its own verdict and
+ * advice in that tool's terms, and its hosts, the one read first). */
+static cJSON *source_json(const pb_report *r) {
+  const pb_record_source *s = &r->source;
+  cJSON *o = cJSON_CreateObject();
+  bool ok = true;
+  bool imported = s->tool[0] != '\0';
+  pb_json_put(o, "tool", str(imported ? s->tool : "pipebench"), &ok);
+  pb_json_put(o, "capture", imported ? str(s->capture) : cJSON_CreateNull(), &ok);
+  pb_json_put(o, "host", imported ? str(s->host) : cJSON_CreateNull(), &ok);
+  pb_json_put(o, "step_marker", imported ? str(s->step_marker) : cJSON_CreateNull(), &ok);
+  pb_json_put(o, "verdict", imported ? str(s->verdict) : cJSON_CreateNull(), &ok);
+  cJSON *advice = imported ? cJSON_CreateArray() : cJSON_CreateNull();
+  for (int i = 0; imported && i < s->nadvice; i++) {
+    cJSON *a = cJSON_CreateObject();
+    bool aok = true;
+    pb_json_put(a, "text", str(s->advice[i].text), &aok);
+    pb_json_put(a, "predicted_samples_per_s", num(s->advice[i].predicted_per_s, PER_S), &aok);
+    pb_json_push(advice, pb_json_finish(a, aok), &ok);
+  }
+  pb_json_put(o, "advice", advice, &ok);
+  cJSON *hosts = imported ? cJSON_CreateArray() : cJSON_CreateNull();
+  for (int i = 0; imported && i < s->nhosts && i < PB_MAX_IMPORT_HOSTS; i++) pb_json_push(hosts, host_json(&s->hosts[i]), &ok);
+  pb_json_put(o, "hosts", hosts, &ok);
+  pb_json_put(o, "host_count", imported ? cJSON_CreateNumber(s->nhosts) : cJSON_CreateNull(), &ok);
+  return pb_json_finish(o, ok);
+}
+
 static cJSON *engine_json(const pb_report *r) {
   cJSON *o = cJSON_CreateObject();
   bool ok = true;
@@ -402,6 +442,7 @@ static cJSON *efficiency_json(const pb_report *r) {
 static void put_run(cJSON *root, const pb_report *r, bool *ok) {
   pb_json_put(root, "pipebench_version", str(r->version), ok);
   pb_json_put(root, "config", r->config ? cJSON_Duplicate(r->config, 1) : cJSON_CreateNull(), ok);
+  pb_json_put(root, "source", source_json(r), ok);
   pb_json_put(root, "data", cJSON_CreateString(r->synthetic ? "synthetic" : "real"), ok);
   pb_json_put(root, "interrupted", cJSON_CreateBool(r->interrupted), ok);
   pb_json_put(root, "device", device_json(r), ok);

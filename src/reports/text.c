@@ -68,6 +68,43 @@ static void print_errors_first(const pb_report *r, FILE *out) {
   if (r->nfirst_errors) print_error(out, "", &r->first_errors[0]);
 }
 
+/* A capture's hosts, the most input-bound first (the one this report reads). */
+static void print_hosts(const pb_record_source *s, FILE *out) {
+  if (s->nhosts < 2) return;
+  fprintf(out, "%-*s%d in the capture, the most input-bound read (as the profiler picks)\n", LABEL, "hosts", s->nhosts);
+  fprintf(out, "%-*s%-24s %6s %9s %10s  %s\n", LABEL, "", "host", "steps", "waiting%", "samples/s", "slowest iterator");
+  for (int i = 0; i < s->nhosts && i < PB_MAX_IMPORT_HOSTS; i++) {
+    const pb_import_host *h = &s->hosts[i];
+    pb_numbuf a, b;
+    fprintf(out, "%-*s%-24.24s %6" PRIu64 " %9s %10s  %s\n", LABEL, "", h->host, h->steps,
+            pb_fmt_double(&a, "%.1f", h->input_bound_pct), pb_fmt_double(&b, "%.0f", h->samples_per_s),
+            h->bottleneck[0] ? h->bottleneck : "-");
+  }
+  if (s->nhosts > PB_MAX_IMPORT_HOSTS)
+    fprintf(out, "%-*s... and %d more\n", LABEL, "", s->nhosts - PB_MAX_IMPORT_HOSTS);
+}
+
+/* Another tool's capture: where it came from, and what it says by itself, in that tool's terms. */
+static void print_source(const pb_report *r, FILE *out) {
+  const pb_record_source *s = &r->source;
+  if (!s->tool[0]) return;
+  char text[600];
+  snprintf(text, sizeof text, "%s capture %s (host %s, \"%s\" steps); the stages are its iterators, as the twin "
+           "that pipebench twin writes has them", s->tool, s->capture, s->host[0] ? s->host : "not named",
+           s->step_marker);
+  wrapped(out, "source", text);
+  wrapped(out, "tf.data", s->verdict);
+  for (int i = 0; i < s->nadvice; i++) {
+    pb_numbuf a;
+    snprintf(text, sizeof text, "advice: %s%s%s", s->advice[i].text,
+             isnan(s->advice[i].predicted_per_s) ? "" : "  -> ",
+             isnan(s->advice[i].predicted_per_s) ? "" : pb_fmt_double(&a, "%.0f samples/s predicted",
+                                                                        s->advice[i].predicted_per_s));
+    wrapped(out, "", text);
+  }
+  print_hosts(s, out);
+}
+
 static void print_header(const pb_report *r, FILE *out) {
   char devs[16] = "";
   if (r->device_count > 1) snprintf(devs, sizeof devs, " x%d", r->device_count);
@@ -77,6 +114,7 @@ static void print_header(const pb_report *r, FILE *out) {
   if (r->device_fallback[0]) /* device.kind auto said once, here, rather than on stderr at every run */
     wrapped(out, "", r->device_fallback);
   if (r->config_about[0]) wrapped(out, "about", r->config_about); /* a twin: what it emulates */
+  print_source(r, out);
   /* A line of its own, so that clipping a long name above can never hide it. */
   if (r->interrupted)
     fprintf(out, "%-*sINTERRUPTED: partial report, the run was stopped before its end\n", LABEL, "status");
@@ -339,8 +377,10 @@ static void print_accounting(const pb_report *r, FILE *out) {
 static void print_engine(const pb_report *r, FILE *out) {
   pb_numbuf a, b;
   /* the whole process's CPU: the stages' work (decode, ops) with the engine's, not the engine's own cost */
-  fprintf(out, "%-*scpu %s s (%s ns per sample, every thread: the stages' work and the engine's)\n", LABEL, "process",
-          pb_fmt_double(&a, "%.3f", r->cpu_s), pb_fmt_double(&b, "%.1f", r->cpu_ns_per_sample));
+  fprintf(out, "%-*scpu %s s (%s ns per sample, %s)\n", LABEL, "process", pb_fmt_double(&a, "%.3f", r->cpu_s),
+          pb_fmt_double(&b, "%.1f", r->cpu_ns_per_sample),
+          r->source.tool[0] ? "the capture's: its functions' execution and its iterators' own time"
+                            : "every thread: the stages' work and the engine's");
   if (r->memory_planned_bytes || r->memory_peak_rss_bytes) { /* an unknown RSS is n/a, not the whole line */
     char rss[32] = "n/a";
     if (r->memory_peak_rss_bytes) snprintf(rss, sizeof rss, "%.0f MB", (double)r->memory_peak_rss_bytes / 1e6);

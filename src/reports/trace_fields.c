@@ -318,6 +318,44 @@ static const pb_trace_table k_ceilings_table = TABLE(k_ceilings, .shape = "{have
                                                      .defaults = ceilings_defaults,
                                                      .finish = pb_trace_ceilings_finish);
 
+/* An imported capture's origin (issue 35): absent in a run's trace. */
+#define SRC(t, f) .off = offsetof(t, f)
+#define SRCSTR(t, f) SRC(t, f), .size = sizeof(((t *)0)->f)
+static const pb_trace_field k_import_advice[] = {
+    F("text", STR, SRCSTR(pb_import_advice, text)),
+    F("predicted_per_s", DBL, SRC(pb_import_advice, predicted_per_s)),
+};
+const pb_trace_table pb_trace_import_advice_table = TABLE(k_import_advice);
+
+static const pb_trace_field k_import_host[] = {
+    F("host", STR, SRCSTR(pb_import_host, host)),
+    F("capture", STR, SRCSTR(pb_import_host, capture)),
+    F("steps", U64, SRC(pb_import_host, steps)),
+    F("input_bound_pct", DBL, SRC(pb_import_host, input_bound_pct)),
+    F("samples_per_s", DBL, SRC(pb_import_host, samples_per_s)),
+    F("bottleneck", STR, SRCSTR(pb_import_host, bottleneck)),
+};
+const pb_trace_table pb_trace_import_host_table = TABLE(k_import_host);
+
+static const pb_trace_field k_source[] = {
+    F("tool", STR, SRCSTR(pb_record_source, tool)),
+    F("capture", STR, SRCSTR(pb_record_source, capture)),
+    F("host", STR, SRCSTR(pb_record_source, host)),
+    F("step_marker", STR, SRCSTR(pb_record_source, step_marker)),
+    F("verdict", STR, SRCSTR(pb_record_source, verdict)),
+    F("advice", CUSTOM, .write = pb_trace_write_import_advice, .load = pb_trace_load_import_advice),
+    F("host_count", INT, SRC(pb_record_source, nhosts), .lo = 0, .hi = INT32_MAX),
+    F("hosts", CUSTOM, .write = pb_trace_write_import_hosts, .load = pb_trace_load_import_hosts),
+};
+#undef SRC
+#undef SRCSTR
+static const pb_trace_table k_source_table = TABLE(k_source);
+
+static bool not_imported(const pb_record *rec, const void *base) {
+  (void)base;
+  return !rec->source.tool[0];
+}
+
 /* The "pipebench" line: the record without its events. */
 static const pb_trace_field k_header[] = {
     F("format", CUSTOM, .write = j_format, .load = pb_trace_load_format),
@@ -348,6 +386,7 @@ static const pb_trace_field k_header[] = {
     F("ceilings", OBJ, R(ceilings), .flags = PB_TF_OPTIONAL, .sub = &k_ceilings_table),
     F("queue_fill", CUSTOM, .flags = PB_TF_OPTIONAL, .omit = no_timeline,
      .write = pb_trace_write_queue_fill, .load = pb_trace_load_queue_fill),
+    F("source", OBJ, R(source), .flags = PB_TF_OPTIONAL, .sub = &k_source_table, .omit = not_imported), /* issue 35 */
 };
 #undef R
 #undef RSTR

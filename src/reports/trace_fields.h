@@ -101,6 +101,8 @@ typedef struct pb_trace_table {
 extern const pb_trace_table pb_trace_header_table; /* the "pipebench" line */
 extern const pb_trace_table pb_trace_stage_table;  /* one of its stages[] */
 extern const pb_trace_table pb_trace_ctr_table;    /* pb_counters, every field */
+extern const pb_trace_table pb_trace_import_advice_table; /* one of source.advice[] (pb_import_advice) */
+extern const pb_trace_table pb_trace_import_host_table;   /* one of source.hosts[] (pb_import_host) */
 
 /* --- writing (trace_fields.c, trace_json.c) --- */
 
@@ -116,6 +118,8 @@ cJSON *pb_trace_write_steps(const pb_record *rec, const void *base);
 cJSON *pb_trace_write_stages(const pb_record *rec, const void *base);
 cJSON *pb_trace_write_hist_buckets(const pb_record *rec, const void *base);
 cJSON *pb_trace_write_first_errors(const pb_record *rec, const void *base);
+cJSON *pb_trace_write_import_advice(const pb_record *rec, const void *base); /* base: the pb_record_source */
+cJSON *pb_trace_write_import_hosts(const pb_record *rec, const void *base);
 cJSON *pb_trace_write_workers(const pb_record *rec, const void *base);
 cJSON *pb_trace_write_queue_fill(const pb_record *rec, const void *base);
 
@@ -150,6 +154,8 @@ int pb_trace_load_stages(pb_trace_loader *l, const cJSON *v, void *base, const c
 int pb_trace_load_hist_buckets(pb_trace_loader *l, const cJSON *v, void *base, const char *where);
 int pb_trace_load_cpu_delay(pb_trace_loader *l, const cJSON *v, void *base, const char *where);
 int pb_trace_load_first_errors(pb_trace_loader *l, const cJSON *v, void *base, const char *where);
+int pb_trace_load_import_advice(pb_trace_loader *l, const cJSON *v, void *base, const char *where);
+int pb_trace_load_import_hosts(pb_trace_loader *l, const cJSON *v, void *base, const char *where);
 int pb_trace_load_queue_fill(pb_trace_loader *l, const cJSON *v, void *base, const char *where);
 int pb_trace_load_device_ids(pb_trace_loader *l, const cJSON *v, void *base, const char *where);
 int pb_trace_load_device_names(pb_trace_loader *l, const cJSON *v, void *base, const char *where);

@@ -165,6 +165,35 @@ int pb_trace_load_first_errors(pb_trace_loader *l, const cJSON *v, void *base, c
   return 0;
 }
 
+/* An array of a table's objects into v[0..max), *n of them. */
+static int load_array(pb_trace_loader *l, const cJSON *v, const char *where, const pb_trace_table *t, void *first,
+                      size_t elem_bytes, int max, int *n) {
+  int rc = pb_trace_v_array(l, v, where, max, n);
+  int i = 0;
+  char at[96];
+  for (const cJSON *e = rc ? NULL : v->child; e; e = e->next, i++) {
+    snprintf(at, sizeof at, "%s[%d]", where, i);
+    if ((rc = pb_trace_v_object(l, e, at)) || (rc = pb_trace_load_table(l, t, e, (char *)first + i * elem_bytes, at)))
+      return rc;
+  }
+  return rc;
+}
+
+int pb_trace_load_import_advice(pb_trace_loader *l, const cJSON *v, void *base, const char *where) {
+  pb_record_source *s = base;
+  return load_array(l, v, where, &pb_trace_import_advice_table, s->advice, sizeof s->advice[0], PB_MAX_IMPORT_ADVICE,
+                    &s->nadvice);
+}
+
+/* host_count (read before) may be more than the hosts the table keeps. */
+int pb_trace_load_import_hosts(pb_trace_loader *l, const cJSON *v, void *base, const char *where) {
+  pb_record_source *s = base;
+  int n = 0, rc = load_array(l, v, where, &pb_trace_import_host_table, s->hosts, sizeof s->hosts[0],
+                             PB_MAX_IMPORT_HOSTS, &n);
+  if (!rc && n > s->nhosts) return pb_trace_bad(l, "%s: %d hosts, more than host_count %d", where, n, s->nhosts);
+  return rc;
+}
+
 /* ---- checks between fields ---- */
 
 int pb_trace_check_window(pb_trace_loader *l, const pb_trace_field *f, void *base, const char *where) {

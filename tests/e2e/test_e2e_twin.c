@@ -57,10 +57,6 @@ static void test_log_directory(void **state) {
 
 static void test_bad_uses(void **state) {
   assert_one_error_line(run_pb(ARGS("twin")), 2, "no capture (expected pipebench twin <host>.xplane.pb");
-  /* analyze of a capture (a file, or a log directory) points at twin */
-  assert_one_error_line(run_pb(ARGS("analyze", fixture())), 2, "a TensorFlow Profiler capture, not a pipebench trace");
-  e2e_sh("mkdir -p '%s/alog/plugins/profile/run'", g_tmp);
-  assert_one_error_line(run_pb(ARGS("analyze", tmp_path("alog"))), 2, "pipebench twin ");
   e2e_sh("printf 'not a protobuf at all' > '%s/junk.xplane.pb' && mkdir -p '%s/empty'", g_tmp, g_tmp);
   assert_one_error_line(run_pb(ARGS("twin", tmp_path("junk.xplane.pb"))), 2, "not a TensorFlow Profiler XSpace");
   assert_one_error_line(run_pb(ARGS("twin", tmp_path("empty"))), 2, "no *.xplane.pb in it");
