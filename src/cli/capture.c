@@ -73,7 +73,8 @@ static void describe_host(const char *path, const pb_tfdata *t, pb_import_host *
   const char *slash = strrchr(path, '/');
   snprintf(h->capture, sizeof h->capture, "%s", path);
   snprintf(h->host, sizeof h->host, "%s", t->host[0] ? t->host : slash ? slash + 1 : path);
-  if (!t->host[0] && pb_ends_with(h->host, PB_CAPTURE_SUFFIX)) h->host[strlen(h->host) - strlen(PB_CAPTURE_SUFFIX)] = '\0';
+  if (!t->host[0] && pb_ends_with(h->host, PB_CAPTURE_SUFFIX))
+    h->host[strlen(h->host) - strlen(PB_CAPTURE_SUFFIX)] = '\0';
   h->steps = t->nsteps;
   h->input_bound_pct = v.input_bound_pct;
   h->samples_per_s = v.actual_per_s;
@@ -98,8 +99,10 @@ static int open_dir(const char *arg, const char *cmd, pb_capture *c) {
   int n = list_captures(arg, paths, MAX_FILES);
   if (n == 0) {
     fprintf(stderr,
-            "pipebench: %s: %s: no *" PB_CAPTURE_SUFFIX " in it (expected a TensorFlow Profiler log directory, with "
-            "plugins/profile/<run>/<host>" PB_CAPTURE_SUFFIX ", or such a file)\n", cmd, arg);
+            "pipebench: %s: %s: no *" PB_CAPTURE_SUFFIX
+            " in it (expected a TensorFlow Profiler log directory, with "
+            "plugins/profile/<run>/<host>" PB_CAPTURE_SUFFIX ", or such a file)\n",
+            cmd, arg);
     return PB_EXIT_USAGE;
   }
   bool have = false;

@@ -13,9 +13,9 @@
 #define PB_CAPTURE_SUFFIX ".xplane.pb"
 
 typedef struct pb_capture {
-  char path[PB_PATH_LEN];   /* the host's file read */
-  pb_tfdata t;              /* its reading (pb_capture_free) */
-  int nhosts;               /* hosts in the capture (the table keeps the first PB_MAX_IMPORT_HOSTS) */
+  char path[PB_PATH_LEN];                    /* the host's file read */
+  pb_tfdata t;                               /* its reading (pb_capture_free) */
+  int nhosts;                                /* hosts in the capture (the table keeps the first PB_MAX_IMPORT_HOSTS) */
   pb_import_host hosts[PB_MAX_IMPORT_HOSTS]; /* most input-bound first: hosts[0] is the one read */
 } pb_capture;
 

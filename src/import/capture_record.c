@@ -25,10 +25,10 @@ typedef struct ev_vec {
 typedef struct row_flow {
   uint64_t *took_ns; /* when it took element k of its input (NONE: not taken) */
   size_t ntook;
-  uint64_t *out_ns;  /* when it handed on its element k */
+  uint64_t *out_ns; /* when it handed on its element k */
   size_t nout;
-  bool out_batches;  /* its elements are batches */
-  int64_t *element;  /* a row of functions: the tf.data element each run made part of (pb_tf_work.element) */
+  bool out_batches; /* its elements are batches */
+  int64_t *element; /* a row of functions: the tf.data element each run made part of (pb_tf_work.element) */
 } row_flow;
 
 typedef struct builder {
@@ -39,7 +39,7 @@ typedef struct builder {
   int64_t batch_size;
   uint64_t sample_bytes;
   row_flow flow[PB_MAX_STAGES + 1];
-  uint64_t *device_took_ns; /* when a step took the last row's element k */
+  uint64_t *device_took_ns;        /* when a step took the last row's element k */
   uint64_t before_capture_samples; /* samples of batches in the capture that were read before it began */
   ev_vec *workers[PB_MAX_STAGES + 1];
 } builder;
@@ -57,9 +57,13 @@ static int ev_push(ev_vec *w, uint64_t t0, uint64_t t1, uint64_t key, uint64_t o
   }
   if (t0 < w->free_ns) t0 = w->free_ns; /* a worker's events never overlap */
   if (t1 < t0) t1 = t0;
-  w->v[w->n++] = (pb_event){.t0_ns = t0, .t1_ns = t1, .key = key, .out = out,
+  w->v[w->n++] = (pb_event){.t0_ns = t0,
+                            .t1_ns = t1,
+                            .key = key,
+                            .out = out,
                             .bytes = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes,
-                            .kind = PB_EV_PROCESS, .flags = flags};
+                            .kind = PB_EV_PROCESS,
+                            .flags = flags};
   w->free_ns = t1;
   return 0;
 }
@@ -113,7 +117,8 @@ static int sample_row(builder *b, int row, const pb_twin_stage *o) {
   for (size_t k = 0; k < b->t->nwork && j < n; k++) {
     const pb_tf_work *w = &b->t->work[k];
     if (!part[w->iterator] || w->kind != kind) continue;
-    uint64_t t1 = ns_of(b, w->end_ps), t0 = kind == PB_TF_FUNCTION ? ns_of(b, w->start_ps) : t1 - (uint64_t)w->own_ps / 1000u;
+    uint64_t t1 = ns_of(b, w->end_ps),
+             t0 = kind == PB_TF_FUNCTION ? ns_of(b, w->start_ps) : t1 - (uint64_t)w->own_ps / 1000u;
     ev_vec *slot = slot_at(b->workers[row], sr->threads, t0);
     int rc = ev_push(slot, t0, t1, j, j, PB_EVF_CALL_START | PB_EVF_EMITTED, b->sample_bytes);
     if (rc) return rc;
@@ -278,9 +283,13 @@ static int make_steps(builder *b) {
     /* the batch's last function run is seen to end a little after the step had it (its callback goes on after
      * handing the result over): a batch done within a twentieth of the step after the wait is the step's */
     bool have = next < last->nout && last->out_ns[next] <= ready + (end - start) / 20;
-    *st = (pb_step){.prev_end_ns = start, .ready_ns = ready, .compute_start_ns = ready, .compute_end_ns = end,
+    *st = (pb_step){.prev_end_ns = start,
+                    .ready_ns = ready,
+                    .compute_start_ns = ready,
+                    .compute_end_ns = end,
                     .bytes = ts->element_bytes > 0 ? (uint64_t)ts->element_bytes : 0,
-                    .key = have ? PB_BATCH_KEY(next) : PB_NO_KEY, .samples = (uint32_t)b->batch_size,
+                    .key = have ? PB_BATCH_KEY(next) : PB_NO_KEY,
+                    .samples = (uint32_t)b->batch_size,
                     .measured = i >= first_measured};
     if (have) b->device_took_ns[next++] = ready;
     rec->samples_consumed += (uint64_t)b->batch_size;
@@ -370,8 +379,8 @@ static int fill_gaps(const builder *b, int row, ev_vec *w) {
     if (wait_end > from)
       v[n++] = (pb_event){.t0_ns = from, .t1_ns = wait_end, .key = PB_NO_KEY, .out = PB_NO_KEY, .kind = PB_EV_WAIT};
     if (e->t0_ns > wait_end)
-      v[n++] = (pb_event){.t0_ns = wait_end, .t1_ns = e->t0_ns, .key = PB_NO_KEY, .out = PB_NO_KEY,
-                          .kind = PB_EV_BLOCKED};
+      v[n++] =
+          (pb_event){.t0_ns = wait_end, .t1_ns = e->t0_ns, .key = PB_NO_KEY, .out = PB_NO_KEY, .kind = PB_EV_BLOCKED};
     v[n++] = *e;
   }
   free(w->v);
@@ -397,7 +406,8 @@ static int finish_row(builder *b, int row) {
   uint64_t window_ns = b->rec->window_end_ns - b->rec->window_start_ns;
   uint64_t capacity_ns = (uint64_t)sr->threads * window_ns;
   uint64_t accounted_ns = sr->ctr.busy_ns + sr->ctr.wait_in_ns + sr->ctr.blocked_out_ns;
-  if (capacity_ns > accounted_ns) sr->ctr.wait_in_ns += capacity_ns - accounted_ns; /* before its first call, after its last */
+  if (capacity_ns > accounted_ns)
+    sr->ctr.wait_in_ns += capacity_ns - accounted_ns; /* before its first call, after its last */
   sr->queue_mean_fill = mean_fill(b, row);
   return 0;
 }

@@ -161,8 +161,12 @@ static int cmp_start(const void *a, const void *b) {
 static int close_call(pb_tfdata *t, const open_call *c) {
   double self = c->duration_ps - c->children_ps;
   times_add(&t->iterators[c->iterator].calls, self > 0 ? self : 0);
-  return work_push(t, (pb_tf_work){.iterator = c->iterator, .kind = PB_TF_CALL, .line = c->line,
-                                   .start_ps = c->start_ps, .end_ps = c->end_ps, .own_ps = self > 0 ? (int64_t)self : 0});
+  return work_push(t, (pb_tf_work){.iterator = c->iterator,
+                                   .kind = PB_TF_CALL,
+                                   .line = c->line,
+                                   .start_ps = c->start_ps,
+                                   .end_ps = c->end_ps,
+                                   .own_ps = self > 0 ? (int64_t)self : 0});
 }
 
 /* The Iterator events of one line, in start order (outer first): each call's self time is its duration less
@@ -298,8 +302,11 @@ static int line_functions(pb_tfdata *t, const ev_ref *evs, size_t n, fn_list *fn
     else if (pb_ends_with(name, "Produce") && (open.produce_element = stat_int(&evs[k], "element_id", 0)))
       open.produce_end_ps = e->start_ps + e->duration_ps;
     else if (owner >= 0 && pb_starts_with(name, "InstantiatedCapturedFunction::Run"))
-      rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0), .owner = owner, .line = evs[k].line,
-                                 .element = open.produce_element, .start_ps = e->start_ps});
+      rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0),
+                                 .owner = owner,
+                                 .line = evs[k].line,
+                                 .element = open.produce_element,
+                                 .start_ps = e->start_ps});
     else if (process || strcmp(name, "ExecutorDoneCallback") == 0)
       rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0),
                                  .owner = -1,
@@ -339,10 +346,13 @@ static int attribute_functions(pb_tfdata *t, fn_list *fns) {
       double latency = end > fns->v[k].start_ps ? (double)end - (double)fns->v[k].start_ps : exec;
       times_add(&t->iterators[owner].latency, latency > exec ? latency : exec);
       const fn_run *r = &fns->v[k];
-      int rc = work_push(t, (pb_tf_work){.iterator = owner, .kind = PB_TF_FUNCTION, .line = r->line,
+      int rc = work_push(t, (pb_tf_work){.iterator = owner,
+                                         .kind = PB_TF_FUNCTION,
+                                         .line = r->line,
                                          .start_ps = r->start_ps,
                                          .end_ps = add_ps(r->start_ps, latency > exec ? latency : exec),
-                                         .own_ps = (int64_t)exec, .element = r->element});
+                                         .own_ps = (int64_t)exec,
+                                         .element = r->element});
       if (rc) return rc;
     }
     k = j;

@@ -68,12 +68,12 @@ typedef enum pb_tf_work_kind { PB_TF_CALL = 1, PB_TF_FUNCTION = 2 } pb_tf_work_k
 
 typedef struct pb_tf_work {
   int iterator;
-  int kind;                /* pb_tf_work_kind */
-  int line;                /* the host plane's line it ran on (a call's; a function's start) */
+  int kind; /* pb_tf_work_kind */
+  int line; /* the host plane's line it ran on (a call's; a function's start) */
   int64_t start_ps, end_ps;
-  int64_t own_ps;          /* a call's self time; a function run's execution */
-  int64_t element;         /* a function run: the `element_id` of the `<Kind>Produce` event it started in (the
-                            * element it makes part of: map-and-batch's batch), 0: none */
+  int64_t own_ps;  /* a call's self time; a function run's execution */
+  int64_t element; /* a function run: the `element_id` of the `<Kind>Produce` event it started in (the
+                    * element it makes part of: map-and-batch's batch), 0: none */
 } pb_tf_work;
 
 /* An iterator instance's id and the iterator it is one of (a slot of pb_tfdata's id table). */
@@ -95,7 +95,7 @@ typedef struct pb_tfdata {
    * epoch's under a repeat) are one iterator.  Open addressing, ids_cap a power of two (owned). */
   pb_tf_id *ids;
   size_t nids, ids_cap;
-  pb_tf_work *work;        /* every call and function run of every iterator, in start order (owned) */
+  pb_tf_work *work; /* every call and function run of every iterator, in start order (owned) */
   size_t nwork, work_cap;
 } pb_tfdata;
 

@@ -75,8 +75,8 @@ static cJSON *spin_op(const pb_tf_times *times, char *desc, size_t len) {
 
 static cJSON *add_stage(twin *w, const char *name, const char *type, const pb_tf_iterator *it, pb_twin_role role) {
   if (w->notes->nstages < PB_MAX_STAGES)
-    w->notes->stage[w->notes->nstages++] = (pb_twin_stage){.iterator = it ? (int)(it - w->t->iterators) : -1,
-                                                           .role = role};
+    w->notes->stage[w->notes->nstages++] =
+        (pb_twin_stage){.iterator = it ? (int)(it - w->t->iterators) : -1, .role = role};
   cJSON *s = cJSON_CreateObject();
   cJSON_AddStringToObject(s, "name", name);
   cJSON_AddStringToObject(s, "type", type);

@@ -27,15 +27,15 @@
 
 /* What a twin stage emulates: which iterator, and which of its work. */
 typedef enum pb_twin_role {
-  PB_TWIN_OWN_TIME,    /* a map spinning for the iterator's own time per call (the source, a synchronous map) */
-  PB_TWIN_FUNCTIONS,   /* a map running the iterator's functions (a parallel map, map-and-batch's map) */
-  PB_TWIN_BATCH,       /* a batch of the iterator's batch_size */
+  PB_TWIN_OWN_TIME,     /* a map spinning for the iterator's own time per call (the source, a synchronous map) */
+  PB_TWIN_FUNCTIONS,    /* a map running the iterator's functions (a parallel map, map-and-batch's map) */
+  PB_TWIN_BATCH,        /* a batch of the iterator's batch_size */
   PB_TWIN_BATCH_OF_ONE, /* a batch of 1 where the pipeline batches nowhere (iterator -1) */
-  PB_TWIN_PREFETCH,    /* a prefetch of its buffer_limit */
+  PB_TWIN_PREFETCH,     /* a prefetch of its buffer_limit */
 } pb_twin_role;
 
 typedef struct pb_twin_stage {
-  int iterator;        /* index in the pb_tfdata's iterators; -1: none */
+  int iterator; /* index in the pb_tfdata's iterators; -1: none */
   pb_twin_role role;
 } pb_twin_stage;
 

@@ -44,25 +44,25 @@ typedef struct pb_stage_rec {
 typedef struct pb_import_host {
   char host[128], capture[256];
   uint64_t steps;
-  double input_bound_pct;       /* the share of its steps' time spent waiting for input */
-  double samples_per_s;         /* its steps' rate: batch size over the mean step */
-  char bottleneck[128];         /* the capture's verdict: the slowest iterator's dataset name, "" none */
+  double input_bound_pct; /* the share of its steps' time spent waiting for input */
+  double samples_per_s;   /* its steps' rate: batch size over the mean step */
+  char bottleneck[128];   /* the capture's verdict: the slowest iterator's dataset name, "" none */
 } pb_import_host;
 
 typedef struct pb_import_advice {
-  char text[320];               /* in the other tool's terms: "num_parallel_calls=4 on ParallelMapDatasetV2:1" */
-  double predicted_per_s;       /* samples/s its model predicts; NAN: not predicted */
+  char text[320];         /* in the other tool's terms: "num_parallel_calls=4 on ParallelMapDatasetV2:1" */
+  double predicted_per_s; /* samples/s its model predicts; NAN: not predicted */
 } pb_import_advice;
 
 typedef struct pb_record_source {
-  char tool[32];                /* "tensorflow-profiler"; "" for pipebench's own run */
-  char capture[256];            /* the file read */
+  char tool[32];     /* "tensorflow-profiler"; "" for pipebench's own run */
+  char capture[256]; /* the file read */
   char host[128];
-  char step_marker[64];         /* the steps' event name ("train") */
-  char verdict[320];            /* the capture's own verdict, in its tool's terms */
+  char step_marker[64]; /* the steps' event name ("train") */
+  char verdict[320];    /* the capture's own verdict, in its tool's terms */
   int nadvice;
   pb_import_advice advice[PB_MAX_IMPORT_ADVICE];
-  int nhosts;                   /* every host the capture held, the one read first (the most input-bound) */
+  int nhosts; /* every host the capture held, the one read first (the most input-bound) */
   pb_import_host hosts[PB_MAX_IMPORT_HOSTS];
 } pb_record_source;
 

@@ -390,7 +390,8 @@ static cJSON *source_json(const pb_report *r) {
   }
   pb_json_put(o, "advice", advice, &ok);
   cJSON *hosts = imported ? cJSON_CreateArray() : cJSON_CreateNull();
-  for (int i = 0; imported && i < s->nhosts && i < PB_MAX_IMPORT_HOSTS; i++) pb_json_push(hosts, host_json(&s->hosts[i]), &ok);
+  for (int i = 0; imported && i < s->nhosts && i < PB_MAX_IMPORT_HOSTS; i++)
+    pb_json_push(hosts, host_json(&s->hosts[i]), &ok);
   pb_json_put(o, "hosts", hosts, &ok);
   pb_json_put(o, "host_count", imported ? cJSON_CreateNumber(s->nhosts) : cJSON_CreateNull(), &ok);
   return pb_json_finish(o, ok);

@@ -89,17 +89,18 @@ static void print_source(const pb_report *r, FILE *out) {
   const pb_record_source *s = &r->source;
   if (!s->tool[0]) return;
   char text[600];
-  snprintf(text, sizeof text, "%s capture %s (host %s, \"%s\" steps); the stages are its iterators, as the twin "
-           "that pipebench twin writes has them", s->tool, s->capture, s->host[0] ? s->host : "not named",
-           s->step_marker);
+  snprintf(text, sizeof text,
+           "%s capture %s (host %s, \"%s\" steps); the stages are its iterators, as the twin "
+           "that pipebench twin writes has them",
+           s->tool, s->capture, s->host[0] ? s->host : "not named", s->step_marker);
   wrapped(out, "source", text);
   wrapped(out, "tf.data", s->verdict);
   for (int i = 0; i < s->nadvice; i++) {
     pb_numbuf a;
-    snprintf(text, sizeof text, "advice: %s%s%s", s->advice[i].text,
-             isnan(s->advice[i].predicted_per_s) ? "" : "  -> ",
-             isnan(s->advice[i].predicted_per_s) ? "" : pb_fmt_double(&a, "%.0f samples/s predicted",
-                                                                        s->advice[i].predicted_per_s));
+    snprintf(text, sizeof text, "advice: %s%s%s", s->advice[i].text, isnan(s->advice[i].predicted_per_s) ? "" : "  -> ",
+             isnan(s->advice[i].predicted_per_s)
+                 ? ""
+                 : pb_fmt_double(&a, "%.0f samples/s predicted", s->advice[i].predicted_per_s));
     wrapped(out, "", text);
   }
   print_hosts(s, out);

@@ -384,8 +384,8 @@ static const pb_trace_field k_header[] = {
     F("traced", BOOL, R(traced)),
     F("memory", OBJ, .flags = PB_TF_OPTIONAL, .sub = &k_memory_table),
     F("ceilings", OBJ, R(ceilings), .flags = PB_TF_OPTIONAL, .sub = &k_ceilings_table),
-    F("queue_fill", CUSTOM, .flags = PB_TF_OPTIONAL, .omit = no_timeline,
-     .write = pb_trace_write_queue_fill, .load = pb_trace_load_queue_fill),
+    F("queue_fill", CUSTOM, .flags = PB_TF_OPTIONAL, .omit = no_timeline, .write = pb_trace_write_queue_fill,
+      .load = pb_trace_load_queue_fill),
     F("source", OBJ, R(source), .flags = PB_TF_OPTIONAL, .sub = &k_source_table, .omit = not_imported), /* issue 35 */
 };
 #undef R

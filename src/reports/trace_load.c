@@ -188,8 +188,8 @@ int pb_trace_load_import_advice(pb_trace_loader *l, const cJSON *v, void *base, 
 /* host_count (read before) may be more than the hosts the table keeps. */
 int pb_trace_load_import_hosts(pb_trace_loader *l, const cJSON *v, void *base, const char *where) {
   pb_record_source *s = base;
-  int n = 0, rc = load_array(l, v, where, &pb_trace_import_host_table, s->hosts, sizeof s->hosts[0],
-                             PB_MAX_IMPORT_HOSTS, &n);
+  int n = 0,
+      rc = load_array(l, v, where, &pb_trace_import_host_table, s->hosts, sizeof s->hosts[0], PB_MAX_IMPORT_HOSTS, &n);
   if (!rc && n > s->nhosts) return pb_trace_bad(l, "%s: %d hosts, more than host_count %d", where, n, s->nhosts);
   return rc;
 }

@@ -46,13 +46,16 @@ static void test_planted_captures(void **state) {
     assert_string_equal(str(rep, "source.host"), "vm");
     assert_string_equal(str(rep, "source.step_marker"), "train");
     double pct = num(rep, "input_bound_pct"), own = num(rep, "source.hosts.0.input_bound_pct");
-    if (fabs(pct - own) > 0.05) fail_msg("%s: %.2f %% waiting in the report, %.2f %% from the markers", p->string, pct, own);
+    if (fabs(pct - own) > 0.05)
+      fail_msg("%s: %.2f %% waiting in the report, %.2f %% from the markers", p->string, pct, own);
     if (fabs(pct - num(p, "python_waiting_pct")) > 5)
       fail_msg("%s: %.2f %% waiting, %.2f %% measured in next()", p->string, pct, num(p, "python_waiting_pct"));
-    assert_string_equal(str(rep, "classification"),
-                        pct >= 20 ? "highly_input_bound" : pct >= 5 ? "moderately_input_bound" : "not_input_bound");
+    assert_string_equal(str(rep, "classification"), pct >= 20  ? "highly_input_bound"
+                                                    : pct >= 5 ? "moderately_input_bound"
+                                                               : "not_input_bound");
     const char *want = str(p, "stage"), *got = path_stage(rep);
-    if (strncmp(got, want, strlen(want)) != 0) fail_msg("%s: critical path's stage %s, planted %s", p->string, got, want);
+    if (strncmp(got, want, strlen(want)) != 0)
+      fail_msg("%s: critical path's stage %s, planted %s", p->string, got, want);
     if (strcmp(want, "device") != 0 && strncmp(str(rep, "bottleneck.stage"), want, strlen(want)) != 0)
       fail_msg("%s: bottleneck %s, planted %s", p->string, str(rep, "bottleneck.stage"), want);
     if (strcmp(str(p, "bottleneck"), "overlap") == 0)
@@ -85,8 +88,10 @@ static void test_trace_round_trip(void **state) {
 
 /* A log directory of two hosts: the most input-bound one is read, both are listed, that one first. */
 static void test_hosts(void **state) {
-  e2e_sh("mkdir -p '%s/logs/plugins/profile/2026_11_27_10_00_00' && cp '%s' '%s/logs/plugins/profile/"
-         "2026_11_27_10_00_00/a.xplane.pb'", g_tmp, fixture("device_bound"), g_tmp);
+  e2e_sh(
+      "mkdir -p '%s/logs/plugins/profile/2026_11_27_10_00_00' && cp '%s' '%s/logs/plugins/profile/"
+      "2026_11_27_10_00_00/a.xplane.pb'",
+      g_tmp, fixture("device_bound"), g_tmp);
   e2e_sh("cp '%s' '%s/logs/plugins/profile/2026_11_27_10_00_00/b.xplane.pb'", fixture("slow_map"), g_tmp);
   const char *dir = out_dir("hosts");
   result *r = run_pb(ARGS("analyze", tmp_path("logs"), "--out", dir));
@@ -103,7 +108,8 @@ static void test_hosts(void **state) {
 
 /* A run's report says it is pipebench's own. */
 static void test_run_source(void **state) {
-  const char *cfg = write_config("own", "{\"name\": \"own\", \"dataset\": {\"format\": \"synthetic\", \"shape\": [8]},"
+  const char *cfg = write_config("own",
+                                 "{\"name\": \"own\", \"dataset\": {\"format\": \"synthetic\", \"shape\": [8]},"
                                  " \"stages\": [{\"type\": \"batch\", \"size\": 4}], \"run\": {\"steps\": 4, "
                                  "\"warmup_steps\": 1}, \"device\": {\"kind\": \"emulated\", \"step_ms\": 1}}");
   cJSON *rep = run_report(cfg, "own", ARGS("--no-trace"));
@@ -112,7 +118,8 @@ static void test_run_source(void **state) {
 }
 
 static void test_bad_captures(void **state) {
-  e2e_sh("printf 'not a protobuf at all' > '%s/junk.xplane.pb' && mkdir -p '%s/alog/plugins/profile/run'", g_tmp, g_tmp);
+  e2e_sh("printf 'not a protobuf at all' > '%s/junk.xplane.pb' && mkdir -p '%s/alog/plugins/profile/run'", g_tmp,
+         g_tmp);
   assert_one_error_line(run_pb(ARGS("analyze", tmp_path("junk.xplane.pb"))), 2, "not a TensorFlow Profiler XSpace");
   assert_one_error_line(run_pb(ARGS("analyze", tmp_path("alog"))), 2, "no *.xplane.pb in it");
   assert_one_error_line(run_pb(ARGS("analyze", "/nonexistent/vm.xplane.pb")), 2, "/nonexistent/vm.xplane.pb");
