@@ -205,7 +205,8 @@ static int option_index(const char *a, const char *const *names, size_t n) {
 static int analyze_arg(cli *c, const char *a) {
   static const char *allowed[] = {"--out", "--format", "--json", "--quiet"};
   if (a[0] != '-' || !a[1]) {
-    if (c->path) return usage_error("analyze: more than one PATH (\"%s\"; expected one trace.json or run directory)", a);
+    if (c->path)
+      return usage_error("analyze: more than one PATH (\"%s\"; expected one trace.json, run directory or capture)", a);
     c->path = a;
     return -1;
   }

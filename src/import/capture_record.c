@@ -164,14 +164,15 @@ static uint64_t batch_ready(const builder *b, const pb_twin_stage *o, const uint
 
 /* Which batch each sample of the row before joins, into batch_of (NONE: a batch not completed in the capture), and
  * each batch's size; the batches' count.  Map-and-batch says it: the runs started for one batch carry its element
- * id (a batch whose first runs began before the capture is smaller).  Else by order: the k-th `size` samples. */
+ * id (a batch whose first runs began before the capture is smaller).  Else by order: the k-th `size` samples.
+ * Never more than `size` in one. */
 static size_t assign_batches(const builder *b, int row, size_t size, size_t *batch_of, size_t *members) {
   const row_flow *up = &b->flow[row - 1];
   const pb_twin_stage *o = &b->origin->stage[row - 1], *uo = row > 1 ? &b->origin->stage[row - 2] : NULL;
   bool by_id = up->element && uo && uo->iterator == o->iterator && up->nout && up->element[0];
   size_t nb = 0;
   for (size_t j = 0; j < up->nout; j++) {
-    bool next = by_id ? j > 0 && up->element[j] != up->element[j - 1] : j > 0 && j % size == 0;
+    bool next = j > 0 && (members[nb] == size || (by_id && up->element[j] != up->element[j - 1]));
     nb += next;
     batch_of[j] = nb, members[nb]++;
   }

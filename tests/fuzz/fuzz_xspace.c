@@ -6,14 +6,18 @@
  * metadata name) stats read, as the importer's iterator tree does.
  *
  * Then the tf.data reader (tfdata.c: iterator tree, self times, function runs, steps), its verdict and advice
- * (tfdata_verdict.c) and the twin's config (twin.c) are made from it, as `pipebench twin` does.
+ * (tfdata_verdict.c) and the twin's config (twin.c) are made from it, as `pipebench twin` does, and the record of
+ * the job (capture_record.c), as `pipebench analyze` does.
  *
  * Checked besides ASan/UBSan/leaks: a refusal is one line naming the input; an event's name is never NULL;
- * the chain never has more iterators than were read, each once; a twin is a JSON object with stages. */
+ * the chain never has more iterators than were read, each once; a twin is a JSON object with stages; a record's
+ * workers' events are in time order, never overlap and fit a ring, and its samples balance. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture_record.h"
 #include "tfdata.h"
 #include "tfdata_verdict.h"
 #include "twin.h"
@@ -37,6 +41,44 @@ static void walk(const pb_xspace *x) {
       }
     }
   }
+}
+
+/* Every sample the source made is consumed, dropped or in flight (metrics.c's accounting, from the record). */
+static void check_balance(const pb_record *rec) {
+  uint64_t read = 0, dropped = 0, in_flight = rec->queued_samples;
+  for (int i = 0; i < rec->nstages; i++) {
+    const pb_counters *c = &rec->stages[i].ctr;
+    if (rec->stages[i].is_source) read += c->samples_out_total;
+    dropped += c->samples_dropped_total, in_flight += c->samples_in_flight;
+  }
+  if (read != rec->samples_consumed + dropped + in_flight) {
+    for (int i = 0; i < rec->nstages; i++)
+      fprintf(stderr, "DBG %s %s out %lu drop %lu fl %lu\n", rec->stages[i].name, rec->stages[i].type,
+              rec->stages[i].ctr.samples_out_total, rec->stages[i].ctr.samples_dropped_total,
+              rec->stages[i].ctr.samples_in_flight);
+    fprintf(stderr, "DBG consumed %lu queued %lu steps %zu\n", rec->samples_consumed, rec->queued_samples, rec->nsteps);
+    abort();
+  }
+}
+
+static void record(const pb_tfdata *t) {
+  pb_record *rec = calloc(1, sizeof *rec);
+  pb_err err;
+  if (!rec) return;
+  if (pb_capture_record(t, "fuzz.xplane.pb", "twin-fuzz", rec, &err) == 0) {
+    for (int i = 0; i < rec->nstages; i++)
+      for (int k = 0; rec->stages[i].workers && k < rec->stages[i].threads; k++) {
+        const pb_worker_trace *w = &rec->stages[i].workers[k];
+        if (w->n > PB_TRACE_MAX_RING) abort();
+        for (uint32_t e = 0; e < w->n; e++)
+          if (w->ev[e].t1_ns < w->ev[e].t0_ns || (e && w->ev[e].t0_ns < w->ev[e - 1].t1_ns)) abort();
+      }
+    check_balance(rec);
+  } else if (strncmp(err.msg, "fuzz.xplane.pb: ", 16) != 0 || strchr(err.msg, '\n')) {
+    abort();
+  }
+  pb_record_free(rec);
+  free(rec);
 }
 
 static void tf_data(const pb_xspace *x) {
@@ -67,6 +109,7 @@ static void tf_data(const pb_xspace *x) {
     abort();
   cJSON_Delete(cfg);
   free(notes);
+  record(&t);
   pb_tfdata_free(&t);
 }
 

@@ -232,6 +232,7 @@ static void test_json_has_contract_keys(void **state) {
 static void test_json_key_order(void **state) {
   static const char *const top[] = {"pipebench_version",
                                     "config",
+                                    "source",
                                     "data",
                                     "interrupted",
                                     "device",
