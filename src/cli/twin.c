@@ -18,8 +18,6 @@
 #include "twin.h"
 #include "xspace.h"
 
-#define SUFFIX PB_CAPTURE_SUFFIX
-
 /* A capture of several hosts: each one's share waiting, the one read first. */
 static void print_hosts(const pb_capture *c) {
   for (int i = 0; c->nhosts > 1 && i < c->nhosts && i < PB_MAX_IMPORT_HOSTS; i++)
@@ -81,7 +79,7 @@ static void base_name(const char *path, char *out, size_t len) {
   size_t n = strlen(b) < len - 1 ? strlen(b) : len - 1;
   memcpy(out, b, n);
   out[n] = '\0';
-  if (pb_ends_with(out, SUFFIX)) out[n - strlen(SUFFIX)] = '\0';
+  if (pb_ends_with(out, PB_CAPTURE_SUFFIX)) out[n - strlen(PB_CAPTURE_SUFFIX)] = '\0';
   for (char *c = out; *c; c++)
     if (*c == '/' || (unsigned char)*c < 0x20) *c = '_';
   if (!out[0]) snprintf(out, len, "capture");

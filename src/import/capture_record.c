@@ -140,26 +140,16 @@ static int cmp_joining(const void *x, const void *y) {
   return (a->sample > c->sample) - (a->sample < c->sample);
 }
 
-/* The b-th call of a synchronous batching iterator: its end and self time (false when it made no such call). */
-static bool batch_call(const builder *b, int iterator, size_t batch, uint64_t *end_ns, uint64_t *own_ns) {
+/* A synchronous batching iterator's calls, one pass over the work: the b-th call's end and self time into
+ * end_ns[b] and own_ns[b] for b < nb (0 where it made no such call; nothing for an asynchronous one). */
+static void batch_calls(const builder *b, const pb_twin_stage *o, size_t nb, uint64_t *end_ns, uint64_t *own_ns) {
+  if (o->iterator < 0 || b->t->iterators[o->iterator].async) return;
   size_t seen = 0;
-  for (size_t k = 0; iterator >= 0 && k < b->t->nwork; k++) {
+  for (size_t k = 0; k < b->t->nwork && seen < nb; k++) {
     const pb_tf_work *w = &b->t->work[k];
-    if (w->iterator != iterator || w->kind != PB_TF_CALL || seen++ != batch) continue;
-    *end_ns = ns_of(b, w->end_ps), *own_ns = (uint64_t)w->own_ps / 1000u;
-    return true;
+    if (w->iterator != o->iterator || w->kind != PB_TF_CALL) continue;
+    end_ns[seen] = ns_of(b, w->end_ps), own_ns[seen++] = (uint64_t)w->own_ps / 1000u;
   }
-  return false;
-}
-
-/* When batch `batch` is handed on: its last sample's arrival, or its iterator's call's end when later. */
-static uint64_t batch_ready(const builder *b, const pb_twin_stage *o, const uint64_t *last_join, size_t batch,
-                            uint64_t *own_ns) {
-  uint64_t end = 0, ready = last_join[batch];
-  *own_ns = 0;
-  bool sync = o->iterator >= 0 && !b->t->iterators[o->iterator].async;
-  if (sync && batch_call(b, o->iterator, batch, &end, own_ns) && end > ready) ready = end;
-  return ready;
 }
 
 /* Which batch each sample of the row before joins, into batch_of (NONE: a batch not completed in the capture), and
@@ -192,9 +182,11 @@ static int batch_row(builder *b, int row, const pb_twin_stage *o) {
   joining *order = malloc((n ? n : 1) * sizeof *order);
   size_t *batch_of = malloc((n ? n : 1) * sizeof *batch_of), *members = calloc(n + 1, sizeof *members);
   size_t *joined = calloc(n + 1, sizeof *joined);
-  uint64_t *last_join = calloc(n + 1, sizeof *last_join);
-  int rc = order && batch_of && members && joined && last_join ? 0 : -ENOMEM;
+  uint64_t *last_join = calloc(n + 1, sizeof *last_join), *call_end = calloc(n + 1, sizeof *call_end);
+  uint64_t *call_own = calloc(n + 1, sizeof *call_own);
+  int rc = order && batch_of && members && joined && last_join && call_end && call_own ? 0 : -ENOMEM;
   size_t nb = rc ? 0 : assign_batches(b, row, size, batch_of, members);
+  if (!rc) batch_calls(b, o, nb, call_end, call_own);
   f->took_ns = none_array(n), f->out_ns = none_array(nb), f->ntook = n, f->nout = nb, f->out_batches = true;
   if (!rc && (!f->took_ns || !f->out_ns)) rc = -ENOMEM;
   for (size_t j = 0; !rc && j < n; j++) {
@@ -207,7 +199,9 @@ static int batch_row(builder *b, int row, const pb_twin_stage *o) {
   for (size_t k = 0; !rc && k < n; k++) {
     size_t j = order[k].sample, batch = batch_of[j];
     bool full = batch != NONE && ++joined[batch] == members[batch];
-    uint64_t own = 0, t1 = full ? batch_ready(b, o, last_join, batch, &own) : order[k].t_ns;
+    /* a batch goes when its last sample joined, or when its iterator's call returned, if later */
+    uint64_t own = full ? call_own[batch] : 0, t1 = order[k].t_ns;
+    if (full) t1 = call_end[batch] > last_join[batch] ? call_end[batch] : last_join[batch];
     uint64_t t0 = full && t1 - own > order[k].t_ns ? t1 - own : order[k].t_ns;
     uint8_t flags = PB_EVF_CALL_START | PB_EVF_JOINED | (full ? PB_EVF_EMITTED : 0);
     rc = ev_push(w, t0, t1, j, batch != NONE ? PB_BATCH_KEY(batch) : PB_NO_KEY, flags, b->sample_bytes);
@@ -218,7 +212,7 @@ static int batch_row(builder *b, int row, const pb_twin_stage *o) {
   /* a batch whose first samples were made before the capture began: those count as read before it */
   b->before_capture_samples += nb * size > batched ? nb * size - batched : 0;
   sr->ctr.samples_in_flight = n - batched; /* the samples of a batch not completed in the capture */
-  free(order), free(batch_of), free(members), free(joined), free(last_join);
+  free(order), free(batch_of), free(members), free(joined), free(last_join), free(call_end), free(call_own);
   return rc;
 }
 
@@ -537,11 +531,8 @@ static void fill_machine(const pb_tfdata *t, pb_record *rec) {
 
 /* The earliest moment the capture shows (its work's and its steps'): the record's clock starts there. */
 static int64_t first_ps(const pb_tfdata *t) {
-  int64_t first = t->nsteps ? t->steps[0].start_ps : INT64_MAX;
-  if (t->nwork && t->work[0].start_ps < first) first = t->work[0].start_ps;
-  for (size_t k = 0; k < t->nwork; k++) /* a call's own time sits at its end; never before the start */
-    if (t->work[k].start_ps < first) first = t->work[k].start_ps;
-  return first;
+  int64_t first = t->nsteps ? t->steps[0].start_ps : INT64_MAX; /* both in start order */
+  return t->nwork && t->work[0].start_ps < first ? t->work[0].start_ps : first;
 }
 
 static void free_builder(builder *b) {

@@ -236,20 +236,22 @@ static int trace_body(FILE *f, const void *rec) {
 int pb_trace_write_file(const pb_record *rec, const char *path) { return pb_write_atomic(path, trace_body, rec); }
 
 /* An imported capture's advice and hosts: arrays of their tables. */
-cJSON *pb_trace_write_import_advice(const pb_record *rec, const void *base) {
-  const pb_record_source *s = base;
+static cJSON *write_array(const pb_trace_table *t, const pb_record *rec, const void *first, size_t elem_bytes, int n) {
   cJSON *a = cJSON_CreateArray();
   bool ok = true;
-  for (int i = 0; ok && i < s->nadvice && i < PB_MAX_IMPORT_ADVICE; i++)
-    pb_json_push(a, pb_trace_write_table(&pb_trace_import_advice_table, rec, &s->advice[i]), &ok);
+  for (int i = 0; ok && i < n; i++)
+    pb_json_push(a, pb_trace_write_table(t, rec, (const char *)first + i * elem_bytes), &ok);
   return pb_json_finish(a, ok);
+}
+
+cJSON *pb_trace_write_import_advice(const pb_record *rec, const void *base) {
+  const pb_record_source *s = base;
+  int n = s->nadvice < PB_MAX_IMPORT_ADVICE ? s->nadvice : PB_MAX_IMPORT_ADVICE;
+  return write_array(&pb_trace_import_advice_table, rec, s->advice, sizeof s->advice[0], n);
 }
 
 cJSON *pb_trace_write_import_hosts(const pb_record *rec, const void *base) {
   const pb_record_source *s = base;
-  cJSON *a = cJSON_CreateArray();
-  bool ok = true;
-  for (int i = 0; ok && i < s->nhosts && i < PB_MAX_IMPORT_HOSTS; i++)
-    pb_json_push(a, pb_trace_write_table(&pb_trace_import_host_table, rec, &s->hosts[i]), &ok);
-  return pb_json_finish(a, ok);
+  int n = s->nhosts < PB_MAX_IMPORT_HOSTS ? s->nhosts : PB_MAX_IMPORT_HOSTS;
+  return write_array(&pb_trace_import_host_table, rec, s->hosts, sizeof s->hosts[0], n);
 }
