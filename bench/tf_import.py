@@ -304,8 +304,10 @@ def fixtures(args):
             print(f"{name}: {os.path.getsize(os.path.join(args.fixtures, f'{name}.xplane.pb'))} bytes, "
                   f"{cap['waiting_pct']:.1f} % in next()")
     args.steps = steps
+    out = {"tensorflow": tf.__version__, "steps": args.fixture_steps, "pipelines": expected}
+    print("device_bound changed: rerun bench/tf_gpu_fixture.py for the GPU fixture and its expected \"gpu\" entry")
     with open(os.path.join(args.fixtures, "expected.json"), "w") as f:
-        json.dump({"tensorflow": tf.__version__, "steps": args.fixture_steps, "pipelines": expected}, f, indent=2)
+        json.dump(out, f, indent=2)
         f.write("\n")
     return 0
 

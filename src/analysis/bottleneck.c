@@ -129,6 +129,24 @@ static void verdict_device(pb_report *r) {
              "not input-bound: the device waited for input %.2f %% of step time (< 5 %%)", r->input_bound_pct);
 }
 
+/* The waiting is mostly the steps' own copies of their batches to the device (the device thread copies, or an
+ * imported capture's steps do, after taking the batch), and no stage makes the copy ahead: the pipeline is not
+ * what the device waits for, the copy is. */
+static bool copy_bound(const pb_report *r, const pb_record *rec) {
+  if (!(r->h2d_ms > r->input_wait_ms)) return false;
+  for (int i = 0; i < rec->nstages; i++)
+    if (strcmp(rec->stages[i].type, "h2d") == 0) return false;
+  return true;
+}
+
+static void verdict_copy(pb_report *r) {
+  set_reason(r, "h2d", NAN,
+             "input-bound (%.1f %% of step time waiting), mostly on the steps' own copies of their batches to the "
+             "device (%.2f ms a step; the input pipeline %.2f ms): copy them ahead of the steps (an h2d stage; in "
+             "tf.data, prefetch_to_device)",
+             r->input_bound_pct, r->h2d_ms, r->input_wait_ms);
+}
+
 /* Input-bound only during a transient (transient.c found it): no stage is to blame. */
 static void verdict_transient(pb_report *r, double steady_pct) {
   set_reason(r, "device", r->device_rate_per_s,
@@ -272,6 +290,10 @@ static void append_host_late(pb_report *r) {
 static void decide(pb_report *r, const pb_record *rec) {
   if (strcmp(r->classification, "not_input_bound") == 0) {
     verdict_device(r);
+    return;
+  }
+  if (copy_bound(r, rec)) {
+    verdict_copy(r);
     return;
   }
   /* A fill the config makes (a cache's, a shuffle's) explains itself first; the cores come before a

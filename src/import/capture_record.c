@@ -259,12 +259,42 @@ static int cmp_event(const void *x, const void *y) {
 
 /* ---------- the steps ---------- */
 
+/* With GPU planes, what the device did in a step: its copies to the device and its kernels that began between
+ * the step's marker and the next step's (to_ps).  The copy spans the first such H2D copy to the last; the
+ * compute starts at the first kernel once the batch was ready (kernels before it belong to other work: the
+ * previous step's tail, a copy engine's), and runs to the step's end, so that the steps keep the markers'
+ * length: the gaps between kernels inside a step are the host's launches, not input (the kernels' own busy
+ * share is source.gpu_kernel_busy_pct).  *cursor walks the start-ordered ops once over all the steps. */
+static void gpu_step(const builder *b, int64_t from_ps, int64_t ready_ps, int64_t to_ps, size_t *cursor, pb_step *st) {
+  const pb_gpu_activity *g = &b->t->gpu;
+  while (*cursor < g->nops && g->ops[*cursor].start_ps < from_ps) ++*cursor;
+  int64_t h2d0 = INT64_MAX, h2d1 = 0, k0 = INT64_MAX;
+  uint64_t bytes = 0;
+  for (size_t i = *cursor; i < g->nops && g->ops[i].start_ps < to_ps; i++) {
+    const pb_gpu_op *op = &g->ops[i];
+    if (op->kind == PB_GPU_H2D) {
+      if (op->start_ps < h2d0) h2d0 = op->start_ps;
+      if (op->end_ps > h2d1) h2d1 = op->end_ps < to_ps ? op->end_ps : to_ps;
+      bytes += op->bytes;
+    } else if (op->kind == PB_GPU_KERNEL && op->start_ps >= ready_ps && op->start_ps < k0) {
+      k0 = op->start_ps;
+    }
+  }
+  if (h2d0 != INT64_MAX && h2d1 > h2d0) {
+    st->h2d_start_ns = ns_of(b, h2d0), st->h2d_end_ns = ns_of(b, h2d1);
+    if (bytes) st->bytes = bytes;
+  }
+  uint64_t start = k0 != INT64_MAX ? ns_of(b, k0) : st->h2d_end_ns > st->ready_ns ? st->h2d_end_ns : st->ready_ns;
+  st->compute_start_ns = start < st->compute_end_ns ? start : st->compute_end_ns;
+}
+
 /* The steps, each taking the next batch the last row handed on before its wait ended. */
 static int make_steps(builder *b) {
   pb_record *rec = b->rec;
   const pb_tfdata *t = b->t;
   const row_flow *last = &b->flow[rec->nstages - 1];
   size_t first_measured = 0, next = 0; /* every step, as the profiler's input-pipeline analysis counts them */
+  size_t gpu_cursor = 0;
   rec->steps = calloc(t->nsteps ? t->nsteps : 1, sizeof *rec->steps);
   b->device_took_ns = none_array(last->nout);
   if (!rec->steps || !b->device_took_ns) return -ENOMEM;
@@ -286,6 +316,10 @@ static int make_steps(builder *b) {
                     .key = have ? PB_BATCH_KEY(next) : PB_NO_KEY,
                     .samples = (uint32_t)b->batch_size,
                     .measured = i >= first_measured};
+    if (t->gpu.nops) {
+      int64_t to_ps = i + 1 < t->nsteps ? t->steps[i + 1].start_ps : ts->start_ps + ts->duration_ps;
+      gpu_step(b, ts->start_ps, ts->start_ps + ts->wait_ps, to_ps, &gpu_cursor, st);
+    }
     if (have) b->device_took_ns[next++] = ready;
     rec->samples_consumed += (uint64_t)b->batch_size;
     rec->measured_count += st->measured;
@@ -500,6 +534,13 @@ static void fill_source(const pb_tfdata *t, const char *capture, pb_record_sourc
              v.keeps_up ? "input-bound, yet every iterator keeps up with the device: the steps wait for want of "
                           "overlap, not of speed"
                         : "not input-bound: the device's steps are the limit");
+  s->gpu_devices = t->gpu.ndevices;
+  s->gpu_kernel_busy_pct = NAN;
+  if (t->gpu.ndevices && t->nsteps) {
+    int64_t from = t->steps[0].start_ps, to = t->steps[t->nsteps - 1].start_ps + t->steps[t->nsteps - 1].duration_ps;
+    if (to > from)
+      s->gpu_kernel_busy_pct = 100.0 * (double)pb_gpu_kernel_busy_ps(&t->gpu, from, to) / (double)(to - from);
+  }
   for (int i = 0; i < v.nadvice && s->nadvice < PB_MAX_IMPORT_ADVICE; i++) {
     pb_import_advice *a = &s->advice[s->nadvice++];
     snprintf(a->text, sizeof a->text, "%s", v.advice[i].text);

@@ -451,6 +451,25 @@ static int read_lines(const pb_xspace *x, int plane, pb_tfdata *t) {
   return 0;
 }
 
+/* Each step's copies to a device: those that began between its marker and the next step's, counted once where
+ * they overlap, and only up to its end (the step's own copy of its batch, not a prefetch into the next). */
+static void steps_h2d(pb_tfdata *t) {
+  const pb_gpu_activity *g = &t->gpu;
+  size_t k = 0;
+  for (size_t i = 0; i < t->nsteps; i++) {
+    pb_tf_step *st = &t->steps[i];
+    int64_t end = st->start_ps + st->duration_ps, to = i + 1 < t->nsteps ? t->steps[i + 1].start_ps : end;
+    while (k < g->nops && g->ops[k].start_ps < st->start_ps) k++;
+    int64_t covered = st->start_ps;
+    for (size_t j = k; j < g->nops && g->ops[j].start_ps < to; j++) {
+      if (g->ops[j].kind != PB_GPU_H2D) continue;
+      int64_t a = g->ops[j].start_ps > covered ? g->ops[j].start_ps : covered;
+      int64_t b = g->ops[j].end_ps < end ? g->ops[j].end_ps : end;
+      if (b > a) st->h2d_ps += b - a, covered = b;
+    }
+  }
+}
+
 /* ---------- the whole ---------- */
 
 int pb_tfdata_read(const pb_xspace *x, const char *what, pb_tfdata *out, pb_err *err) {
@@ -467,6 +486,8 @@ int pb_tfdata_read(const pb_xspace *x, const char *what, pb_tfdata *out, pb_err 
                                             "one input pipeline)",
                                             what, PB_TF_MAX_ITERATORS, PB_TF_MAX_IDS);
   if (!rc) rc = read_lines(x, plane, out);
+  if (!rc) rc = pb_gpu_read(x, &out->gpu);
+  if (!rc) steps_h2d(out);
   if (rc) {
     pb_tfdata_free(out);
     return pb_err_setc(err, rc, "%s: out of memory reading the capture", what);
@@ -486,6 +507,7 @@ void pb_tfdata_free(pb_tfdata *t) {
   free(t->steps);
   free(t->ids);
   free(t->work);
+  pb_gpu_free(&t->gpu);
   t->steps = NULL, t->ids = NULL, t->work = NULL;
   t->nsteps = t->nids = t->ids_cap = t->nwork = t->work_cap = 0;
 }
@@ -527,6 +549,13 @@ void pb_tfdata_step_ms(const pb_tfdata *t, double *step_ms, double *device_ms, d
   *step_ms = n ? step / (double)n : NAN;
   *device_ms = mean;
   if (device_sd_ms) *device_sd_ms = var > 0 ? sqrt(var) : 0;
+}
+
+double pb_tfdata_h2d_ms(const pb_tfdata *t) {
+  size_t from = t->nsteps >= 3 ? 1 : 0; /* the steps pb_tfdata_step_ms averages */
+  double sum = 0;
+  for (size_t i = from; i < t->nsteps; i++) sum += (double)t->steps[i].h2d_ps / 1e9;
+  return t->nsteps > from ? sum / (double)(t->nsteps - from) : NAN;
 }
 
 double pb_tfdata_input_bound_pct(const pb_tfdata *t) {

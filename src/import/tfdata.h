@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "gpu_plane.h"
 #include "xspace.h"
 
 #define PB_TF_MAX_ITERATORS 64
@@ -59,6 +60,8 @@ typedef struct pb_tf_step {
   int64_t start_ps, duration_ps;
   int64_t wait_ps;         /* inside it, waiting in IteratorGetNext */
   int64_t element_bytes;   /* what that GetNext returned (the `element_size` stat), -1: not said */
+  int64_t h2d_ps;          /* with GPU planes: the time copies to a device that began in it ran (their union,
+                            * to its end); 0 without */
 } pb_tf_step;
 
 /* One piece of an iterator's work in the capture, for a record of the job (capture_record.h): a GetNext call
@@ -97,6 +100,7 @@ typedef struct pb_tfdata {
   size_t nids, ids_cap;
   pb_tf_work *work; /* every call and function run of every iterator, in start order (owned) */
   size_t nwork, work_cap;
+  pb_gpu_activity gpu; /* the GPU planes' kernels and copies (ndevices 0: a CPU-only capture; owned) */
 } pb_tfdata;
 
 /* Reads the host plane of x into *out (pb_tfdata_free it).  0, or a negative errno with err set to one line
@@ -113,6 +117,10 @@ int pb_tfdata_chain(const pb_tfdata *t, int *idx, int max);
  * mean step, and the mean and population stdev of the step less its input wait (the device's time), in ms;
  * NAN means without steps.  device_sd_ms may be NULL. */
 void pb_tfdata_step_ms(const pb_tfdata *t, double *step_ms, double *device_ms, double *device_sd_ms);
+
+/* Over the same steps, the mean time a step copied to the device (pb_tf_step.h2d_ps), in ms; 0 without GPU
+ * planes, NAN without steps. */
+double pb_tfdata_h2d_ms(const pb_tfdata *t);
 
 /* Share of the steps' time spent waiting for input, in % (NAN without steps). */
 double pb_tfdata_input_bound_pct(const pb_tfdata *t);

@@ -31,6 +31,7 @@ static double capacity(const pb_tf_iterator *it, int pos, int batch_pos, int64_t
 
 static void step_means(const pb_tfdata *t, pb_tf_verdict *v) {
   pb_tfdata_step_ms(t, &v->step_ms, &v->device_ms, NULL);
+  v->h2d_ms = t->nsteps ? pb_tfdata_h2d_ms(t) : 0;
   v->actual_per_s = v->step_ms > 0 ? (double)v->batch_size * 1e3 / v->step_ms : NAN;
   v->device_per_s = v->device_ms > 0 ? (double)v->batch_size * 1e3 / v->device_ms : NAN;
 }
@@ -87,6 +88,18 @@ static void advise_prefetch(const pb_tfdata *t, const int *chain, int n, pb_tf_v
          t->iterators[chain[n - 2]].name);
 }
 
+/* The steps copy their batch to the device after taking it (a GPU plane shows the copies): copied ahead, into
+ * the device's memory while the previous step runs, the step is shorter by the copy.  Said from 1 % of the
+ * step, as the prefetch is. */
+static void advise_copy(const pb_tfdata *t, pb_tf_verdict *v) {
+  if (!(v->h2d_ms >= v->step_ms / 100) || !(v->device_ms > v->h2d_ms)) return;
+  double after = (double)v->batch_size * 1e3 / (v->step_ms - v->h2d_ms); /* the wait stays as it was */
+  advise(v, -1, fmin(after, lowest_capacity(t, v, -1)),
+         "copy the batches to the GPU ahead of the steps: end the pipeline with "
+         ".apply(tf.data.experimental.prefetch_to_device(\"/gpu:0\")) (each step copies its batch for %.2f ms)",
+         v->h2d_ms);
+}
+
 /* A repeat over a map that runs functions, with the bottleneck at or below the repeat: every epoch makes the
  * same elements again; .cache() before the repeat makes later epochs skip them. */
 static void advise_cache(const pb_tfdata *t, const int *chain, int n, pb_tf_verdict *v) {
@@ -132,7 +145,11 @@ void pb_tfdata_verdict(const pb_tfdata *t, pb_tf_verdict *v) {
   for (int i = 0; i < n; i++) v->capacity_per_s[chain[i]] = capacity(&t->iterators[chain[i]], i, b, v->batch_size);
   v->bottleneck = -1;
   advise_prefetch(t, chain, n, v); /* said even below the threshold: what the step loses to it is known */
-  if (!(v->input_bound_pct >= PB_TF_INPUT_BOUND_PCT)) return;
+  advise_copy(t, v);
+  if (!(v->input_bound_pct >= PB_TF_INPUT_BOUND_PCT)) {
+    sort_advice(v);
+    return;
+  }
   double low = INFINITY;
   for (int i = 0; i < n; i++)
     if (v->capacity_per_s[chain[i]] < low) low = v->capacity_per_s[chain[i]], v->bottleneck = chain[i];

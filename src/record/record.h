@@ -62,6 +62,8 @@ typedef struct pb_record_source {
   char verdict[320];    /* the capture's own verdict, in its tool's terms */
   int nadvice;
   pb_import_advice advice[PB_MAX_IMPORT_ADVICE];
+  int gpu_devices;            /* GPU planes in the capture (0: none, a CPU-only capture) */
+  double gpu_kernel_busy_pct; /* of the steps' window, the time some kernel ran, in % (NAN: no GPU plane) */
   int nhosts; /* every host the capture held, the one read first (the most input-bound) */
   pb_import_host hosts[PB_MAX_IMPORT_HOSTS];
 } pb_record_source;

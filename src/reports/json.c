@@ -394,6 +394,9 @@ static cJSON *source_json(const pb_report *r) {
     pb_json_push(hosts, host_json(&s->hosts[i]), &ok);
   pb_json_put(o, "hosts", hosts, &ok);
   pb_json_put(o, "host_count", imported ? cJSON_CreateNumber(s->nhosts) : cJSON_CreateNull(), &ok);
+  pb_json_put(o, "gpu_devices", imported ? cJSON_CreateNumber(s->gpu_devices) : cJSON_CreateNull(), &ok);
+  pb_json_put(o, "gpu_kernel_busy_pct",
+              imported && s->gpu_devices ? num(s->gpu_kernel_busy_pct, PCT) : cJSON_CreateNull(), &ok);
   return pb_json_finish(o, ok);
 }
 

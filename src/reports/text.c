@@ -103,6 +103,14 @@ static void print_source(const pb_report *r, FILE *out) {
                  : pb_fmt_double(&a, "%.0f samples/s predicted", s->advice[i].predicted_per_s));
     wrapped(out, "", text);
   }
+  if (s->gpu_devices > 0) {
+    pb_numbuf a;
+    snprintf(text, sizeof text,
+             "%d device plane%s; some kernel ran %s %% of the steps' time (the breakdown's h2d is the steps' "
+             "copies to the device, its compute from the first kernel after the batch was ready)",
+             s->gpu_devices, s->gpu_devices > 1 ? "s" : "", pb_fmt_double(&a, "%.1f", s->gpu_kernel_busy_pct));
+    wrapped(out, "gpu", text);
+  }
   print_hosts(s, out);
 }
 

@@ -345,6 +345,8 @@ static const pb_trace_field k_source[] = {
     F("verdict", STR, SRCSTR(pb_record_source, verdict)),
     F("advice", CUSTOM, .write = pb_trace_write_import_advice, .load = pb_trace_load_import_advice),
     F("host_count", INT, SRC(pb_record_source, nhosts), .lo = 0, .hi = INT32_MAX),
+    F("gpu_devices", INT, SRC(pb_record_source, gpu_devices), .lo = 0, .hi = INT32_MAX, .flags = PB_TF_OPTIONAL),
+    F("gpu_kernel_busy_pct", DBL, SRC(pb_record_source, gpu_kernel_busy_pct), .flags = PB_TF_OPTIONAL),
     F("hosts", CUSTOM, .write = pb_trace_write_import_hosts, .load = pb_trace_load_import_hosts),
 };
 #undef SRC

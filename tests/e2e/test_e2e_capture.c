@@ -45,6 +45,8 @@ static void test_planted_captures(void **state) {
     assert_string_equal(str(rep, "source.tool"), "tensorflow-profiler");
     assert_string_equal(str(rep, "source.host"), "vm");
     assert_string_equal(str(rep, "source.step_marker"), "train");
+    assert_int_equal((int)num(rep, "source.gpu_devices"), 0); /* TensorFlow CPU: no GPU plane */
+    assert_true(cJSON_IsNull(at(rep, "source.gpu_kernel_busy_pct")));
     double pct = num(rep, "input_bound_pct"), own = num(rep, "source.hosts.0.input_bound_pct");
     if (fabs(pct - own) > 0.05)
       fail_msg("%s: %.2f %% waiting in the report, %.2f %% from the markers", p->string, pct, own);
@@ -84,6 +86,40 @@ static void test_trace_round_trip(void **state) {
   cJSON *again = keep_json(cJSON_Parse(r->out));
   assert_non_null(again);
   assert_true(cJSON_Compare(first, again, true));
+}
+
+/* A capture with a GPU plane (tests/fixtures/tfdata/gpu_device_bound.xplane.pb: kernels and copies planted into
+ * device_bound's steps in the format XLA's CUPTI collector writes, bench/tf_gpu_fixture.py): the steps' copies
+ * are the breakdown's h2d, the compute starts at the first kernel after the batch was ready, the kernels' busy
+ * share is their union (two streams overlap), the D2H copy and the memset are left out, and the waiting being
+ * mostly the copy, the bottleneck is the copy and tf.data's advice copies ahead. */
+static void test_gpu_plane(void **state) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/tests/fixtures/tfdata/expected.json", PB_SOURCE_DIR);
+  cJSON *gpu = at(load_json(path), "gpu");
+  const char *dir = out_dir("gpu");
+  result *r = run_pb(ARGS("analyze", fixture("gpu_device_bound"), "--out", dir, "--format", "json,trace", "-q"));
+  if (r->status != 0) fail_msg("analyze: exit %d: %s", r->status, r->err);
+  cJSON *rep = load_report(dir);
+  assert_int_equal((int)num(rep, "source.gpu_devices"), 1);
+  if (fabs(num(rep, "source.gpu_kernel_busy_pct") - num(gpu, "kernel_busy_pct")) > 0.05)
+    fail_msg("kernels busy %.3f %%, planted %.3f %%", num(rep, "source.gpu_kernel_busy_pct"),
+             num(gpu, "kernel_busy_pct"));
+  assert_true(fabs(num(rep, "step_breakdown_ms.h2d") - num(gpu, "h2d_ms")) < 0.01);
+  assert_true(fabs(num(rep, "step_breakdown_ms.host_late") - num(gpu, "host_before_kernels_ms")) < 0.01);
+  /* the waiting is the markers' share and the copy's */
+  double copy_pct = num(gpu, "h2d_ms") / num(rep, "steps.mean_ms") * 100;
+  assert_true(fabs(num(rep, "input_bound_pct") - num(rep, "source.hosts.0.input_bound_pct") - copy_pct) < 0.1);
+  assert_string_equal(str(rep, "bottleneck.stage"), "h2d");
+  assert_non_null(strstr(str(rep, "source.advice.0.text"), "prefetch_to_device"));
+  assert_accounting_balances(rep);
+  char trace[600];
+  snprintf(trace, sizeof trace, "%s/trace.json", dir);
+  r = run_pb(ARGS("analyze", trace, "--json"));
+  if (r->status != 0) fail_msg("analyze %s: exit %d: %s", trace, r->status, r->err);
+  cJSON *again = keep_json(cJSON_Parse(r->out));
+  assert_non_null(again);
+  assert_true(cJSON_Compare(rep, again, true));
 }
 
 /* A log directory of two hosts: the most input-bound one is read, both are listed, that one first. */
@@ -131,6 +167,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_planted_captures, free_reports),
       cmocka_unit_test_teardown(test_trace_round_trip, free_reports),
+      cmocka_unit_test_teardown(test_gpu_plane, free_reports),
       cmocka_unit_test_teardown(test_hosts, free_reports),
       cmocka_unit_test_teardown(test_run_source, free_reports),
       cmocka_unit_test_teardown(test_bad_captures, free_reports),

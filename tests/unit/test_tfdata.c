@@ -166,10 +166,34 @@ static void test_refused(void **state) {
   pb_xspace_free(x);
 }
 
+/* gpu_plane.h: a copy's direction from its memcpy_details as XLA writes it, and the kernels' busy time as a
+ * union (overlapping streams counted once, copies not counted). */
+static void test_gpu_plane(void **state) {
+  (void)state;
+  uint64_t bytes = 0;
+  assert_int_equal(pb_gpu_memcpy_kind("kind_src:pageable kind_dst:device size:602112 dest:0 async:1", &bytes),
+                   PB_GPU_H2D);
+  assert_int_equal(bytes, 602112);
+  assert_int_equal(pb_gpu_memcpy_kind("kind_src:pinned kind_dst:array size:8 dest:0 async:0", &bytes), PB_GPU_H2D);
+  assert_int_equal(pb_gpu_memcpy_kind("kind_src:device kind_dst:pinned size:4 dest:0 async:0", &bytes), PB_GPU_D2H);
+  assert_int_equal(pb_gpu_memcpy_kind("kind_src:device kind_dst:device size:4", &bytes), PB_GPU_D2D);
+  assert_int_equal(pb_gpu_memcpy_kind("size:4 kind_dst:device", &bytes), 0);             /* no source kind */
+  assert_int_equal(pb_gpu_memcpy_kind("xkind_src:pageable kind_dst:device", &bytes), 0); /* a field's whole name */
+  pb_gpu_op ops[] = {{0, 10, 0, PB_GPU_KERNEL, 0},
+                     {5, 12, 0, PB_GPU_KERNEL, 0}, /* overlaps the first: 2 more */
+                     {6, 8, 0, PB_GPU_KERNEL, 1},  /* inside both: nothing more */
+                     {13, 20, 0, PB_GPU_H2D, 0},   /* a copy: not the kernels' */
+                     {30, 40, 0, PB_GPU_KERNEL, 0}};
+  pb_gpu_activity g = {.ndevices = 2, .ops = ops, .nops = 5};
+  assert_int_equal(pb_gpu_kernel_busy_ps(&g, 0, 100), 22);
+  assert_int_equal(pb_gpu_kernel_busy_ps(&g, 7, 35), 5 + 5); /* clipped at both ends */
+  assert_int_equal(pb_gpu_kernel_busy_ps(&g, 12, 30), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_iterator_tree), cmocka_unit_test(test_iterator_work), cmocka_unit_test(test_steps),
-      cmocka_unit_test(test_verdict),       cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_verdict),       cmocka_unit_test(test_refused),       cmocka_unit_test(test_gpu_plane),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
