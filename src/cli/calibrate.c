@@ -195,11 +195,13 @@ static int decode_one(decoder *d, const pb_stage_cfg *dec, int min_side, const u
                        (long long)dec->max_pixels);
   int denom = pb_decode_denom(dec, min_side, w, h);
   if (d->crop) {
-    int sw = pb_jpeg_scaled_dim(w, denom), sh = pb_jpeg_scaled_dim(h, denom), i, j, ch, cw;
-    pb_rrc_params(&d->rng, sh, sw, d->crop->scale, d->crop->ratio, &i, &j, &ch, &cw);
-    pb_jpeg_rect rect = {.x = j, .y = i, .w = cw, .h = ch}, got;
-    if (out_room(d, pb_jpeg_region_capacity(&rect, sw))) return pb_err_setc(err, -ENOMEM, "out of memory");
-    return pb_jpeg_decode_region(d->region, data, bytes, &rect, denom, dec->max_pixels, d->out, d->out_bytes, &got, err)
+    int sw = pb_jpeg_scaled_dim(w, denom), sh = pb_jpeg_scaled_dim(h, denom), crop_denom, xywh[4];
+    pb_fused_crop_region(&d->rng, sh, sw, d->crop, dec->scale == PB_SCALE_AUTO, &crop_denom, xywh);
+    pb_jpeg_rect rect = {.x = xywh[0], .y = xywh[1], .w = xywh[2], .h = xywh[3]}, got;
+    if (out_room(d, pb_jpeg_region_capacity(&rect, pb_jpeg_scaled_dim(sw, crop_denom))))
+      return pb_err_setc(err, -ENOMEM, "out of memory");
+    return pb_jpeg_decode_region(d->region, data, bytes, &rect, denom * crop_denom, dec->max_pixels, d->out,
+                                 d->out_bytes, &got, err)
                ? -EINVAL
                : 0;
   }

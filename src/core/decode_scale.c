@@ -36,6 +36,27 @@ int pb_decode_min_side(const pb_config *cfg, const pb_stage_cfg *decode) {
   return 0;
 }
 
+int pb_crop_denom(int crop_h, int crop_w, int out_side) {
+  if (out_side <= 0) return 1;
+  for (int denom = 8; denom > 1; denom /= 2)
+    if (crop_h / denom >= out_side && crop_w / denom >= out_side) return denom;
+  return 1;
+}
+
+/* [a, a + n) of a full-size axis at 1/denom, edges rounded to the nearest scaled pixel, inside [0, limit). */
+static void scaled_span(int a, int n, int denom, int limit, int *sa, int *sn) {
+  int lo = (a + denom / 2) / denom, hi = (a + n + denom / 2) / denom;
+  if (hi > limit) hi = limit;
+  if (lo > hi - 1) lo = hi - 1;
+  if (lo < 0) lo = 0, hi = PB_MAX(hi, 1);
+  *sa = lo, *sn = hi - lo;
+}
+
+void pb_crop_scaled(int x, int y, int w, int h, int denom, int sw, int sh, int *sx, int *sy, int *scw, int *sch) {
+  scaled_span(x, w, denom, sw, sx, scw);
+  scaled_span(y, h, denom, sh, sy, sch);
+}
+
 int pb_decode_denom(const pb_stage_cfg *decode, int min_side, int width, int height) {
   switch (decode->scale) {
     case PB_SCALE_1_2: return 2;

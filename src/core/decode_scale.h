@@ -22,4 +22,14 @@ int pb_decode_min_side(const pb_config *cfg, const pb_stage_cfg *decode);
  * 2, 4, 8 that keeps the shorter side >= min_side (1 when min_side is 0). */
 int pb_decode_denom(const pb_stage_cfg *decode, int min_side, int width, int height);
 
+/* fused_crop under scale "auto": the DCT scale of one crop of crop_h x crop_w pixels that a resize makes
+ * out_side x out_side: the largest of 8, 4 and 2 that keeps both of the crop's sides at least out_side once
+ * divided (a 2,000-px crop for 224 decodes at 1/8), else 1.  Never upsamples what a full decode would not. */
+int pb_crop_denom(int crop_h, int crop_w, int out_side);
+
+/* A crop drawn at full size (x, y, w, h), in the image decoded at 1/denom (sw x sh pixels): its edges at the
+ * nearest scaled pixel (a shift of at most half a scaled pixel), at least one pixel wide and high, inside the
+ * image.  The decode stage cuts this region and the map stage resizes it: both call this. */
+void pb_crop_scaled(int x, int y, int w, int h, int denom, int sw, int sh, int *sx, int *sy, int *scw, int *sch);
+
 #endif

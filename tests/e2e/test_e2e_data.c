@@ -134,8 +134,9 @@ static void test_jpeg_two_epochs(void **state) {
   assert_accounting_balances(rep);
 }
 
-/* decode's fused_crop: the decode draws the crop the augment stage would and decodes only that region;
- * the augment's own draw must find exactly that crop (a mismatch is a sample error), over 40 images at
+/* decode's fused_crop: the decode draws the crop the augment stage would and decodes only that region (under
+ * scale "auto" at the crop's own DCT scale); the augment's own draw must find exactly that crop (a mismatch is a
+ * sample error), over 40 images at
  * 200x150 and 3 epochs, 2 decode and 2 augment threads.  Pixel equality is tests/unit/test_jpeg.c's. */
 static void test_fused_crop(void **state) {
   const char *data = tmp_path("fused-data");
@@ -159,6 +160,14 @@ static void test_fused_crop(void **state) {
   assert_accounting_balances(rep);
   /* the decoded crops are smaller than the whole images (random_resized_crop keeps 8-100 % of the area) */
   assert_true(num(stage(rep, "decode"), "bytes_out") < 120.0 * 200 * 150 * 3);
+  /* scale "auto" (the default) decodes each crop at its own DCT scale; "1" is the exact path: both find
+   * their crops (no sample error), and the exact one decodes more pixels */
+  const char *exact[] = {"--set", "stages.decode.scale=1", NULL};
+  cJSON *rep_exact = run_report(cfg, "fused-exact", exact);
+  expect_count(rep_exact, "samples_consumed", 120);
+  expect_count(rep_exact, "errors", 0);
+  assert_accounting_balances(rep_exact);
+  assert_true(num(stage(rep, "decode"), "bytes_out") < num(stage(rep_exact, "decode"), "bytes_out"));
   /* Pillow's antialiased filter on the pre-cut crops: the same accounting */
   const char *aa[] = {"--set", "stages.augment.ops[0].antialias=true", NULL};
   cJSON *rep_aa = run_report(cfg, "fused-aa", aa);

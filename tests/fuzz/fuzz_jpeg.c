@@ -76,6 +76,25 @@ static void decode_region(const uint8_t *data, size_t size, int width, int heigh
   free(out);
 }
 
+/* fused_crop under scale auto: the centre half at full size, decoded at its own DCT scale for a 16-pixel
+ * output (small, so that the fuzzer's small images scale too), where pb_crop_scaled puts it. */
+static void decode_crop_scaled(const uint8_t *data, size_t size, int width, int height) {
+  int w = width / 2 > 0 ? width / 2 : 1, h = height / 2 > 0 ? height / 2 : 1, d = pb_crop_denom(h, w, 16);
+  int sw = pb_jpeg_scaled_dim(width, d), sh = pb_jpeg_scaled_dim(height, d);
+  pb_jpeg_rect r;
+  pb_crop_scaled(width / 4, height / 4, w, h, d, sw, sh, &r.x, &r.y, &r.w, &r.h);
+  if (r.x < 0 || r.y < 0 || r.w < 1 || r.h < 1 || r.x + r.w > sw || r.y + r.h > sh)
+    fail("pb_crop_scaled put the crop outside the scaled image", NULL);
+  size_t bytes = pb_jpeg_region_capacity(&r, sw);
+  uint8_t *out = malloc(bytes);
+  if (!out) return;
+  pb_err err = {{0}};
+  pb_jpeg_rect got;
+  int rc = pb_jpeg_decode_region(region, data, size, &r, d, MAX_PIXELS, out, bytes, &got, &err);
+  if (rc) check_error(rc, &err, -EINVAL);
+  free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!dec) {
     pb_err err;
@@ -108,6 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int denom = selector ? 1 << selector : pb_jpeg_auto_scale(width, height, AUTO_MIN_SIDE);
     if (denom != 1) decode(file, size, width, height, denom);
     decode_region(file, size, width, height, denom);
+    decode_crop_scaled(file, size, width, height);
   }
   free(file);
   return 0;

@@ -3,6 +3,7 @@
  * every tenth, empty, garbage, header-only, corrupt scan data, above max_pixels - refused cleanly (run under
  * ASan) without spoiling the decoder for the next image. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <jpeglib.h>
 
 #include "jpeg.h"
+#include "ops.h"
 #include "synth_image.h"
 #include "unit_util.h"
 
@@ -203,6 +205,83 @@ static void test_auto_scale_keeps_the_crop_size(void **state) {
   assert_int_equal(pb_jpeg_auto_scale(500, 375, 0), 1);   /* no crop to size for */
   assert_int_equal(pb_jpeg_auto_scale(500, 375, 47), 8);  /* ceil(375 / 8) = 47 */
   assert_int_equal(pb_jpeg_auto_scale(500, 375, 48), 4);
+}
+
+/* fused_crop under scale "auto": each crop's DCT scale keeps both of its sides at least the output size once
+ * divided, and its place in the scaled image is the full-size crop's edges at the nearest scaled pixel. */
+static void test_crop_denom_and_place(void **state) {
+  (void)state;
+  assert_int_equal(pb_crop_denom(2000, 1800, 224), 8);
+  assert_int_equal(pb_crop_denom(1792, 1792, 224), 8); /* exactly 224 at 1/8 */
+  assert_int_equal(pb_crop_denom(1791, 2000, 224), 4); /* the shorter side decides */
+  assert_int_equal(pb_crop_denom(500, 500, 224), 2);
+  assert_int_equal(pb_crop_denom(447, 900, 224), 1); /* 223 at 1/2: never below the output */
+  assert_int_equal(pb_crop_denom(4000, 4000, 0), 1);
+  int x, y, w, h;
+  pb_crop_scaled(13, 6, 1000, 801, 4, 500, 400, &x, &y, &w, &h);
+  assert_int_equal(x, 3), assert_int_equal(w, 250);           /* 13/4 = 3.25 -> 3; 1013/4 = 253.25 -> 253 */
+  assert_int_equal(y, 2), assert_int_equal(h, 200);           /* 6/4 = 1.5 -> 2; 807/4 = 201.75 -> 202 */
+  pb_crop_scaled(1990, 0, 10, 16, 8, 250, 2, &x, &y, &w, &h); /* at the right edge: inside, one pixel */
+  assert_int_equal(x, 249), assert_int_equal(w, 1), assert_int_equal(y, 0), assert_int_equal(h, 2);
+  pb_crop_scaled(0, 0, 1, 1, 8, 250, 250, &x, &y, &w, &h); /* under half a scaled pixel: still one */
+  assert_int_equal(x, 0), assert_int_equal(w, 1), assert_int_equal(h, 1);
+}
+
+/* PSNR of two 224x224x3 images (255 peak). */
+static double psnr_224(const uint8_t *a, const uint8_t *b) {
+  double se = 0;
+  for (size_t p = 0; p < 224 * 224 * 3; p++) se += (double)(a[p] - b[p]) * (a[p] - b[p]);
+  return se > 0 ? 10 * log10(255.0 * 255.0 * 224 * 224 * 3 / se) : 99;
+}
+
+/* The crop (x, y, w, h) of b decoded at 1/denom, resized (antialiased) to 224 x 224 into out. */
+static void crop_224(pb_jpeg_region *r, const blob *b, int denom, int x, int y, int w, int h, uint8_t *out) {
+  pb_jpeg_rect rect = {x, y, w, h}, got;
+  size_t cap = pb_jpeg_region_capacity(&rect, 4096);
+  uint8_t *buf = malloc(cap);
+  pb_err err = {{0}};
+  if (pb_jpeg_decode_region(r, b->data, b->bytes, &rect, denom, 0, buf, cap, &got, &err)) fail_msg("%s", err.msg);
+  pb_image in = {buf, got.h, got.w, 3, PB_DTYPE_UINT8, false}, o = {out, 224, 224, 3, PB_DTYPE_UINT8, false};
+  void *scratch = malloc(pb_crop_resize_scratch_bytes(&in, h, w, 224, 224, PB_RESAMPLE_BILINEAR_AA) + 64);
+  assert_int_equal(pb_crop_resize(&in, 0, x - got.x, h, w, &o, PB_RESAMPLE_BILINEAR_AA, scratch), 0);
+  free(scratch);
+  free(buf);
+}
+
+/* A crop decoded at its DCT scale and resized is near the exact one (the DCT-domain reduction is another
+ * filter: bench/dct_scale.py measures it on photographs), and nearer than the same crop put one scaled pixel
+ * off: the place pb_crop_scaled gives is the right one. */
+static void test_per_crop_scale_near_exact(void **state) {
+  (void)state;
+  pb_jpeg_region *r = NULL;
+  pb_err err = {{0}};
+  assert_int_equal(pb_jpeg_region_init(&r, &err), 0);
+  blob b = synth_jpeg(1600, 1200, 90, 5);
+  static uint8_t exact[224 * 224 * 3], scaled[224 * 224 * 3], shifted[224 * 224 * 3];
+  static const double area[2] = {0.08, 1.0}, ratio[2] = {3.0 / 4, 4.0 / 3};
+  pb_rng rng;
+  pb_rng_seed(&rng, 9);
+  int tried = 0;
+  for (int k = 0; k < 40; k++) {
+    int i, j, h, w;
+    pb_rrc_params(&rng, 1200, 1600, area, ratio, &i, &j, &h, &w);
+    int d = pb_crop_denom(h, w, 224), sw = pb_jpeg_scaled_dim(1600, d), sh = pb_jpeg_scaled_dim(1200, d);
+    if (d == 1) continue;
+    int x, y, cw, ch;
+    pb_crop_scaled(j, i, w, h, d, sw, sh, &x, &y, &cw, &ch);
+    crop_224(r, &b, 1, j, i, w, h, exact);
+    crop_224(r, &b, d, x, y, cw, ch, scaled);
+    int off = x + cw < sw ? 1 : -1;
+    crop_224(r, &b, d, x + off, y, cw, ch, shifted);
+    double near = psnr_224(exact, scaled), far = psnr_224(exact, shifted);
+    /* the synthetic images are noise-like texture, harder than photographs: 26-37 dB here */
+    if (near < 24 || near < far + 3)
+      fail_msg("crop %dx%d at (%d, %d), 1/%d: %.1f dB, one pixel off %.1f dB", w, h, j, i, d, near, far);
+    tried++;
+  }
+  assert_true(tried >= 20);
+  free(b.data);
+  pb_jpeg_region_free(r);
 }
 
 /* ---- bad data ---- */
@@ -603,6 +682,8 @@ int main(void) {
       cmocka_unit_test(test_pixels_equal_djpeg_at_every_scale),
       cmocka_unit_test(test_scaled_sizes_round_up),
       cmocka_unit_test(test_auto_scale_keeps_the_crop_size),
+      cmocka_unit_test(test_crop_denom_and_place),
+      cmocka_unit_test(test_per_crop_scale_near_exact),
       cmocka_unit_test(test_truncated_files_are_errors),
       cmocka_unit_test(test_empty_garbage_and_header_only_are_errors),
       cmocka_unit_test(test_decoder_recovers_after_a_broken_header),

@@ -33,6 +33,8 @@ typedef struct pb_elem {
                               * the crop the next random_resized_crop draws (0: not cropped) */
   uint16_t crop_x;           /* fused_crop: the crop's first column here (the region decoded is wider: whole
                               * iMCU columns), its rows are all of this one's */
+  uint8_t crop_denom;        /* fused_crop: the crop was decoded at 1/crop_denom of full_* (0 or 1: at full
+                              * size); its place here is pb_crop_scaled's of the drawn crop */
   void *in_batch;            /* fuse_map: the forming batch (stage_batch.c) whose buffer already holds this
                               * sample's payload, in the slot its map worker took; NULL otherwise */
   const char *slot_error;    /* fuse_map: the map failed on this sample after taking its slot; the batch

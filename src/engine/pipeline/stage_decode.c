@@ -93,25 +93,29 @@ static int reserve_failed(const pb_stage *s, int rc, size_t bytes, pb_err *err) 
   return rc;
 }
 
-/* fused_crop: the region of the (scaled) sw x sh image the map stage's crop will keep, decoded into out. */
-static int decode_crop(pb_worker *w, const pb_elem *in, int denom, int sw, int sh, pb_buf *out, pb_elem *e,
-                       pb_err *err) {
+/* fused_crop: the region of the (scaled) sw x sh image the map stage's crop will keep, decoded into out.  Under
+ * scale "auto" (per_crop) each crop is decoded at its own DCT scale, the smallest image that still holds the
+ * crop at the crop op's output size (pb_crop_denom): the IDCT, upsampling and colour conversion then run on
+ * up to 64x fewer pixels.  The map stage resizes what came out (pb_crop_scaled says where the crop is). */
+static int decode_crop(pb_worker *w, const pb_elem *in, int denom, bool per_crop, int sw, int sh, pb_buf *out,
+                       pb_elem *e, pb_err *err) {
   decode_state *st = w->stage->state;
   decode_worker *dw = w->state;
   pb_rng rng;
   pb_rng_seed(&rng, pb_elem_aug_seed(in, w->stage->engine->cfg->seed, st->crop_stage_index));
-  int i, j, h, cw;
-  pb_rrc_params(&rng, sh, sw, st->crop->scale, st->crop->ratio, &i, &j, &h, &cw);
-  pb_jpeg_rect rect = {.x = j, .y = i, .w = cw, .h = h}, got;
-  size_t bytes = pb_jpeg_region_capacity(&rect, sw);
+  int d, xywh[4];
+  pb_fused_crop_region(&rng, sh, sw, st->crop, per_crop, &d, xywh);
+  pb_jpeg_rect rect = {.x = xywh[0], .y = xywh[1], .w = xywh[2], .h = xywh[3]}, got;
+  size_t bytes = pb_jpeg_region_capacity(&rect, pb_jpeg_scaled_dim(sw, d));
   int rc = pb_buf_reserve(out, bytes);
   if (rc) return reserve_failed(w->stage, rc, bytes, err);
-  rc = pb_jpeg_decode_region(dw->region, in->data, in->bytes, &rect, denom, w->stage->cfg->max_pixels, out->data,
-                                 out->capacity_bytes, &got, err);
+  rc = pb_jpeg_decode_region(dw->region, in->data, in->bytes, &rect, denom * d, w->stage->cfg->max_pixels, out->data,
+                             out->capacity_bytes, &got, err);
   if (rc) return rc;
   e->height = (uint16_t)got.h;
   e->width = (uint16_t)got.w;
   e->crop_x = (uint16_t)(rect.x - got.x);
+  e->crop_denom = (uint8_t)d;
   e->full_height = (uint16_t)sh;
   e->full_width = (uint16_t)sw;
   return 0;
@@ -139,7 +143,9 @@ static int decode_process(pb_worker *w, pb_elem *in) {
   }
   pb_elem e = *in;
   if (st->crop) {
-    if (decode_crop(w, in, denom, pb_jpeg_scaled_dim(width, denom), pb_jpeg_scaled_dim(height, denom), out, &e, &err))
+    bool per_crop = w->stage->cfg->scale == PB_SCALE_AUTO; /* denom is 1 then: a crop op comes first */
+    if (decode_crop(w, in, denom, per_crop, pb_jpeg_scaled_dim(width, denom), pb_jpeg_scaled_dim(height, denom), out,
+                    &e, &err))
       return decode_fail(w, in, out, err.msg);
   } else {
     size_t bytes = pb_jpeg_decoded_bytes(width, height, denom);

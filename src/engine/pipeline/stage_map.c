@@ -189,9 +189,11 @@ static pb_resample resample_of(const pb_op_cfg *op) {
 /* The decode stage (fused_crop) already cut the crop this op draws, all its rows and its columns from
  * crop_x on: the same draw keeps the random sequence of the ops after it, and only the resize is left. */
 static int resize_precropped(map_ctx *c, const pb_op_cfg *op, pb_image *out, void *scratch) {
-  int i, j, h, w;
-  pb_rrc_params(&c->w->rng, c->in->full_height, c->in->full_width, op->scale, op->ratio, &i, &j, &h, &w);
-  if (h != c->cur.height || c->in->crop_x + w > c->cur.width) return -EINVAL; /* decode drew another crop: a bug */
+  int d, r[4]; /* the region decode cut, at the DCT scale it chose (crop_denom) */
+  pb_fused_crop_region(&c->w->rng, c->in->full_height, c->in->full_width, op, c->in->crop_denom > 1, &d, r);
+  int w = r[2], h = r[3];
+  if (d != PB_MAX(c->in->crop_denom, 1) || h != c->cur.height || c->in->crop_x + w > c->cur.width)
+    return -EINVAL; /* decode drew another crop: a bug */
   return pb_crop_resize(&c->cur, 0, c->in->crop_x, h, w, out, resample_of(op), scratch);
 }
 
@@ -339,6 +341,7 @@ static int hand_on(map_ctx *c) {
   out.dtype = (uint8_t)c->cur.dtype;
   out.chw = c->cur.chw;
   out.full_height = out.full_width = out.crop_x = 0; /* any fused crop is done */
+  out.crop_denom = 0;
   return pb_emit(c->w, &out);
 }
 

@@ -51,6 +51,13 @@ void pb_rrc_params(pb_rng *rng, int H, int W, const double scale[2], const doubl
 void pb_rrc_params_from(pb_uniform_fn uniform, void *ctx, int H, int W, const double scale[2],
                         const double ratio[2], int *i, int *j, int *h, int *w);
 
+/* fused_crop: the decode stage's region for the crop random_resized_crop `crop` draws from rng on an sh x sw
+ * image.  per_crop (scale "auto"): decoded at the crop's own DCT scale (pb_crop_denom for its size), its place
+ * there pb_crop_scaled's; else at the image's scale, exactly.  *denom the scale to decode at (on top of the
+ * image's), rect (x, y, w, h) the region in the image decoded at it.  The decode stage and calibrate both
+ * take their regions from here, the map stage redraws the same crop to find it. */
+void pb_fused_crop_region(pb_rng *rng, int sh, int sw, const pb_op_cfg *crop, bool per_crop, int *denom, int rect[4]);
+
 /* ---- resampling ----
  * PB_RESAMPLE_BILINEAR: 2x2 taps at half-pixel centres (align_corners=false), edges clamped: what
  *   torch's upsample_bilinear2d computes, and torchvision's tensor path with antialias=False.  When

@@ -4,6 +4,7 @@
  * window changes every output pixel. */
 #include <math.h>
 
+#include "decode_scale.h"
 #include "ops.h"
 #include "sat.h"
 
@@ -63,6 +64,17 @@ void pb_rrc_params_from(pb_uniform_fn uniform, void *ctx, int H, int W, const do
 void pb_rrc_params(pb_rng *rng, int H, int W, const double scale[2], const double ratio[2], int *i, int *j,
                    int *h, int *w) {
   pb_rrc_params_from(rng_uniform, rng, H, W, scale, ratio, i, j, h, w);
+}
+
+void pb_fused_crop_region(pb_rng *rng, int sh, int sw, const pb_op_cfg *crop, bool per_crop, int *denom, int rect[4]) {
+  int i, j, h, w;
+  pb_rrc_params(rng, sh, sw, crop->scale, crop->ratio, &i, &j, &h, &w);
+  int d = per_crop ? pb_crop_denom(h, w, (int)crop->size) : 1;
+  *denom = d;
+  rect[0] = j, rect[1] = i, rect[2] = w, rect[3] = h;
+  if (d > 1)
+    pb_crop_scaled(j, i, w, h, d, pb_jpeg_scaled_dim(sw, d), pb_jpeg_scaled_dim(sh, d), &rect[0], &rect[1], &rect[2],
+                   &rect[3]);
 }
 
 void pb_resize_shorter_dims(int H, int W, int size, int *out_h, int *out_w) {
