@@ -72,7 +72,9 @@ def pipebench_config(data, images, batch, w, fused=False, antialias=False):
                                  "image": {"width": 500, "height": 375, "quality": 90}}},
         "stages": [
             {"name": "read", "type": "read", "threads": 1},
-            {"name": "decode", "type": "decode", "threads": w, "fused_crop": fused},
+            # scale "1": the exact path, the same pixels as torchvision's full decode (the default "auto" would
+            # decode a large crop at its own DCT scale: bench/vs_peers.py measures that)
+            {"name": "decode", "type": "decode", "threads": w, "fused_crop": fused, "scale": "1"},
             {"name": "augment", "type": "map", "threads": w,
              "ops": [{"op": "random_resized_crop", "size": 224, "antialias": antialias}, {"op": "flip", "p": 0.5},
                      {"op": "normalize", "dtype": "float32"}, {"op": "to_chw"}]},
