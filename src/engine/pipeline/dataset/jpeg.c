@@ -9,9 +9,8 @@
 #include <turbojpeg.h>
 
 struct pb_jpeg_decoder {
-  tjhandle tj;
-  uint8_t *cmyk; /* a CMYK image's pixels before their conversion to RGB (rare: grown on use) */
-  size_t cmyk_cap_bytes;
+  tjhandle tj;            /* the header */
+  pb_jpeg_region *pixels; /* the pixels: libjpeg with pipebench's own Huffman decoder (jpeg_region.c) */
 };
 
 struct pb_jpeg_encoder {
@@ -54,8 +53,9 @@ int pb_jpeg_decoder_init(pb_jpeg_decoder **dec, pb_err *err) {
   *dec = calloc(1, sizeof **dec);
   if (!*dec) return pb_err_setc(err, -ENOMEM, "jpeg decoder: out of memory (expected a few bytes free)");
   int rc = fresh_handle(*dec, err);
+  if (rc == 0) rc = pb_jpeg_region_init(&(*dec)->pixels, err);
   if (rc < 0) {
-    free(*dec);
+    pb_jpeg_decoder_free(*dec);
     *dec = NULL;
   }
   return rc;
@@ -64,7 +64,7 @@ int pb_jpeg_decoder_init(pb_jpeg_decoder **dec, pb_err *err) {
 void pb_jpeg_decoder_free(pb_jpeg_decoder *dec) {
   if (!dec) return;
   if (dec->tj) tjDestroy(dec->tj);
-  free(dec->cmyk);
+  pb_jpeg_region_free(dec->pixels);
   free(dec);
 }
 
@@ -160,23 +160,6 @@ void pb_jpeg_cmyk_to_rgb(const uint8_t *in, uint8_t *out, size_t pixels) {
   }
 }
 
-/* A CMYK (or YCCK, which libjpeg turns into CMYK) image: decoded to CMYK into the decoder's own buffer,
- * then converted into `out`. */
-static int decode_cmyk(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int sw, int sh, uint8_t *out,
-                       pb_err *err) {
-  size_t need = (size_t)sw * (size_t)sh * 4u;
-  if (need > dec->cmyk_cap_bytes) {
-    uint8_t *p = realloc(dec->cmyk, need);
-    if (!p) return pb_err_setc(err, -ENOMEM, "decoding a CMYK JPEG: out of memory for %zu bytes", need);
-    dec->cmyk = p;
-    dec->cmyk_cap_bytes = need;
-  }
-  if (tjDecompress2(dec->tj, data, (unsigned long)bytes, dec->cmyk, sw, sw * 4, sh, TJPF_CMYK, TJFLAG_STOPONWARNING))
-    return tj_error(dec, "decoding", err);
-  pb_jpeg_cmyk_to_rgb(dec->cmyk, out, (size_t)sw * (size_t)sh);
-  return 0;
-}
-
 int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int scale_denom, int64_t max_pixels,
                    uint8_t *out, size_t out_capacity_bytes, int *out_width, int *out_height, pb_err *err) {
   if (!valid_denom(scale_denom))
@@ -192,13 +175,18 @@ int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int 
   if (!out || out_capacity_bytes < need)
     return pb_err_setc(err, -ENOBUFS, "output buffer of %zu bytes for a %dx%d RGB image (expected at least %zu bytes)",
                        out_capacity_bytes, sw, sh, need);
-  /* Asking for exactly the scaled size makes TurboJPEG pick the 1/scale_denom DCT scaling.  STOPONWARNING
-   * stops at the first corrupt-data warning instead of decoding the rest of a file we will reject anyway. */
-  if (cmyk)
-    rc = decode_cmyk(dec, data, bytes, sw, sh, out, err);
-  else if (tjDecompress2(dec->tj, data, (unsigned long)bytes, out, sw, sw * 3, sh, TJPF_RGB, TJFLAG_STOPONWARNING) != 0)
-    rc = tj_error(dec, "decoding", err);
+  /* The whole image as one region: libjpeg's decompressor (the same IDCT, upsampling and colour conversion
+   * TurboJPEG would run) with pipebench's own Huffman decoder where the file allows it, and libjpeg's
+   * careful path on broken data; a corrupt-data warning is an error there, as TJFLAG_STOPONWARNING made it.
+   * A CMYK or YCCK image is converted to RGB there too. */
+  (void)cmyk;
+  pb_jpeg_rect all = {.x = 0, .y = 0, .w = sw, .h = sh}, got;
+  rc = pb_jpeg_decode_region(dec->pixels, data, bytes, &all, scale_denom, max_pixels, out, out_capacity_bytes, &got,
+                             err);
   if (rc < 0) return rc;
+  if (got.w != sw || got.h != sh)
+    return pb_err_setc(err, -EBADMSG, "decoding: libjpeg gave %dx%d for a %dx%d image (expected the header's size)",
+                       got.w, got.h, sw, sh);
   *out_width = sw;
   *out_height = sh;
   return 0;

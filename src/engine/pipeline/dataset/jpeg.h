@@ -1,7 +1,8 @@
-/* JPEG encode and decode through libjpeg-turbo's TurboJPEG API (the 2.1 API: tjInit*, tjCompress2,
- * tjDecompressHeader3, tjDecompress2).
+/* JPEG encode and decode with libjpeg-turbo: the header through its TurboJPEG API (tjDecompressHeader3), the
+ * pixels through libjpeg's own API with pipebench's Huffman decoder in libjpeg's place where the file allows
+ * (jpeg_region.c, jpeg_huff.c), the encoder through TurboJPEG (tjCompress2).
  *
- * The decoder is the core of the `decode` stage: one pb_jpeg_decoder per worker thread (a TurboJPEG handle is
+ * The decoder is the core of the `decode` stage: one pb_jpeg_decoder per worker thread (libjpeg's state is
  * not thread-safe, and creating one per image would cost more than decoding a small image), packed RGB out,
  * DCT scaling by 1/1, 1/2, 1/4 or 1/8, and a `max_pixels` guard checked from the header before any pixel is
  * decoded.  The encoder is what `pipebench gen` uses to write synthetic JPEGs (see synth_image.h).
@@ -41,8 +42,10 @@ size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom);
  * full-size width * height exceeds max_pixels (<= 0: no limit) are refused from the header, before decoding:
  * the guard is on the stored image, whatever the scaling, because that is what a hostile file can inflate.
  * Pixels are exactly what libjpeg-turbo's `djpeg -rgb [-scale 1/N]` writes (accurate integer IDCT, fancy
- * upsampling).  A CMYK or YCCK JPEG is decoded to CMYK and converted to RGB as Pillow does
- * (pb_jpeg_cmyk_to_rgb). */
+ * upsampling): the whole image is decoded as one region (pb_jpeg_decode_region), so its entropy data goes
+ * through pipebench's own Huffman decoder when the file is one it decodes (baseline, no restart markers; the
+ * same coefficients, tests/unit/test_jpeg_huff.c), else libjpeg's.  A CMYK or YCCK JPEG is decoded to CMYK and
+ * converted to RGB as Pillow does (pb_jpeg_cmyk_to_rgb). */
 int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int scale_denom, int64_t max_pixels,
                    uint8_t *out, size_t out_capacity_bytes, int *out_width, int *out_height, pb_err *err);
 

@@ -22,6 +22,7 @@ typedef struct region_err {
   struct jpeg_error_mgr pub;
   jmp_buf jump;
   char msg[JMSG_LENGTH_MAX];
+  bool warning; /* the error was a corrupt-data warning, made an error */
 } region_err;
 
 struct pb_jpeg_region {
@@ -40,7 +41,10 @@ static void on_error(j_common_ptr c) {
 
 /* A corrupt-data warning is an error, as TJFLAG_STOPONWARNING makes it for the whole-image path. */
 static void on_message(j_common_ptr c, int level) {
-  if (level < 0) on_error(c);
+  if (level < 0) {
+    ((region_err *)c->err)->warning = true;
+    on_error(c);
+  }
 }
 
 int pb_jpeg_region_init(pb_jpeg_region **r, pb_err *err) {
@@ -125,8 +129,8 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   jpeg_read_header(c, TRUE);
   if (!c->progressive_mode && !has_eoi_after(data, bytes, (size_t)(c->src->next_input_byte - data)))
     return pb_err_setc(err, -EBADMSG,
-                       "decoding: bad JPEG: Premature end of JPEG file (no end-of-image marker after the "
-                       "scan data; expected a complete, valid JPEG image)");
+                       "decoding: corrupt or truncated data: Premature end of JPEG file, no end-of-image marker "
+                       "after the scan data (expected a complete, valid JPEG image)");
   if (max_pixels > 0 && (int64_t)c->image_width * c->image_height > max_pixels)
     return pb_err_setc(err, -EFBIG, "image is %ux%u = %lld pixels, over max_pixels %lld (expected at most %lld pixels)",
                        c->image_width, c->image_height, (long long)c->image_width * c->image_height,
@@ -175,8 +179,10 @@ int pb_jpeg_decode_region(pb_jpeg_region *r, const uint8_t *data, size_t bytes, 
   if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8)
     return pb_err_setc(err, -EINVAL, "scale 1/%d (expected 1, 1/2, 1/4 or 1/8)", scale_denom);
   if (!out) return pb_err_setc(err, -ENOBUFS, "no output buffer (expected one)");
+  r->err.warning = false;
   if (setjmp(r->err.jump)) { /* libjpeg gave up: the message, and the decompressor made ready again */
-    pb_err_set(err, "decoding: bad JPEG: %s (expected a complete, valid JPEG image)", r->err.msg);
+    pb_err_set(err, "decoding: %s: %s (expected a complete, valid JPEG image)",
+               r->err.warning ? "corrupt or truncated data" : "bad JPEG", r->err.msg);
     jpeg_abort_decompress(&r->cinfo);
     return -EBADMSG;
   }
