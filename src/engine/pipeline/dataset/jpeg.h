@@ -43,7 +43,7 @@ size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom);
  * the guard is on the stored image, whatever the scaling, because that is what a hostile file can inflate.
  * Pixels are exactly what libjpeg-turbo's `djpeg -rgb [-scale 1/N]` writes (accurate integer IDCT, fancy
  * upsampling): the whole image is decoded as one region (pb_jpeg_decode_region), so its entropy data goes
- * through pipebench's own Huffman decoder when the file is one it decodes (baseline, no restart markers; the
+ * through pipebench's own Huffman decoder when the file is one it decodes (baseline, restart markers or not; the
  * same coefficients, tests/unit/test_jpeg_huff.c), else libjpeg's.  A CMYK or YCCK JPEG is decoded to CMYK and
  * converted to RGB as Pillow does (pb_jpeg_cmyk_to_rgb). */
 int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int scale_denom, int64_t max_pixels,

@@ -20,7 +20,13 @@
  * the end, FF FF .. 00 read as one FF byte, a run past coefficient 63) follows libjpeg's careful path.
  * (libjpeg-turbo's fast path first takes that FF FF for a marker, decodes the MCU from zero bits, then
  * decodes it again the careful way into blocks it does not zero again: that one MCU keeps stale
- * coefficients.  Not here.)  Files with restart intervals stay with libjpeg's decoder. */
+ * coefficients.  Not here.)
+ *
+ * Restart intervals (camera JPEGs have them; libjpeg-turbo takes its slow path for them): at each one the
+ * bits left in the byte are padding, the RSTn marker must follow at once with the expected n, and the DC
+ * predictions start again from zero (F.2.1.3.1).  Anything else (bytes before the marker, another marker, a
+ * wrong number) is libjpeg's warning, "found marker 0x.. instead of RST.." or extraneous data, which the
+ * region decoder makes an error, as libjpeg's careful path then does. */
 #include "jpeg_huff.h"
 
 #include <stdatomic.h>
@@ -65,6 +71,7 @@ struct pb_jpeg_huff {
   int comp[D_MAX_BLOCKS_IN_MCU]; /* the block's component, an index into cur_comp_info */
   bool dc_needed[D_MAX_BLOCKS_IN_MCU], ac_needed[D_MAX_BLOCKS_IN_MCU];
   int last_dc[MAX_COMPS_IN_SCAN];
+  unsigned restart_interval, restarts_to_go, next_restart_num; /* in MCUs; 0: no restarts */
   bitreader br;
   bool warned_eof;
   JCOEF scratch[DCTSIZE2]; /* where discarded coefficients go (a skipped row, a component not needed) */
@@ -289,8 +296,39 @@ static void warn_past_data(j_decompress_ptr c, pb_jpeg_huff *h) {
   }
 }
 
+/* The end of a restart interval: the padding bits dropped, the RSTn marker taken, the predictions reset.
+ * Whole bytes of data left before the marker, or another marker, are libjpeg's warnings (an error to the
+ * region decoder); should the warning return, the rest of the scan decodes as zeros. */
+static void process_restart(j_decompress_ptr c, pb_jpeg_huff *h) {
+  bitreader *br = &h->br;
+  int64_t real_bits = br->stopped ? br->nbits - br->nfake : br->nbits; /* this reader never loads past a marker */
+  const uint8_t *q = br->p;
+  while (q < br->end && *q != 0xFF) q++;
+  while (q + 1 < br->end && q[1] == 0xFF) q++; /* fill bytes */
+  int marker = q + 1 < br->end ? q[1] : 0;
+  if (real_bits >= 8 || q != br->p) { /* data left before the marker: libjpeg counts it discarded */
+    WARNMS2(c, JWRN_EXTRANEOUS_DATA, (int)(real_bits / 8 + (q - br->p)), marker);
+    c->entropy->insufficient_data = TRUE;
+    return;
+  }
+  if (marker != JPEG_RST0 + (int)h->next_restart_num) {
+    WARNMS2(c, JWRN_MUST_RESYNC, marker, JPEG_RST0 + (int)h->next_restart_num);
+    c->entropy->insufficient_data = TRUE;
+    return;
+  }
+  br->p = q + 2;
+  br->acc = 0, br->nbits = 0, br->nfake = 0, br->stopped = br->at_end = false;
+  memset(h->last_dc, 0, sizeof h->last_dc);
+  h->restarts_to_go = h->restart_interval;
+  h->next_restart_num = (h->next_restart_num + 1) & 7;
+}
+
 static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
   pb_jpeg_huff *h = (pb_jpeg_huff *)c->client_data;
+  if (h->restart_interval) {
+    if (h->restarts_to_go == 0 && !c->entropy->insufficient_data) process_restart(c, h);
+    h->restarts_to_go--;
+  }
   if (c->entropy->insufficient_data) return TRUE; /* after a warning that returned: zeros, as libjpeg */
   bitreader *br = &h->br;
   uint64_t acc = br->acc;
@@ -338,11 +376,11 @@ bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *dat
    * it directly, never through the source's fill_input_buffer */
   if (!data || c->src->next_input_byte < data || c->src->next_input_byte + c->src->bytes_in_buffer != data + bytes)
     return false;
-  /* baseline or extended sequential, Huffman, one scan with every component, no restarts */
-  if (c->arith_code || c->progressive_mode || c->data_precision != 8 || c->restart_interval != 0 ||
-      c->inputctl->has_multiple_scans || c->buffered_image || c->comps_in_scan != c->num_components ||
-      c->Ss != 0 || c->Se != DCTSIZE2 - 1 || c->Ah != 0 || c->Al != 0 || c->output_scanline != 0 ||
-      c->unread_marker != 0 || c->entropy->insufficient_data || c->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU)
+  /* baseline or extended sequential, Huffman, one scan with every component */
+  if (c->arith_code || c->progressive_mode || c->data_precision != 8 || c->inputctl->has_multiple_scans ||
+      c->buffered_image || c->comps_in_scan != c->num_components || c->Ss != 0 || c->Se != DCTSIZE2 - 1 || c->Ah != 0 ||
+      c->Al != 0 || c->output_scanline != 0 || c->unread_marker != 0 || c->entropy->insufficient_data ||
+      c->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU)
     return false;
   for (int blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
     int ci = c->MCU_membership[blkn];
@@ -360,6 +398,8 @@ bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *dat
 #endif
   }
   memset(h->last_dc, 0, sizeof h->last_dc);
+  h->restart_interval = h->restarts_to_go = c->restart_interval;
+  h->next_restart_num = 0;
   h->warned_eof = false;
   /* the scan's data starts where libjpeg's source stands, right after the SOS header */
   h->br = (bitreader){.p = c->src->next_input_byte, .end = c->src->next_input_byte + c->src->bytes_in_buffer};

@@ -18,8 +18,8 @@ pb_jpeg_huff *pb_jpeg_huff_new(void); /* NULL when out of memory */
 void pb_jpeg_huff_free(pb_jpeg_huff *h);
 
 /* After jpeg_start_decompress, before the first row: takes over the scan's entropy decoding when the
- * image is one that this decoder handles (baseline sequential Huffman, 8-bit, one scan, no restart
- * interval) and libjpeg's source holds the rest of the file, `data` of `bytes` (jpeg_mem_src).  Returns
+ * image is one that this decoder handles (baseline sequential Huffman, 8-bit, one scan, with or without a
+ * restart interval) and libjpeg's source holds the rest of the file, `data` of `bytes` (jpeg_mem_src).  Returns
  * whether it did; when not, libjpeg's own decoder stays.  Uses c->client_data.
  * The caller ends the image with jpeg_abort_decompress, not jpeg_finish_decompress: the bit reader
  * keeps its position to itself, so libjpeg's source is not advanced past the scan.  libjpeg's warnings
