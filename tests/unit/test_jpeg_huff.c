@@ -289,6 +289,56 @@ static void test_region_decoder_same_pixels(void **state) {
   pb_jpeg_region_free(r);
 }
 
+/* A progressive image at 1/8 (its 1x1 components' AC scans stepped over, jpeg_region.c): the same pixels as
+ * libjpeg's decode of every scan, whole (against libjpeg driven directly) and in regions, at 4:2:0 (the chroma
+ * then takes a 2x2 IDCT and all its scans) and 4:4:4 (every component 1x1). */
+static void test_progressive_eighth_same_pixels(void **state) {
+  (void)state;
+  pb_jpeg_region *r = NULL;
+  pb_jpeg_huff *h = pb_jpeg_huff_new();
+  pb_err err = {{0}};
+  assert_int_equal(pb_jpeg_region_init(&r, &err), 0);
+  const layout progressive[] = {{"4:2:0 q90 progressive", 2, 2, 90, false, true, false, 0},
+                                {"4:4:4 q95 progressive", 1, 1, 95, false, true, false, 0},
+                                {"gray q80 progressive", 0, 0, 80, false, true, false, 0},
+                                {"4:2:2 q90 progressive restarts", 2, 1, 90, false, true, false, 2}};
+  const int sizes[][2] = {{801, 603}, {333, 251}, {64, 48}, {9, 17}};
+  size_t cap = 101 * 76 * 3;
+  uint8_t *a = malloc(cap), *b = malloc(cap);
+  char msg[JMSG_LENGTH_MAX];
+  uint64_t x = 4242;
+  for (size_t k = 0; k < sizeof progressive / sizeof progressive[0]; k++)
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+      blob img = encode(&progressive[k], sizes[s][0], sizes[s][1], 300 + k * 10 + s);
+      int ow = (sizes[s][0] + 7) / 8, oh = (sizes[s][1] + 7) / 8;
+      bool attached;
+      memset(a, 0x11, cap);
+      memset(b, 0x11, cap);
+      if (decode_all(h, &img, 8, 0, a, cap, &attached, msg, false)) fail_msg("%s: libjpeg: %s", progressive[k].name, msg);
+      pb_jpeg_rect got;
+      if (pb_jpeg_decode_region(r, img.data, img.bytes, &(pb_jpeg_rect){0, 0, ow, oh}, 8, 0, b, cap, &got, &err))
+        fail_msg("%s: %s", progressive[k].name, err.msg);
+      if (memcmp(a, b, (size_t)ow * oh * 3)) fail_msg("%s %dx%d at 1/8: pixels differ", progressive[k].name, ow, oh);
+      for (int n = 0; n < 8; n++) { /* regions: against the same decode with every scan read */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int w = 1 + (int)(x % (uint64_t)ow), hh = 1 + (int)((x >> 20) % (uint64_t)oh);
+        pb_jpeg_rect q = {(int)((x >> 40) % (uint64_t)(ow - w + 1)), (int)((x >> 50) % (uint64_t)(oh - hh + 1)), w, hh}, ga;
+        pb_jpeg_huff_allow(false);
+        if (pb_jpeg_decode_region(r, img.data, img.bytes, &q, 8, 0, a, cap, &ga, &err)) fail_msg("%s", err.msg);
+        pb_jpeg_huff_allow(true);
+        if (pb_jpeg_decode_region(r, img.data, img.bytes, &q, 8, 0, b, cap, &got, &err)) fail_msg("%s", err.msg);
+        assert_memory_equal(&ga, &got, sizeof got);
+        if (memcmp(a, b, (size_t)got.w * got.h * 3))
+          fail_msg("%s: region %dx%d at (%d, %d) of 1/8 differs", progressive[k].name, q.w, q.h, q.x, q.y);
+      }
+      free(img.data);
+    }
+  free(a);
+  free(b);
+  pb_jpeg_huff_free(h);
+  pb_jpeg_region_free(r);
+}
+
 /* Corrupt scan data: bytes changed, cut out, markers and fill bytes dropped in (the end-of-image marker
  * kept).  pb_jpeg_huff, through the region decoder, against libjpeg's careful path (the 400-byte
  * source): the same outcome, and where both decode, the same pixels, every time.  libjpeg through
@@ -414,6 +464,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_pixels_as_libjpeg),
       cmocka_unit_test(test_region_decoder_same_pixels),
+      cmocka_unit_test(test_progressive_eighth_same_pixels),
       cmocka_unit_test(test_corrupt_data_same_outcome),
       cmocka_unit_test(test_end_of_buffer_is_premature_end),
   };

@@ -90,7 +90,7 @@ static atomic_int allowed = -1;
 
 void pb_jpeg_huff_allow(bool on) { atomic_store(&allowed, on ? 1 : 0); }
 
-static bool is_allowed(void) {
+bool pb_jpeg_huff_is_allowed(void) {
   int a = atomic_load_explicit(&allowed, memory_order_relaxed);
   if (a < 0) { /* every thread that finds it undecided decides the same */
     const char *v = getenv("PB_DEBUG_LIBJPEG_HUFFMAN");
@@ -371,7 +371,7 @@ static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
 /* ---- plugging in ---- */
 
 bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *data, size_t bytes) {
-  if (!h || !is_allowed()) return false;
+  if (!h || !pb_jpeg_huff_is_allowed()) return false;
   /* the rest of the file, in memory, is all libjpeg's source holds (jpeg_mem_src): the bit reader reads
    * it directly, never through the source's fill_input_buffer */
   if (!data || c->src->next_input_byte < data || c->src->next_input_byte + c->src->bytes_in_buffer != data + bytes)

@@ -28,7 +28,10 @@ void pb_jpeg_huff_free(pb_jpeg_huff *h);
  * decodes as zeros, as in libjpeg.) */
 bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *data, size_t bytes);
 
-/* Tests and benchmarks: turn this decoder off (libjpeg's own then decodes every image) or on again. */
+/* Tests and benchmarks: turn pipebench's own entropy decoding off (libjpeg's own then decodes every image, and
+ * a progressive one at 1/8 reads its every scan: jpeg_region.c) or on again; PB_DEBUG_LIBJPEG_HUFFMAN=1 in the
+ * environment starts it off.  pb_jpeg_huff_is_allowed says which. */
 void pb_jpeg_huff_allow(bool on);
+bool pb_jpeg_huff_is_allowed(void);
 
 #endif
