@@ -71,21 +71,21 @@ def main():
     host = next(p for p in space.planes if p.name == "/host:CPU")
     steps = steps_of(host)
     gpu = space.planes.add(id=max(p.id for p in space.planes) + 1, name="/device:GPU:0")
-    meta, stat = {}, {}
+    ids = {"event": {}, "stat": {}}
+
+    def metadata_id(kind, table, name):
+        """The id of `name` in the plane's event or stat metadata, added on first use."""
+        if name not in ids[kind]:
+            ids[kind][name] = len(ids[kind]) + 1
+            table[ids[kind][name]].id = ids[kind][name]
+            table[ids[kind][name]].name = name
+        return ids[kind][name]
 
     def ev_meta(name):
-        if name not in meta:
-            meta[name] = len(meta) + 1
-            gpu.event_metadata[meta[name]].id = meta[name]
-            gpu.event_metadata[meta[name]].name = name
-        return meta[name]
+        return metadata_id("event", gpu.event_metadata, name)
 
     def stat_meta(name):
-        if name not in stat:
-            stat[name] = len(stat) + 1
-            gpu.stat_metadata[stat[name]].id = stat[name]
-            gpu.stat_metadata[stat[name]].name = name
-        return stat[name]
+        return metadata_id("stat", gpu.stat_metadata, name)
 
     origin_ns = steps[0][0] // 1000 - 1000
     lines = {}

@@ -73,19 +73,23 @@ static void test_planted_captures(void **state) {
   assert_int_equal(n, 6);
 }
 
+/* dir/trace.json, analyzed again, gives rep (dir's report.json) exactly. */
+static void assert_trace_reanalyzes(const char *dir, cJSON *rep) {
+  char trace[600];
+  snprintf(trace, sizeof trace, "%s/trace.json", dir);
+  result *r = run_pb(ARGS("analyze", trace, "--json"));
+  if (r->status != 0) fail_msg("analyze %s: exit %d: %s", trace, r->status, r->err);
+  cJSON *again = keep_json(cJSON_Parse(r->out));
+  assert_non_null(again);
+  assert_true(cJSON_Compare(rep, again, true));
+}
+
 /* The trace analyze writes of a capture is a record like a run's: analyzed again, the same report. */
 static void test_trace_round_trip(void **state) {
   const char *dir = out_dir("roundtrip");
   result *r = run_pb(ARGS("analyze", fixture("cacheable"), "--out", dir, "--format", "json,trace", "-q"));
   if (r->status != 0) fail_msg("analyze: exit %d: %s", r->status, r->err);
-  cJSON *first = load_report(dir);
-  char trace[600];
-  snprintf(trace, sizeof trace, "%s/trace.json", dir);
-  r = run_pb(ARGS("analyze", trace, "--json"));
-  if (r->status != 0) fail_msg("analyze %s: exit %d: %s", trace, r->status, r->err);
-  cJSON *again = keep_json(cJSON_Parse(r->out));
-  assert_non_null(again);
-  assert_true(cJSON_Compare(first, again, true));
+  assert_trace_reanalyzes(dir, load_report(dir));
 }
 
 /* A capture with a GPU plane (tests/fixtures/tfdata/gpu_device_bound.xplane.pb: kernels and copies planted into
@@ -113,13 +117,7 @@ static void test_gpu_plane(void **state) {
   assert_string_equal(str(rep, "bottleneck.stage"), "h2d");
   assert_non_null(strstr(str(rep, "source.advice.0.text"), "prefetch_to_device"));
   assert_accounting_balances(rep);
-  char trace[600];
-  snprintf(trace, sizeof trace, "%s/trace.json", dir);
-  r = run_pb(ARGS("analyze", trace, "--json"));
-  if (r->status != 0) fail_msg("analyze %s: exit %d: %s", trace, r->status, r->err);
-  cJSON *again = keep_json(cJSON_Parse(r->out));
-  assert_non_null(again);
-  assert_true(cJSON_Compare(rep, again, true));
+  assert_trace_reanalyzes(dir, rep);
 }
 
 /* A log directory of two hosts: the most input-bound one is read, both are listed, that one first. */

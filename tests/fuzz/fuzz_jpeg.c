@@ -60,20 +60,24 @@ static void decode(const uint8_t *data, size_t size, int width, int height, int 
   free(out);
 }
 
-/* fused_crop's path: a region (the centre half, from the selector's scale) into a buffer of the capacity
- * the stage reserves (too small would be -ENOBUFS: a failure here); an error is one the stage expects,
- * with one line. */
-static void decode_region(const uint8_t *data, size_t size, int width, int height, int denom) {
-  int sw = pb_jpeg_scaled_dim(width, denom), sh = pb_jpeg_scaled_dim(height, denom);
-  pb_jpeg_rect r = {sw / 4, sh / 4, sw / 2 > 0 ? sw / 2 : 1, sh / 2 > 0 ? sh / 2 : 1};
-  size_t bytes = pb_jpeg_region_capacity(&r, sw);
+/* Region r of the image at 1/denom (sw pixels wide) into a buffer of the capacity the stage reserves (too
+ * small would be -ENOBUFS: a failure here); an error is one the stage expects, with one line. */
+static void decode_rect(const uint8_t *data, size_t size, const pb_jpeg_rect *r, int denom, int sw) {
+  size_t bytes = pb_jpeg_region_capacity(r, sw);
   uint8_t *out = malloc(bytes);
   if (!out) return;
   pb_err err = {{0}};
   pb_jpeg_rect got;
-  int rc = pb_jpeg_decode_region(region, data, size, &r, denom, MAX_PIXELS, out, bytes, &got, &err);
+  int rc = pb_jpeg_decode_region(region, data, size, r, denom, MAX_PIXELS, out, bytes, &got, &err);
   if (rc) check_error(rc, &err, -EINVAL);
   free(out);
+}
+
+/* fused_crop's path: the centre half of the image at the selector's scale. */
+static void decode_region(const uint8_t *data, size_t size, int width, int height, int denom) {
+  int sw = pb_jpeg_scaled_dim(width, denom), sh = pb_jpeg_scaled_dim(height, denom);
+  pb_jpeg_rect r = {sw / 4, sh / 4, sw / 2 > 0 ? sw / 2 : 1, sh / 2 > 0 ? sh / 2 : 1};
+  decode_rect(data, size, &r, denom, sw);
 }
 
 /* fused_crop under scale auto: the centre half at full size, decoded at its own DCT scale for a 16-pixel
@@ -85,14 +89,7 @@ static void decode_crop_scaled(const uint8_t *data, size_t size, int width, int 
   pb_crop_scaled(width / 4, height / 4, w, h, d, sw, sh, &r.x, &r.y, &r.w, &r.h);
   if (r.x < 0 || r.y < 0 || r.w < 1 || r.h < 1 || r.x + r.w > sw || r.y + r.h > sh)
     fail("pb_crop_scaled put the crop outside the scaled image", NULL);
-  size_t bytes = pb_jpeg_region_capacity(&r, sw);
-  uint8_t *out = malloc(bytes);
-  if (!out) return;
-  pb_err err = {{0}};
-  pb_jpeg_rect got;
-  int rc = pb_jpeg_decode_region(region, data, size, &r, d, MAX_PIXELS, out, bytes, &got, &err);
-  if (rc) check_error(rc, &err, -EINVAL);
-  free(out);
+  decode_rect(data, size, &r, d, sw);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -98,20 +98,15 @@ static bool frame_header(const uint8_t *d, size_t n, int *width, int *height, in
   return false;
 }
 
-/* *cmyk (may be NULL) says whether the image is CMYK or YCCK: decoded to CMYK, then converted. */
-static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height, bool *cmyk,
-                          pb_err *err) {
+int pb_jpeg_header(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height, pb_err *err) {
   int rc = check_input(data, bytes, err);
   if (rc < 0) return rc;
   if (!dec->tj && (rc = fresh_handle(dec, err)) < 0) return rc;
   int subsamp = 0, colorspace = 0, ncomp = 0;
   if (tjDecompressHeader3(dec->tj, data, (unsigned long)bytes, width, height, &subsamp, &colorspace) != 0) {
     if (!strstr(tjGetErrorStr2(dec->tj), "subsampling") || !frame_header(data, bytes, width, height, &ncomp))
-      return tj_error(dec, "reading the JPEG header", err);
-    colorspace = ncomp == 4 ? TJCS_CMYK : TJCS_YCbCr; /* tjDecompress2 still decodes it (libjpeg does) */
+      return tj_error(dec, "reading the JPEG header", err); /* else libjpeg still decodes it */
   }
-  /* libjpeg cannot convert CMYK/YCCK to RGB itself: pb_jpeg_decode converts (ImageNet has 22 such files) */
-  if (cmyk) *cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   if (*width <= 0 || *height <= 0) { /* e.g. a file that ends after its SOI: libjpeg saw a fake EOI */
     pb_err_set(err,
                "JPEG header gives a %dx%d image: the %zu bytes end before a frame header, or it is damaged "
@@ -123,12 +118,6 @@ static int header_checked(pb_jpeg_decoder *dec, const uint8_t *data, size_t byte
   }
   return 0;
 }
-
-int pb_jpeg_header(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int *width, int *height,
-                   pb_err *err) {
-  return header_checked(dec, data, bytes, width, height, NULL, err);
-}
-
 
 size_t pb_jpeg_decoded_bytes(int width, int height, int scale_denom) {
   return (size_t)pb_jpeg_scaled_dim(width, scale_denom) * (size_t)pb_jpeg_scaled_dim(height, scale_denom) * 3u;
@@ -165,8 +154,7 @@ int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int 
   if (!valid_denom(scale_denom))
     return pb_err_set(err, "scale 1/%d (expected 1, 1/2, 1/4 or 1/8)", scale_denom);
   int width = 0, height = 0;
-  bool cmyk = false;
-  int rc = header_checked(dec, data, bytes, &width, &height, &cmyk, err);
+  int rc = pb_jpeg_header(dec, data, bytes, &width, &height, err);
   if (rc < 0) return rc;
   rc = check_max_pixels(width, height, max_pixels, err);
   if (rc < 0) return rc;
@@ -178,8 +166,7 @@ int pb_jpeg_decode(pb_jpeg_decoder *dec, const uint8_t *data, size_t bytes, int 
   /* The whole image as one region: libjpeg's decompressor (the same IDCT, upsampling and colour conversion
    * TurboJPEG would run) with pipebench's own Huffman decoder where the file allows it, and libjpeg's
    * careful path on broken data; a corrupt-data warning is an error there, as TJFLAG_STOPONWARNING made it.
-   * A CMYK or YCCK image is converted to RGB there too. */
-  (void)cmyk;
+   * A CMYK or YCCK image is converted to RGB there too (libjpeg cannot; ImageNet has 22 such files). */
   pb_jpeg_rect all = {.x = 0, .y = 0, .w = sw, .h = sh}, got;
   rc = pb_jpeg_decode_region(dec->pixels, data, bytes, &all, scale_denom, max_pixels, out, out_capacity_bytes, &got,
                              err);

@@ -113,7 +113,6 @@ static bool has_eoi_after(const uint8_t *data, size_t bytes, size_t scan_at) {
 typedef struct dc_only {
   void (*start_pass)(j_decompress_ptr c); /* libjpeg's own */
   bool skipped;                           /* this scan's data has been stepped over */
-  unsigned scans_skipped;
 } dc_only;
 
 /* The first MCU of an AC scan moves libjpeg's source to the next marker that is not a restart (FF 00 is
@@ -145,7 +144,6 @@ static void skip_start_pass(j_decompress_ptr c) {
   d->start_pass(c);
   if (c->Ss > 0 && c->comps_in_scan == 1 && one_by_one(c->cur_comp_info[0])) {
     d->skipped = false;
-    d->scans_skipped++;
     c->entropy->decode_mcu = skip_mcu;
   }
 }
