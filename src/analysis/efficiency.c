@@ -61,6 +61,14 @@ static ceiling stage_ceiling(const pb_stage_report *sr, const pb_ceilings *c) {
   return none;
 }
 
+/* Only a stage before a cache sees fewer samples than the pipeline delivers for a reason; elsewhere the
+ * counts differ by the elements in flight at the window's edges, which must not raise the bound. */
+static bool upstream_of_cache(const pb_report *r, int i) {
+  for (int j = i + 1; j < r->nstages; j++)
+    if (r->stages[j].type && strcmp(r->stages[j].type, "cache") == 0) return true;
+  return false;
+}
+
 void pb_efficiency_compute(pb_report *r, const pb_ceilings *c) {
   pb_efficiency *e = &r->efficiency;
   memset(e, 0, sizeof *e);
@@ -89,7 +97,7 @@ void pb_efficiency_compute(pb_report *r, const pb_ceilings *c) {
      * cores).  A stage that saw only part of the pipeline's samples (a cache replays past it) bounds the
      * pipeline at that divided by its share. */
     double best = fmin(k.per_thread * cores, k.stage_cap);
-    if (delivered > (double)sr->samples) best *= delivered / (double)sr->samples;
+    if (upstream_of_cache(r, i) && delivered > (double)sr->samples) best *= delivered / (double)sr->samples;
     if (!isfinite(e->best_samples_per_s) || best < e->best_samples_per_s) {
       e->best_samples_per_s = best;
       snprintf(e->limited_by, sizeof e->limited_by, "%s", sr->name);

@@ -279,11 +279,12 @@ static void test_efficiency_cache_and_emulation(void **state) {
   r.measured_s = 2;
   r.samples_per_s = 300; /* 600 delivered */
   r.device_rate_per_s = 5000;
-  r.nstages = 3;
+  r.nstages = 4;
   r.stages[0] = (pb_stage_report){.type = "read", .threads = 1, .samples = 0};
   r.stages[1] = (pb_stage_report){.type = "decode", .threads = 2, .samples = 100}; /* a sixth of them */
-  r.stages[2] = (pb_stage_report){.type = "batch", .threads = 1, .samples = 600, .bytes_in = 600 * 150528};
-  for (int i = 0; i < 3; i++) snprintf(r.stages[i].name, sizeof r.stages[i].name, "%s", r.stages[i].type);
+  r.stages[2] = (pb_stage_report){.type = "cache", .threads = 1, .samples = 600};
+  r.stages[3] = (pb_stage_report){.type = "batch", .threads = 1, .samples = 600, .bytes_in = 600 * 150528};
+  for (int i = 0; i < 4; i++) snprintf(r.stages[i].name, sizeof r.stages[i].name, "%s", r.stages[i].type);
   pb_ceilings k = {.have = true, .cores = 4, .memcpy_gb_per_s = 10, .h2d_gb_per_s = NAN, .dataset = true,
                    .decode_images_per_s = 500, .read_mb_per_s = 200};
   snprintf(k.read_mode, sizeof k.read_mode, "buffered_random");
@@ -294,6 +295,14 @@ static void test_efficiency_cache_and_emulation(void **state) {
   /* decode would bound at 500 x 4 x 6 = 12000; the device's 5000 is lower */
   assert_string_equal(r.efficiency.limited_by, "device");
   assert_float_equal(r.efficiency.best_samples_per_s, 5000, 1e-9);
+  /* With no cache after it, fewer samples than delivered are the window's edges (elements in flight),
+   * not replays: the bound stays decode's own 500 x 4 (a raised bound once failed an e2e check). */
+  r.stages[2].type = "map";
+  r.stages[1].samples = 590;
+  pb_efficiency_compute(&r, &k);
+  assert_string_equal(r.efficiency.limited_by, "decode");
+  assert_float_equal(r.efficiency.best_samples_per_s, 2000, 1e-9);
+  r.stages[2].type = "cache";
   /* emulated storage: 100 kB samples in 64 KiB blocks = 2 blocks, 1 ms each on top of 200 MB/s (0.5 ms):
    * 400/s a thread; a 20 MB/s cap on the stage = 200/s whatever its threads or the cores */
   r.samples_per_s = 150; /* 300 delivered, all read in the window */
