@@ -141,8 +141,10 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* The merged trace: one pipeline and one device process per rank, every rank's events, and the ranks on
- * one clock: an exchange ends at the same moment on both ranks, so their ends line up (median within
- * 2 ms, slack for a loaded machine and the sanitizers; the clocks themselves agree to the microsecond). */
+ * one clock: an exchange ends at the same moment on both ranks, so their ends line up.  An offset between
+ * the clocks shifts every pair; a rank descheduled on a loaded 2-core machine (TSan) delays only some, so
+ * the lower quartile of the gaps is held within 2 ms (the median once reached 2.7 ms under TSan in CI; the
+ * clocks themselves agree to the microsecond). */
 static void check_merged_trace(const char *dir, bool exchanges) {
   char path[600];
   snprintf(path, sizeof path, "%s/trace.json", dir);
@@ -177,7 +179,8 @@ static void check_merged_trace(const char *dir, bool exchanges) {
   double diff[512];
   for (int i = 0; i < n; i++) diff[i] = fabs(ends[0][i] - ends[1][i]);
   qsort(diff, (size_t)n, sizeof diff[0], cmp_double);
-  if (diff[n / 2] > 2000) fail_msg("the ranks' exchanges end %.0f us apart (median): the clocks do not line up", diff[n / 2]);
+  if (diff[n / 4] > 2000)
+    fail_msg("the ranks' exchanges end %.0f us apart (lower quartile): the clocks do not line up", diff[n / 4]);
 }
 
 /* 65 files: rank 0 has 33, rank 1 32, so rank 0 has more batches of 8 (drop_remainder false) over 2
