@@ -125,7 +125,7 @@ def build_helper(cc, workdir):
         f.write(HELPER_C)
     sources = [os.path.join(ROOT, p) for p in
                ("src/engine/pipeline/dataset/synth_image.c", "src/engine/pipeline/dataset/jpeg.c",
-                "src/engine/pipeline/dataset/jpeg_region.c", "src/engine/pipeline/dataset/jpeg_huff.c",
+                "src/engine/pipeline/dataset/jpeg_region.c", "src/engine/pipeline/dataset/jpeg_huff.c", "src/engine/pipeline/dataset/jpeg_phuff.c",
                 "src/core/decode_scale.c", "src/core/common.c")]
     cmd = cc.split() + ["-std=gnu11", "-I", os.path.join(ROOT, "src/core"), "-I", os.path.join(ROOT, "src/engine/pipeline/dataset"),
                         src] + sources + ["-o", exe, "-lturbojpeg", "-ljpeg", "-luv", "-lm"]

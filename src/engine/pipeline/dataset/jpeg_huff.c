@@ -34,52 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jerror.h>
-#include <jpegint.h>
-
-/* The lookup window.  10 bits hold most codes of a q75-q95 photo together with their value bits;
- * the tables (6 KB each, two used per component class) stay in L1. */
-#define LOOK_BITS 10
-#define LOOK_SIZE (1 << LOOK_BITS)
-#define NTABLES (2 * NUM_HUFF_TBLS) /* DC 0-3, AC 4-7 */
-
-typedef struct huff_table {
-  int32_t fast[LOOK_SIZE];  /* code and value bits within the window: value << 16 | run << 8 | bits; 0 if not */
-  uint16_t look[LOOK_SIZE]; /* a code of at most LOOK_BITS: length << 8 | symbol; 0: a longer code (or none) */
-  int32_t maxcode[18];      /* the largest code of each length (-1: none); maxcode[17] stops the search */
-  int32_t valoffset[18];    /* the symbol of code x of length l is huffval[x + valoffset[l]] */
-  uint8_t huffval[256];
-  uint8_t key_bits[17]; /* what it was built from: most datasets use one set of tables for every file */
-  bool built;
-} huff_table;
-
-/* The bit reader: acc holds the next bits, the first in its top bit; nbits of them are valid, and of
- * those the last nfake are zeros added after the data ended (a marker, or the end of the buffer).
- * Using one of those is libjpeg's "premature end of data segment". */
-typedef struct bitreader {
-  uint64_t acc;
-  const uint8_t *p, *end;
-  int nbits;
-  int64_t nfake; /* grows by up to 64 a refill once stopped: wide, so a long run of zeros cannot wrap it */
-  bool stopped;  /* a marker or the end was reached: only zeros from here */
-  bool at_end;   /* the end of the buffer was reached (libjpeg: "Premature end of JPEG file") */
-} bitreader;
-
-struct pb_jpeg_huff {
-  huff_table tables[NTABLES];
-  const huff_table *dc[D_MAX_BLOCKS_IN_MCU], *ac[D_MAX_BLOCKS_IN_MCU];
-  int comp[D_MAX_BLOCKS_IN_MCU]; /* the block's component, an index into cur_comp_info */
-  bool dc_needed[D_MAX_BLOCKS_IN_MCU], ac_needed[D_MAX_BLOCKS_IN_MCU];
-  int last_dc[MAX_COMPS_IN_SCAN];
-  unsigned restart_interval, restarts_to_go, next_restart_num; /* in MCUs; 0: no restarts */
-  bitreader br;
-  bool warned_eof;
-  JCOEF scratch[DCTSIZE2]; /* where discarded coefficients go (a skipped row, a component not needed) */
-};
+#include "jpeg_huff_bits.h" /* and jerror.h, jpegint.h (which has no include guard) */
 
 /* Zigzag to natural order, with 16 extra entries: corrupt data can run k past 63, and libjpeg then
  * writes coefficient 63 (its jpeg_natural_order has the same padding). */
-static const uint8_t natural_order[DCTSIZE2 + 16] = {
+const uint8_t pb_huff_natural_order[DCTSIZE2 + 16] = {
     0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
     6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
     39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
@@ -107,7 +66,6 @@ pb_jpeg_huff *pb_jpeg_huff_new(void) { return calloc(1, sizeof(pb_jpeg_huff)); }
 void pb_jpeg_huff_free(pb_jpeg_huff *h) { free(h); }
 
 /* F.12: the value of the s bits x (s >= 1): the upper half positive, the lower half negative. */
-static inline int extend(int x, int s) { return x < (1 << (s - 1)) ? x - (1 << s) + 1 : x; }
 
 /* ---- tables ---- */
 
@@ -146,7 +104,7 @@ static void build_table(huff_table *t, const JHUFF_TBL *src, bool is_dc) {
   t->built = true;
 }
 
-static const huff_table *table_for(pb_jpeg_huff *h, const JHUFF_TBL *src, int slot, bool is_dc) {
+const huff_table *pb_huff_table_for(pb_jpeg_huff *h, const JHUFF_TBL *src, int slot, bool is_dc) {
   huff_table *t = &h->tables[slot];
   if (!t->built || memcmp(t->key_bits, src->bits, sizeof t->key_bits) ||
       memcmp(t->huffval, src->huffval, sizeof t->huffval))
@@ -158,7 +116,7 @@ static const huff_table *table_for(pb_jpeg_huff *h, const JHUFF_TBL *src, int sl
 
 /* Byte by byte, as libjpeg's jpeg_fill_bit_buffer: FF 00 is an FF data byte (so is FF FF .. 00), any
  * other FF xx a marker, which ends the data; then zeros. */
-static void refill_careful(bitreader *b) {
+void pb_huff_refill_careful(bitreader *b) {
   b->acc &= b->nbits ? ~0ull << (64 - b->nbits) : 0; /* drop what the quick refill put past nbits */
   while (b->nbits <= 56) {
     if (!b->stopped) {
@@ -187,37 +145,10 @@ static void refill_careful(bitreader *b) {
   }
 }
 
-/* At least 32 valid bits (a code of 16 and a value of 15 at most).  Usually one load: 8 bytes, none of
- * them 0xFF, of which all whole bytes that fit go in at once; the byte that does not fit is OR-ed in
- * too, partly, and again whole by the next refill (the same bits in the same place). */
-#define REFILL()                                                                          \
-  do {                                                                                    \
-    if (nbits < 32) {                                                                     \
-      uint64_t v_;                                                                        \
-      if (__builtin_expect(p + 8 <= end, 1)) {                                            \
-        memcpy(&v_, p, 8);                                                                \
-        v_ = __builtin_bswap64(v_);                                                       \
-        uint64_t x_ = ~v_; /* a zero byte in x_ is an FF byte in v_ */                    \
-        if (((x_ - 0x0101010101010101ull) & ~x_ & 0x8080808080808080ull) == 0) {          \
-          acc |= v_ >> nbits;                                                             \
-          p += (63 - nbits) >> 3;                                                         \
-          nbits |= 56;                                                                    \
-          break;                                                                          \
-        }                                                                                 \
-      }                                                                                   \
-      br->acc = acc, br->p = p, br->nbits = nbits;                                        \
-      refill_careful(br);                                                                 \
-      acc = br->acc, p = br->p, nbits = br->nbits;                                        \
-    }                                                                                     \
-  } while (0)
-
-#define PEEK(n) ((unsigned)(acc >> (64 - (n))))
-#define DROP(n) (acc <<= (n), nbits -= (n))
-
 /* A symbol whose code is longer than the window, or no code at all (then a warning, which the region
  * decoder's error manager turns into an error; should one return, the symbol is 0 after 17 bits, as in
  * libjpeg's jpeg_huff_decode). */
-static int slow_symbol(j_decompress_ptr c, const huff_table *t, uint64_t acc, int *len) {
+int pb_huff_slow_symbol(j_decompress_ptr c, const huff_table *t, uint64_t acc, int *len) {
   unsigned code16 = (unsigned)(acc >> 48);
   int l = LOOK_BITS + 1;
   while (l <= 16 && (int32_t)(code16 >> (16 - l)) > t->maxcode[l]) l++;
@@ -229,20 +160,6 @@ static int slow_symbol(j_decompress_ptr c, const huff_table *t, uint64_t acc, in
   *len = l;
   return t->huffval[(int)((code16 >> (16 - l)) + (unsigned)t->valoffset[l]) & 0xFF];
 }
-
-/* The symbol at the front: from the window, else the long way. */
-#define SYMBOL(sym, t)                              \
-  do {                                              \
-    unsigned e_ = (t)->look[PEEK(LOOK_BITS)];        \
-    int l_;                                         \
-    if (__builtin_expect(e_ != 0, 1)) {             \
-      l_ = (int)(e_ >> 8);                          \
-      sym = (int)(e_ & 0xFF);                       \
-    } else {                                        \
-      sym = slow_symbol(c, (t), acc, &l_);          \
-    }                                               \
-    DROP(l_);                                       \
-  } while (0)
 
 /* ---- one MCU ---- */
 
@@ -260,7 +177,7 @@ static inline __attribute__((always_inline)) void decode_ac(j_decompress_ptr c, 
     int f = act->fast[PEEK(LOOK_BITS)];
     if (__builtin_expect(f != 0, 1)) {
       k += (f >> 8) & 0xFF;
-      out[natural_order[k]] = (JCOEF)(f >> 16);
+      out[pb_huff_natural_order[k]] = (JCOEF)(f >> 16);
       DROP(f & 0xFF);
       k++;
       continue;
@@ -270,7 +187,7 @@ static inline __attribute__((always_inline)) void decode_ac(j_decompress_ptr c, 
     int run = sym >> 4, s = sym & 15;
     if (s) {
       k += run;
-      out[natural_order[k]] = (JCOEF)extend((int)PEEK(s), s);
+      out[pb_huff_natural_order[k]] = (JCOEF)extend((int)PEEK(s), s);
       DROP(s);
       k++;
     } else if (run == 15) {
@@ -284,7 +201,7 @@ static inline __attribute__((always_inline)) void decode_ac(j_decompress_ptr c, 
 
 /* The reader stopped at a marker or the end: libjpeg's warnings (errors to the region decoder) when its
  * reader ran past the buffer's end, or bits past the end of the data were used. */
-static void warn_past_data(j_decompress_ptr c, pb_jpeg_huff *h) {
+void pb_huff_warn_past_data(j_decompress_ptr c, pb_jpeg_huff *h) {
   const bitreader *br = &h->br;
   if (br->at_end && !h->warned_eof) {
     h->warned_eof = true;
@@ -299,7 +216,7 @@ static void warn_past_data(j_decompress_ptr c, pb_jpeg_huff *h) {
 /* The end of a restart interval: the padding bits dropped, the RSTn marker taken, the predictions reset.
  * Whole bytes of data left before the marker, or another marker, are libjpeg's warnings (an error to the
  * region decoder); should the warning return, the rest of the scan decodes as zeros. */
-static void process_restart(j_decompress_ptr c, pb_jpeg_huff *h) {
+void pb_huff_restart(j_decompress_ptr c, pb_jpeg_huff *h) {
   bitreader *br = &h->br;
   int64_t real_bits = br->stopped ? br->nbits - br->nfake : br->nbits; /* this reader never loads past a marker */
   const uint8_t *q = br->p;
@@ -319,6 +236,7 @@ static void process_restart(j_decompress_ptr c, pb_jpeg_huff *h) {
   br->p = q + 2;
   br->acc = 0, br->nbits = 0, br->nfake = 0, br->stopped = br->at_end = false;
   memset(h->last_dc, 0, sizeof h->last_dc);
+  h->eobrun = 0;
   h->restarts_to_go = h->restart_interval;
   h->next_restart_num = (h->next_restart_num + 1) & 7;
 }
@@ -326,7 +244,7 @@ static void process_restart(j_decompress_ptr c, pb_jpeg_huff *h) {
 static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
   pb_jpeg_huff *h = (pb_jpeg_huff *)c->client_data;
   if (h->restart_interval) {
-    if (h->restarts_to_go == 0 && !c->entropy->insufficient_data) process_restart(c, h);
+    if (h->restarts_to_go == 0 && !c->entropy->insufficient_data) pb_huff_restart(c, h);
     h->restarts_to_go--;
   }
   if (c->entropy->insufficient_data) return TRUE; /* after a warning that returned: zeros, as libjpeg */
@@ -364,7 +282,7 @@ static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
     decode_ac(c, act, out, br, end, &acc, &p, &nbits);
   }
   br->acc = acc, br->p = p, br->nbits = nbits;
-  if (__builtin_expect(br->stopped, 0)) warn_past_data(c, h);
+  if (__builtin_expect(br->stopped, 0)) pb_huff_warn_past_data(c, h);
   return TRUE;
 }
 
@@ -387,8 +305,8 @@ bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *dat
     const jpeg_component_info *comp = c->cur_comp_info[ci];
     const JHUFF_TBL *dct = c->dc_huff_tbl_ptrs[comp->dc_tbl_no], *act = c->ac_huff_tbl_ptrs[comp->ac_tbl_no];
     if (!dct || !act) return false;
-    h->dc[blkn] = table_for(h, dct, comp->dc_tbl_no, true);
-    h->ac[blkn] = table_for(h, act, NUM_HUFF_TBLS + comp->ac_tbl_no, false);
+    h->dc[blkn] = pb_huff_table_for(h, dct, comp->dc_tbl_no, true);
+    h->ac[blkn] = pb_huff_table_for(h, act, NUM_HUFF_TBLS + comp->ac_tbl_no, false);
     h->comp[blkn] = ci;
     h->dc_needed[blkn] = comp->component_needed;
 #if JPEG_LIB_VERSION >= 70

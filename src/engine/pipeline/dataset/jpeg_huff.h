@@ -1,5 +1,5 @@
-/* A faster Huffman (entropy) decoder for baseline JPEGs, plugged into libjpeg in place of its own
- * (jpeg_huff.c).  libjpeg-turbo's Huffman decoding is two thirds of a fused decode's time; this one
+/* A faster Huffman (entropy) decoder for baseline and progressive JPEGs, plugged into libjpeg in place of its
+ * own (jpeg_huff.c, jpeg_phuff.c).  libjpeg-turbo's Huffman decoding is two thirds of a fused decode's time; this one
  * produces the same coefficients, so every pixel libjpeg then computes (IDCT, upsampling, colour) is
  * unchanged.  Used by the region decoder (jpeg_region.c). */
 #ifndef PB_JPEG_HUFF_H
@@ -27,6 +27,15 @@ void pb_jpeg_huff_free(pb_jpeg_huff *h);
  * corrupt data fails as it fails in libjpeg's careful path.  (If they return, the rest of the scan
  * decodes as zeros, as in libjpeg.) */
 bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *data, size_t bytes);
+
+/* A progressive image (8-bit, Huffman), read in buffered-image mode: after jpeg_start_decompress, before
+ * jpeg_consume_input, takes over the entropy decoding of its scans (jpeg_phuff.c), each as libjpeg sets it
+ * up; libjpeg still reads the markers between them.  `data` of `bytes` is the whole file, libjpeg's source
+ * (jpeg_mem_src).  skip_1x1_ac: at 1/8, the AC scans of components the 1x1 IDCT decodes are stepped over
+ * (only their DC is needed).  Returns whether it took over; uses c->client_data.  Warnings should be errors,
+ * as for pb_jpeg_huff_attach. */
+bool pb_jpeg_huff_attach_progressive(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *data, size_t bytes,
+                                     bool skip_1x1_ac);
 
 /* Tests and benchmarks: turn pipebench's own entropy decoding off (libjpeg's own then decodes every image, and
  * a progressive one at 1/8 reads its every scan: jpeg_region.c) or on again; PB_DEBUG_LIBJPEG_HUFFMAN=1 in the

@@ -14,7 +14,6 @@
 #include <string.h>
 /* jpeglib.h needs stdio.h and size_t first */
 #include <jpeglib.h>
-#include <jpegint.h> /* the entropy decoder's start_pass and decode_mcu (unchanged since IJG 6b) */
 
 #include "jpeg.h"
 #include "jpeg_huff.h"
@@ -29,7 +28,7 @@ typedef struct region_err {
 struct pb_jpeg_region {
   struct jpeg_decompress_struct cinfo;
   region_err err;
-  pb_jpeg_huff *huff; /* the entropy decoder put in libjpeg's place (jpeg_huff.c) */
+  pb_jpeg_huff *huff; /* the entropy decoder put in libjpeg's place (jpeg_huff.c, jpeg_phuff.c) */
   uint8_t *cmyk;      /* a CMYK image's rows before their conversion to RGB (rare: grown on use) */
   size_t cmyk_cap_bytes;
 };
@@ -98,69 +97,23 @@ static bool has_eoi_after(const uint8_t *data, size_t bytes, size_t scan_at) {
   return false;
 }
 
-/* ---- a progressive image decoded at 1/8: the luma's AC scans stepped over ----
+/* ---- a progressive image ----
  *
+ * Read in libjpeg's buffered-image mode, so that pipebench's own decoder (jpeg_phuff.c) is in place before the
+ * first scan is decoded; every scan is read, then the output pass starts, as libjpeg's own single pass does
+ * (the pixels are the same: block smoothing, on by default, finds nothing to do once every scan is in).
  * At 1/8 a full-resolution component's 8x8 block becomes one pixel from its DC coefficient alone (libjpeg's
  * 1x1 IDCT), so the AC scans of such a component (the luma; subsampled chroma gets a 2x2 IDCT, which reads AC
- * coefficients) are never needed: their entropy data, most of a progressive file's, is stepped over to the
- * next marker instead of decoded.  An AC scan holds one component (G.1.1.1.1).  Each scan's start goes
- * through skip_start_pass, which lets libjpeg set the scan up and, for an AC scan of a 1x1 component, puts
- * skip_mcu in its decoder's place.  The input is read in
- * libjpeg's buffered-image mode, so that the hook is in place before the first scan; block smoothing is off
- * (it would estimate the missing AC coefficients and, in libjpeg-turbo 2.1, nudge the DC ones): the pixels are
- * those of the full decode at 1/8.  Damage inside an AC scan goes unseen, as damage below a region does. */
-
-typedef struct dc_only {
-  void (*start_pass)(j_decompress_ptr c); /* libjpeg's own */
-  bool skipped;                           /* this scan's data has been stepped over */
-} dc_only;
-
-/* The first MCU of an AC scan moves libjpeg's source to the next marker that is not a restart (FF 00 is
- * data, FF D0-D7 a restart inside the scan); the scan's other MCUs do nothing. */
-static boolean skip_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
-  (void)MCU_data;
-  dc_only *d = (dc_only *)c->client_data;
-  if (d->skipped) return TRUE;
-  d->skipped = true;
-  const uint8_t *p = c->src->next_input_byte, *end = p + c->src->bytes_in_buffer;
-  while (p + 1 < end && !(p[0] == 0xFF && p[1] != 0x00 && p[1] != 0xFF && (p[1] < 0xD0 || p[1] > 0xD7))) p++;
-  if (p + 1 >= end) p = end; /* no marker left: libjpeg's reader then meets the end, as it would have */
-  c->src->bytes_in_buffer -= (size_t)(p - c->src->next_input_byte);
-  c->src->next_input_byte = p;
-  return TRUE;
-}
-
-/* Whether the component is decoded by the 1x1 IDCT. */
-static bool one_by_one(const jpeg_component_info *comp) {
-#if JPEG_LIB_VERSION >= 70
-  return comp->DCT_h_scaled_size == 1 && comp->DCT_v_scaled_size == 1;
-#else
-  return comp->DCT_scaled_size == 1;
-#endif
-}
-
-static void skip_start_pass(j_decompress_ptr c) {
-  dc_only *d = (dc_only *)c->client_data;
-  d->start_pass(c);
-  if (c->Ss > 0 && c->comps_in_scan == 1 && one_by_one(c->cur_comp_info[0])) {
-    d->skipped = false;
-    c->entropy->decode_mcu = skip_mcu;
-  }
-}
-
-/* jpeg_start_decompress for a progressive file at 1/8: every scan read but the 1x1 components' AC ones,
- * stepped over, and the output pass started. */
-static void start_dc_only(pb_jpeg_region *r, dc_only *d) {
+ * coefficients) are stepped over, not decoded; block smoothing is then off (it would estimate the missing AC
+ * coefficients and, in libjpeg-turbo 2.1, nudge the DC ones): the pixels are those of the full decode at 1/8. */
+static void start_progressive(pb_jpeg_region *r, const uint8_t *data, size_t bytes, bool dc_only) {
   struct jpeg_decompress_struct *c = &r->cinfo;
   c->buffered_image = TRUE;
-  c->do_block_smoothing = FALSE;
-  jpeg_start_decompress(c); /* buffered: returns before any scan is read */
-  d->start_pass = c->entropy->start_pass;
-  c->client_data = d;
-  c->entropy->start_pass = skip_start_pass;
+  if (dc_only) c->do_block_smoothing = FALSE;
+  jpeg_start_decompress(c); /* buffered: returns before any scan is decoded */
+  pb_jpeg_huff_attach_progressive(r->huff, c, data, bytes, dc_only); /* else libjpeg's own decodes them */
   while (jpeg_consume_input(c) != JPEG_REACHED_EOI) {
   }
-  c->entropy->start_pass = d->start_pass;
   c->client_data = NULL;
   jpeg_start_output(c, c->input_scan_number);
 }
@@ -209,9 +162,8 @@ static int decode_rows(pb_jpeg_region *r, const uint8_t *data, size_t bytes, con
   c->scale_denom = (unsigned)scale_denom;
   c->dct_method = JDCT_ISLOW;
   c->do_fancy_upsampling = TRUE;
-  dc_only d = {0};
-  if (c->progressive_mode && scale_denom == 8 && pb_jpeg_huff_is_allowed()) {
-    start_dc_only(r, &d);
+  if (c->progressive_mode && pb_jpeg_huff_is_allowed()) {
+    start_progressive(r, data, bytes, scale_denom == 8);
   } else {
     jpeg_start_decompress(c);
     pb_jpeg_huff_attach(r->huff, c, data, bytes); /* when the file is one it decodes; else libjpeg's own */
