@@ -37,6 +37,10 @@ bool pb_jpeg_huff_attach(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *dat
 bool pb_jpeg_huff_attach_progressive(pb_jpeg_huff *h, j_decompress_ptr c, const uint8_t *data, size_t bytes,
                                      bool skip_1x1_ac);
 
+/* Tests: the AC refinement of progressive scans takes at most path `most` (0: portable C; 1: SSSE3 masks;
+ * 2, the default: also BMI2's pdep where it is fast), so that each is checked on a CPU that has them all. */
+void pb_jpeg_huff_refine_path(int most);
+
 /* Tests and benchmarks: turn pipebench's own entropy decoding off (libjpeg's own then decodes every image, and
  * a progressive one at 1/8 reads its every scan: jpeg_region.c) or on again; PB_DEBUG_LIBJPEG_HUFFMAN=1 in the
  * environment starts it off.  pb_jpeg_huff_is_allowed says which. */

@@ -24,6 +24,7 @@
  * At 1/8, a component decoded by the 1x1 IDCT needs its DC coefficient only: its AC scans, most of a
  * progressive file's data, are stepped over to the next marker (skip_scan), not decoded. */
 #include <limits.h>
+#include <stdatomic.h>
 
 #include "jpeg_huff_bits.h"
 
@@ -188,14 +189,28 @@ static uint64_t nonzero_mask_plain(const JCOEF *blk) {
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <tmmintrin.h>
+#include <cpuid.h>
+#include <immintrin.h>
 #include <pthread.h>
+#include <tmmintrin.h>
 #define HAVE_SSSE3_PATH 1
 
 /* pshufb controls: zigzag bytes 16j..16j+15 gathered from natural chunk q (coefficients 16q..16q+15). */
 static uint8_t zigzag_gather[4][4][16];
 static pthread_once_t zigzag_once = PTHREAD_ONCE_INIT;
-static bool have_ssse3;
+static bool have_ssse3, have_fast_pdep;
+
+/* BMI2's pdep, and not microcoded: Intel's, or AMD's from family 19h (Zen 3) on. */
+static bool fast_pdep(void) {
+  unsigned a, b, c, d;
+  if (!__builtin_cpu_supports("bmi2") || !__get_cpuid(0, &a, &b, &c, &d)) return false;
+  bool intel = b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e; /* "GenuineIntel" */
+  bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;   /* "AuthenticAMD" */
+  if (intel) return true;
+  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+  unsigned family = (a >> 8 & 0xF) + ((a >> 8 & 0xF) == 0xF ? (a >> 20 & 0xFF) : 0);
+  return family >= 0x19;
+}
 
 static void zigzag_init(void) {
   for (int j = 0; j < 4; j++)
@@ -205,6 +220,7 @@ static void zigzag_init(void) {
         zigzag_gather[j][q][i] = (uint8_t)(n / 16 == q ? n % 16 : 0x80);
       }
   have_ssse3 = __builtin_cpu_supports("ssse3");
+  have_fast_pdep = have_ssse3 && fast_pdep();
 }
 
 /* The same mask: the 64 coefficients compared with zero as bytes, put in zigzag order by byte shuffles. */
@@ -225,6 +241,22 @@ __attribute__((target("ssse3"))) static inline uint64_t nonzero_mask_ssse3(const
     zeros |= (uint64_t)(uint16_t)_mm_movemask_epi8(o) << (16 * j);
   }
   return ~zeros;
+}
+#endif
+
+/* The position of the set bit of x with r set bits below it (r <= 15); 64 when x has no more than r. */
+static inline int select_bit_plain(uint64_t x, int r) {
+  for (int i = 0; i < r && x; i++) x &= x - 1;
+  return x ? __builtin_ctzll(x) : 64;
+}
+
+#ifdef HAVE_SSSE3_PATH
+/* The same in one instruction where pdep is fast (Intel since Haswell, AMD since Zen 3: on Zen 1 and 2 it takes
+ * hundreds of cycles): 13 % off a whole-image decode of the largest Debian photo (docs/PERFORMANCE.md).  A
+ * popcount-halving select without a loop was slower than the loop (its dependent chain). */
+__attribute__((target("bmi2,bmi"))) static inline int select_bit_pdep(uint64_t x, int r) {
+  uint64_t bit = _pdep_u64(1ull << r, x);
+  return bit ? (int)__builtin_ctzll(bit) : 64;
 }
 #endif
 
@@ -250,7 +282,8 @@ static inline uint64_t band_from(int k, int se) {
   } while (0)
 
 static inline __attribute__((always_inline)) boolean ac_refine_with(j_decompress_ptr c, JBLOCKROW *MCU_data,
-                                                                    uint64_t (*nonzero_mask)(const JCOEF *)) {
+                                                                    uint64_t (*nonzero_mask)(const JCOEF *),
+                                                                    int (*select_bit)(uint64_t, int)) {
   pb_jpeg_huff *h = (pb_jpeg_huff *)c->client_data;
   if (mcu_begin(c, h)) {
     READER_LOAD(h);
@@ -278,9 +311,8 @@ static inline __attribute__((always_inline)) boolean ac_refine_with(j_decompress
           }
           break;
         } /* else sixteen zeros to step over (r = 15, no new coefficient) */
-        uint64_t zeros = ~nz & band_from(k, se);
-        for (int i = 0; i < r && zeros; i++) zeros &= zeros - 1;
-        int target = zeros ? __builtin_ctzll(zeros) : se + 1; /* past the band: libjpeg writes there too */
+        int target = select_bit(~nz & band_from(k, se), r); /* the zero it lands on */
+        if (target > se) target = se + 1;                   /* none: libjpeg writes past the band */
         CORRECT_ALL(nz & band_from(k, se) & ~band_from(target, 63));
         if (v) block[nat[target]] = (JCOEF)v;
         k = target + 1;
@@ -297,12 +329,16 @@ static inline __attribute__((always_inline)) boolean ac_refine_with(j_decompress
 }
 
 static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *MCU_data) {
-  return ac_refine_with(c, MCU_data, nonzero_mask_plain);
+  return ac_refine_with(c, MCU_data, nonzero_mask_plain, select_bit_plain);
 }
 
 #ifdef HAVE_SSSE3_PATH
 __attribute__((target("ssse3"))) static boolean ac_refine_ssse3(j_decompress_ptr c, JBLOCKROW *MCU_data) {
-  return ac_refine_with(c, MCU_data, nonzero_mask_ssse3);
+  return ac_refine_with(c, MCU_data, nonzero_mask_ssse3, select_bit_plain);
+}
+
+__attribute__((target("ssse3,bmi2,bmi"))) static boolean ac_refine_pdep(j_decompress_ptr c, JBLOCKROW *MCU_data) {
+  return ac_refine_with(c, MCU_data, nonzero_mask_ssse3, select_bit_pdep);
 }
 #endif
 
@@ -330,6 +366,11 @@ static bool one_by_one(const jpeg_component_info *comp) {
   return comp->DCT_scaled_size == 1;
 #endif
 }
+
+/* The fastest AC refinement this CPU has, at most (tests): 0 portable C, 1 SSSE3 masks, 2 and pdep. */
+static atomic_int refine_path_max = 2;
+
+void pb_jpeg_huff_refine_path(int most) { atomic_store(&refine_path_max, most); }
 
 /* The scan libjpeg has just set up, taken over: tables, state, and the reader at its first byte.  A scan
  * whose data is not where this reader can read it stays libjpeg's. */
@@ -371,7 +412,8 @@ static void take_scan(j_decompress_ptr c, pb_jpeg_huff *h) {
   boolean (*refine)(j_decompress_ptr, JBLOCKROW *) = ac_refine;
 #ifdef HAVE_SSSE3_PATH
   pthread_once(&zigzag_once, zigzag_init);
-  if (have_ssse3) refine = ac_refine_ssse3;
+  int most = atomic_load_explicit(&refine_path_max, memory_order_relaxed);
+  if (have_ssse3 && most >= 1) refine = have_fast_pdep && most >= 2 ? ac_refine_pdep : ac_refine_ssse3;
 #endif
   c->entropy->decode_mcu = dc ? (c->Ah ? dc_refine : dc_first) : (c->Ah ? refine : ac_first);
 }
