@@ -3,7 +3,9 @@
  * output buffer of exactly pb_jpeg_decoded_bytes, then pb_jpeg_decode.
  *
  * Input: one selector byte, then the JPEG file.  The selector picks the scaled decode that follows the
- * full-size one: 1/2, 1/4 or 1/8 (its low 2 bits: 0 = the stage's `scale: auto` choice for a 224 crop).
+ * full-size one: 1/2, 1/4 or 1/8 (its low 2 bits: 0 = the stage's `scale: auto` choice for a 224 crop); its
+ * next bits, the path a progressive scan's AC refinement takes (pb_jpeg_huff_refine_path: portable, SSSE3,
+ * pdep), so that each is fuzzed whatever the CPU picks.
  * One decoder serves the whole process, as one serves every image of a decode worker thread, so a file that
  * leaves the handle in a bad state shows up on the next one.
  *
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "jpeg.h"
+#include "jpeg_huff.h"
 
 #define MAX_PIXELS 4000000 /* a fuzzed header can claim 65500x65500: refuse it, as the stage's max_pixels does */
 #define AUTO_MIN_SIDE 224  /* the resnet preset's random_resized_crop size */
@@ -100,6 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (size < 1) return 0;
   int selector = data[0] & 3;
+  pb_jpeg_huff_refine_path((data[0] >> 2) % 3); /* a progressive file's AC refinement path (jpeg_phuff.c) */
   data++, size--;
 
   /* The stage works on a heap buffer of exactly the file's size: copy, so ASan sees every over-read. */

@@ -127,6 +127,9 @@ def jpeg_corpus():
         ("rgb_17x9_arithmetic", 17, 9, False, ["-arithmetic"]),
         ("rgb_24x24_rgb_colorspace", 24, 24, False, ["-rgb"]),
         ("rgb_64x48_411", 64, 48, False, ["-sample", "4x1,1x1,1x1"]),
+        # progressive with restarts and optimised tables: every scan kind of jpeg_phuff.c, EOB runs, restarts
+        ("rgb_48x40_422_progressive_restart", 48, 40, False,
+         ["-progressive", "-sample", "2x1,1x1,1x1", "-restart", "2B", "-optimize", "-quality", "95"]),
     ]
     for i, (name, w, h, grey, args) in enumerate(cases):
         data = cjpeg(args, pnm(w, h, grey, i))
