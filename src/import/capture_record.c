@@ -99,7 +99,60 @@ static bool same_part(const pb_tfdata *t, int i, int of) {
   return false;
 }
 
-/* A row of an iterator's function runs or own time per call: one call per element, in start order. */
+typedef struct run_element {
+  int64_t element;
+  size_t run;
+} run_element;
+
+static int cmp_run_element(const void *x, const void *y) {
+  const run_element *a = x, *c = y;
+  if (a->element != c->element) return (a->element > c->element) - (a->element < c->element);
+  return (a->run > c->run) - (a->run < c->run);
+}
+
+/* Where each of the row's n function runs handed its element: rank[j], its place among the elements the
+ * iterator's consumer took, in the order it took them (`<Kind>Consume` events: with deterministic=False a
+ * parallel map hands on whichever element is done first), then the runs whose elements were not taken in the
+ * capture, in start order.  false (and rank untouched) when the capture cannot say: no element ids, a batch's
+ * id shared by its runs (map-and-batch: its batches are joined by id, assign_batches), or no Consume event of
+ * the runs' elements; the lineage then stays by start order.  -ENOMEM as a negative return. */
+static int consume_ranks(const builder *b, const bool *part, const int64_t *element, size_t n, size_t *rank) {
+  if (n == 0) return 0;
+  run_element *by_id = malloc(n * sizeof *by_id);
+  bool *ranked = calloc(n, sizeof *ranked);
+  if (!by_id || !ranked) return free(by_id), free(ranked), -ENOMEM;
+  bool usable = true;
+  for (size_t j = 0; j < n; j++) {
+    by_id[j] = (run_element){.element = element[j], .run = j};
+    usable = usable && element[j] != 0;
+  }
+  qsort(by_id, n, sizeof *by_id, cmp_run_element);
+  for (size_t j = 1; j < n && usable; j++) usable = by_id[j].element != by_id[j - 1].element;
+  size_t next = 0;
+  for (size_t k = 0; k < b->t->nconsumes && usable; k++) {
+    const pb_tf_consume *c = &b->t->consumes[k];
+    if (!part[c->iterator]) continue;
+    size_t lo = 0, hi = n; /* the first entry of the element's id */
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (by_id[mid].element < c->element)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    const run_element *hit = lo < n && by_id[lo].element == c->element ? &by_id[lo] : NULL;
+    if (hit && !ranked[hit->run]) ranked[hit->run] = true, rank[hit->run] = next++;
+  }
+  usable = usable && next > 0;
+  for (size_t j = 0; j < n && usable; j++)
+    if (!ranked[j]) rank[j] = next++;
+  free(by_id);
+  free(ranked);
+  return usable ? 1 : 0;
+}
+
+/* A row of an iterator's function runs or own time per call: one call per element, in start order; a function
+ * run hands its element on in the order the consumer took it, where the capture says (consume_ranks). */
 static int sample_row(builder *b, int row, const pb_twin_stage *o) {
   pb_stage_rec *sr = &b->rec->stages[row];
   const row_flow *up = &b->flow[row - 1];
@@ -112,21 +165,28 @@ static int sample_row(builder *b, int row, const pb_twin_stage *o) {
   if (row > 1 && n > up->nout) n = up->nout; /* no more elements than its input handed on */
   f->took_ns = none_array(n), f->out_ns = none_array(n), f->ntook = f->nout = n;
   f->element = calloc(n ? n : 1, sizeof *f->element);
-  if (!f->took_ns || !f->out_ns || !f->element) return -ENOMEM;
+  size_t *out = malloc((n ? n : 1) * sizeof *out);
+  if (!f->took_ns || !f->out_ns || !f->element || !out) return free(out), -ENOMEM;
   size_t j = 0;
+  for (size_t k = 0; k < b->t->nwork && j < n; k++) /* the runs' elements, then where each went */
+    if (part[b->t->work[k].iterator] && b->t->work[k].kind == kind) out[j] = j, f->element[j++] = b->t->work[k].element;
+  int rc = kind == PB_TF_FUNCTION ? consume_ranks(b, part, f->element, n, out) : 0;
+  if (rc < 0) return free(out), rc;
+  j = 0;
   for (size_t k = 0; k < b->t->nwork && j < n; k++) {
     const pb_tf_work *w = &b->t->work[k];
     if (!part[w->iterator] || w->kind != kind) continue;
     uint64_t t1 = ns_of(b, w->end_ps),
              t0 = kind == PB_TF_FUNCTION ? ns_of(b, w->start_ps) : t1 - (uint64_t)w->own_ps / 1000u;
     ev_vec *slot = slot_at(b->workers[row], sr->threads, t0);
-    int rc = ev_push(slot, t0, t1, j, j, PB_EVF_CALL_START | PB_EVF_EMITTED, b->sample_bytes);
-    if (rc) return rc;
-    f->took_ns[j] = slot->v[slot->n - 1].t0_ns, f->out_ns[j] = slot->free_ns, f->element[j] = w->element;
+    rc = ev_push(slot, t0, t1, j, out[j], PB_EVF_CALL_START | PB_EVF_EMITTED, b->sample_bytes);
+    if (rc < 0) break;
+    f->took_ns[j] = slot->v[slot->n - 1].t0_ns, f->out_ns[out[j]] = slot->free_ns, f->element[out[j]] = w->element;
     sr->cpu_ns += (uint64_t)w->own_ps / 1000u;
     j++;
   }
-  return 0;
+  free(out);
+  return rc < 0 ? rc : 0;
 }
 
 typedef struct joining {

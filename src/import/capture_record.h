@@ -17,8 +17,10 @@
  * - the steps: each step from its marker's start, its batch ready when its IteratorGetNext wait ended, the device
  *   computing for the rest of the step.  The first step is left out of the measured window when there are three
  *   or more (it carries the pipeline's start), as the twin's device.
- * Lineage is by order: the k-th element a row takes is the k-th its input handed on (tf.data keeps order unless
- * deterministic=False), and the k-th step takes the k-th batch the last row handed on, when that batch was
+ * Lineage is by order: the k-th element a row takes is the k-th its input handed on, and a row of function runs
+ * hands its elements on in the order its consumer took them, where the capture's `<Kind>Consume` events name them
+ * (with deterministic=False a parallel map hands on whichever element is done first; else the order the runs
+ * started, tf.data's order); the k-th step takes the k-th batch the last row handed on, when that batch was
  * ready before the step's wait ended; a step whose batch was made before the capture began takes none (its
  * samples count as read before the capture: the accounting balances).  Rows and the queues between them are
  * pipebench's model of the job, not tf.data's threads: a row's idle time is counted as waiting for input, since

@@ -40,6 +40,12 @@ static int work_push(pb_tfdata *t, pb_tf_work w) {
   return 0;
 }
 
+static int consume_push(pb_tfdata *t, pb_tf_consume c) {
+  if (grow((void **)&t->consumes, t->nconsumes, &t->consumes_cap, sizeof *t->consumes, 1024)) return -ENOMEM;
+  t->consumes[t->nconsumes++] = c;
+  return 0;
+}
+
 /* One event being read: where it is and what it says. */
 typedef struct ev_ref {
   const pb_xspace *x;
@@ -301,6 +307,10 @@ static int line_functions(pb_tfdata *t, const ev_ref *evs, size_t n, fn_list *fn
       open_call_push(&open, t, &evs[k]);
     else if (pb_ends_with(name, "Produce") && (open.produce_element = stat_int(&evs[k], "element_id", 0)))
       open.produce_end_ps = e->start_ps + e->duration_ps;
+    else if (open.depth && pb_ends_with(name, "Consume") && stat_int(&evs[k], "element_id", 0))
+      rc = consume_push(t, (pb_tf_consume){.iterator = open.iterator[open.depth - 1],
+                                           .element = stat_int(&evs[k], "element_id", 0),
+                                           .t_ps = e->start_ps});
     else if (owner >= 0 && pb_starts_with(name, "InstantiatedCapturedFunction::Run"))
       rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0),
                                  .owner = owner,
@@ -412,6 +422,12 @@ static int cmp_step(const void *a, const void *b) {
   return (x->start_ps > y->start_ps) - (x->start_ps < y->start_ps);
 }
 
+static int cmp_consume(const void *a, const void *b) {
+  const pb_tf_consume *x = a, *y = b;
+  if (x->t_ps != y->t_ps) return (x->t_ps > y->t_ps) - (x->t_ps < y->t_ps);
+  return (x->element > y->element) - (x->element < y->element);
+}
+
 static int cmp_work(const void *a, const void *b) {
   const pb_tf_work *x = a, *y = b;
   if (x->start_ps != y->start_ps) return (x->start_ps > y->start_ps) - (x->start_ps < y->start_ps);
@@ -448,6 +464,7 @@ static int read_lines(const pb_xspace *x, int plane, pb_tfdata *t) {
   if (steps.n) qsort(steps.v, steps.n, sizeof *steps.v, cmp_step); /* NULL with none */
   t->steps = steps.v, t->nsteps = steps.n;
   if (t->nwork) qsort(t->work, t->nwork, sizeof *t->work, cmp_work);
+  if (t->nconsumes) qsort(t->consumes, t->nconsumes, sizeof *t->consumes, cmp_consume);
   return 0;
 }
 
@@ -507,9 +524,10 @@ void pb_tfdata_free(pb_tfdata *t) {
   free(t->steps);
   free(t->ids);
   free(t->work);
+  free(t->consumes);
   pb_gpu_free(&t->gpu);
-  t->steps = NULL, t->ids = NULL, t->work = NULL;
-  t->nsteps = t->nids = t->ids_cap = t->nwork = t->work_cap = 0;
+  t->steps = NULL, t->ids = NULL, t->work = NULL, t->consumes = NULL;
+  t->nsteps = t->nids = t->ids_cap = t->nwork = t->work_cap = t->nconsumes = t->consumes_cap = 0;
 }
 
 /* The work an iterator did: its functions' and its calls' own time. */

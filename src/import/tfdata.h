@@ -79,6 +79,15 @@ typedef struct pb_tf_work {
                     * element it makes part of: map-and-batch's batch), 0: none */
 } pb_tf_work;
 
+/* An element an asynchronous iterator handed to its consumer: a `<Kind>Consume` event (its `element_id`, the
+ * `<Kind>Produce` event's around the run that made it) inside the consumer's GetNext call of that iterator.
+ * Which element a GetNext returns: with deterministic=False, not the next one started. */
+typedef struct pb_tf_consume {
+  int iterator;
+  int64_t element;
+  int64_t t_ps;
+} pb_tf_consume;
+
 /* An iterator instance's id and the iterator it is one of (a slot of pb_tfdata's id table). */
 typedef struct pb_tf_id {
   uint64_t id;
@@ -100,6 +109,8 @@ typedef struct pb_tfdata {
   size_t nids, ids_cap;
   pb_tf_work *work; /* every call and function run of every iterator, in start order (owned) */
   size_t nwork, work_cap;
+  pb_tf_consume *consumes; /* every element handed on with an element_id, in time order (owned) */
+  size_t nconsumes, consumes_cap;
   pb_gpu_activity gpu; /* the GPU planes' kernels and copies (ndevices 0: a CPU-only capture; owned) */
 } pb_tfdata;
 
