@@ -258,20 +258,8 @@ static boolean decode_mcu(j_decompress_ptr c, JBLOCKROW *MCU_data) {
 
     /* F.2.2.1: the DC difference, added to the component's last DC (unsigned: corrupt data can run it
      * past INT_MAX, where libjpeg wraps) */
-    REFILL();
-    int diff, f = dct->fast[PEEK(LOOK_BITS)];
-    if (__builtin_expect(f != 0, 1)) {
-      diff = f >> 16;
-      DROP(f & 0xFF);
-    } else {
-      int s;
-      SYMBOL(s, dct);
-      diff = 0;
-      if (s) {
-        diff = extend((int)PEEK(s), s);
-        DROP(s);
-      }
-    }
+    int diff;
+    DC_DIFF(diff, dct);
     if (h->dc_needed[blkn]) {
       int ci = h->comp[blkn];
       h->last_dc[ci] = (int)((unsigned)h->last_dc[ci] + (unsigned)diff);

@@ -118,4 +118,24 @@ void pb_huff_restart(j_decompress_ptr c, pb_jpeg_huff *h);
     DROP(l_);                                      \
   } while (0)
 
+/* F.2.2.1: a DC difference into `diff` (an int), at least 32 bits loaded first: the code and its value bits in one
+ * lookup where they fit the window, else the symbol (the value's size) and then its bits. */
+#define DC_DIFF(diff, t)                  \
+  do {                                    \
+    REFILL();                             \
+    int f_ = (t)->fast[PEEK(LOOK_BITS)];  \
+    if (__builtin_expect(f_ != 0, 1)) {   \
+      diff = f_ >> 16;                    \
+      DROP(f_ & 0xFF);                    \
+    } else {                              \
+      int s_;                             \
+      SYMBOL(s_, (t));                    \
+      diff = 0;                           \
+      if (s_) {                           \
+        diff = extend((int)PEEK(s_), s_); \
+        DROP(s_);                         \
+      }                                   \
+    }                                     \
+  } while (0)
+
 #endif

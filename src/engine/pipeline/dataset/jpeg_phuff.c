@@ -82,21 +82,8 @@ static boolean dc_first(j_decompress_ptr c, JBLOCKROW *MCU_data) {
   if (mcu_begin(c, h)) {
     READER_LOAD(h);
     for (int blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
-      const huff_table *t = h->dc[blkn];
-      REFILL();
-      int diff, f = t->fast[PEEK(LOOK_BITS)];
-      if (__builtin_expect(f != 0, 1)) {
-        diff = f >> 16;
-        DROP(f & 0xFF);
-      } else {
-        int s;
-        SYMBOL(s, t);
-        diff = 0;
-        if (s) {
-          diff = extend((int)PEEK(s), s);
-          DROP(s);
-        }
-      }
+      int diff;
+      DC_DIFF(diff, h->dc[blkn]);
       int ci = h->comp[blkn], last = h->last_dc[ci];
       if ((last >= 0 && diff > INT_MAX - last) || (last < 0 && diff < INT_MIN - last)) ERREXIT(c, JERR_BAD_DCT_COEF);
       h->last_dc[ci] = last + diff;
