@@ -289,6 +289,46 @@ static void test_region_decoder_same_pixels(void **state) {
   pb_jpeg_region_free(r);
 }
 
+/* Where the first scan's entropy-coded data starts: after its SOS header. */
+static size_t first_scan_data(const blob *img) {
+  for (size_t i = 2; i + 3 < img->bytes; i++)
+    if (img->data[i] == 0xFF && img->data[i + 1] == 0xDA)
+      return i + 2 + ((size_t)img->data[i + 2] << 8 | img->data[i + 3]);
+  return 0;
+}
+
+/* m, a copy of img, corrupted at one place between `from` and the EOI marker (kept), as x picks: a bit or a byte
+ * changed, up to 64 bytes cut out (the rest moves up), an RSTn marker or fill bytes dropped in.  The corrupted
+ * size; *at_out the place. */
+static size_t corrupt(uint8_t *m, const blob *img, size_t from, uint64_t x, size_t *at_out) {
+  memcpy(m, img->data, img->bytes);
+  size_t bytes = img->bytes, at = from + (size_t)(x % (img->bytes - 2 - from)),
+         next = at + 1 < img->bytes - 2 ? at + 1 : at;
+  switch ((x >> 32) % 5) {
+    case 0:
+      m[at] ^= (uint8_t)(1u << ((x >> 40) % 8));
+      break; /* one bit */
+    case 1:
+      m[at] = (uint8_t)(x >> 48);
+      break;  /* one byte */
+    case 2: { /* a cut: the rest of the file moves up */
+      size_t cut = 1 + (size_t)((x >> 40) % 64);
+      if (at + cut > img->bytes - 2) cut = img->bytes - 2 - at;
+      memmove(m + at, m + at + cut, img->bytes - at - cut);
+      bytes -= cut;
+      break;
+    }
+    case 3:
+      m[at] = 0xFF, m[next] = (uint8_t)(0xD0 + (x >> 40) % 8);
+      break; /* RSTn */
+    default:
+      m[at] = 0xFF, m[next] = 0xFF;
+      break; /* fill bytes */
+  }
+  *at_out = at;
+  return bytes;
+}
+
 /* A progressive image, every scan decoded by pb_jpeg_huff (jpeg_phuff.c) and, at 1/8, the 1x1 components' AC
  * scans stepped over (jpeg_region.c): the same pixels as libjpeg's own decode, whole (against libjpeg driven
  * directly, in its single pass) and in regions (against the region decoder with libjpeg's own entropy
@@ -371,33 +411,12 @@ static void test_progressive_corrupt_same_outcome(void **state) {
                                 {"4:2:2 q85 progressive restarts", 2, 1, 85, false, true, false, 3}};
   for (size_t pk = 0; pk < sizeof progressive / sizeof progressive[0]; pk++) {
     blob img = encode(&progressive[pk], 160, 120, 50 + pk);
-    size_t sos = 0;
-    for (size_t i = 2; i + 1 < img.bytes; i++)
-      if (img.data[i] == 0xFF && img.data[i + 1] == 0xDA) {
-        sos = i + 2 + ((size_t)img.data[i + 2] << 8 | img.data[i + 3]);
-        break;
-      }
+    size_t sos = first_scan_data(&img);
     assert_uint_cmp(sos, >, 0);
-    size_t span = img.bytes - 2 - sos;
     uint8_t *m = malloc(img.bytes + 8);
     for (int n = 0; n < 1200; n++) {
-      memcpy(m, img.data, img.bytes);
-      size_t bytes = img.bytes;
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      size_t at = sos + (size_t)(x % span), next = at + 1 < img.bytes - 2 ? at + 1 : at;
-      switch ((x >> 32) % 5) {
-        case 0: m[at] ^= (uint8_t)(1u << ((x >> 40) % 8)); break;
-        case 1: m[at] = (uint8_t)(x >> 48); break;
-        case 2: {
-          size_t cut = 1 + (size_t)((x >> 40) % 64);
-          if (at + cut > img.bytes - 2) cut = img.bytes - 2 - at;
-          memmove(m + at, m + at + cut, img.bytes - at - cut);
-          bytes -= cut;
-          break;
-        }
-        case 3: m[at] = 0xFF, m[next] = (uint8_t)(0xD0 + (x >> 40) % 8); break;
-        default: m[at] = 0xFF, m[next] = 0xFF; break;
-      }
+      size_t at, bytes = corrupt(m, &img, sos, x, &at);
       int denom = n % 2 ? 2 : 1, ow = 160 / denom, oh = 120 / denom;
       pb_jpeg_huff_refine_path(n % 3); /* every refinement path */
       pb_jpeg_rect whole = {0, 0, ow, oh}, got;
@@ -457,35 +476,13 @@ static void test_corrupt_data_same_outcome(void **state) {
   const size_t picks[] = {0, 2, 4, 8, 10, 11}; /* 4:2:0, 4:4:4 q100, 4:2:2, gray, and two with restarts */
   for (size_t pk = 0; pk < sizeof picks / sizeof picks[0]; pk++) {
     blob img = encode(&layouts[picks[pk]], 160, 120, 5 + pk);
-    /* the scan data: after the SOS header, up to the EOI */
-    size_t sos = 0;
-    for (size_t i = 2; i + 1 < img.bytes; i++)
-      if (img.data[i] == 0xFF && img.data[i + 1] == 0xDA) {
-        sos = i + 2 + ((size_t)img.data[i + 2] << 8 | img.data[i + 3]);
-        break;
-      }
+    size_t sos = first_scan_data(&img); /* the scan data: after the SOS header, up to the EOI */
     assert_uint_cmp(sos, >, 0);
     assert_uint_cmp(sos + 2, <, img.bytes);
-    size_t scan_bytes = img.bytes - 2 - sos;
     uint8_t *m = malloc(img.bytes + 8);
     for (int n = 0; n < 1500; n++) {
-      memcpy(m, img.data, img.bytes);
-      size_t bytes = img.bytes;
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      size_t at = sos + (size_t)(x % scan_bytes), next = at + 1 < img.bytes - 2 ? at + 1 : at;
-      switch ((x >> 32) % 5) {
-      case 0: m[at] ^= (uint8_t)(1u << ((x >> 40) % 8)); break; /* one bit */
-      case 1: m[at] = (uint8_t)(x >> 48); break;                 /* one byte */
-      case 2: {                                                  /* a cut: the rest of the scan moves up */
-        size_t cut = 1 + (size_t)((x >> 40) % 64);
-        if (at + cut > img.bytes - 2) cut = img.bytes - 2 - at;
-        memmove(m + at, m + at + cut, img.bytes - at - cut);
-        bytes -= cut;
-        break;
-      }
-      case 3: m[at] = 0xFF, m[next] = (uint8_t)(0xD0 + (x >> 40) % 8); break; /* RSTn */
-      default: m[at] = 0xFF, m[next] = 0xFF; break;                            /* fill bytes */
-      }
+      size_t at, bytes = corrupt(m, &img, sos, x, &at);
       blob mb = {m, bytes};
       bool attached;
       pb_jpeg_huff_allow(false);
