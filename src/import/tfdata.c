@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "tf_busy.h"
+
 #define ITERATOR_PREFIX "Iterator::"
 
 static void times_add(pb_tf_times *t, double ps) {
@@ -321,6 +323,7 @@ static int line_functions(pb_tfdata *t, const ev_ref *evs, size_t n, fn_list *fn
       rc = fn_push(fns, (fn_run){.id = stat_int(&evs[k], "id", 0),
                                  .owner = -1,
                                  .exec_ps = process ? (double)e->duration_ps : 0,
+                                 .start_ps = e->start_ps,
                                  .end_ps = e->start_ps + e->duration_ps});
     if (rc) return rc;
   }
@@ -330,7 +333,17 @@ static int line_functions(pb_tfdata *t, const ev_ref *evs, size_t n, fn_list *fn
 static int cmp_fn(const void *a, const void *b) {
   const fn_run *x = a, *y = b;
   if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
-  return (x->owner < y->owner) - (x->owner > y->owner); /* the start (owner >= 0) before its executions */
+  bool xs = x->owner >= 0, ys = y->owner >= 0;
+  if (xs != ys) return ys - xs;                                     /* the start (owner >= 0) before its executions */
+  return (x->start_ps > y->start_ps) - (x->start_ps < y->start_ps); /* its executions in time order */
+}
+
+/* tf.data's cpu_budget as the capture's root says it (-1: not said). */
+static int capture_cpu_budget(const pb_tfdata *t) {
+  for (int i = 0; i < t->niterators; i++)
+    if (t->iterators[i].cpu_budget > 0)
+      return t->iterators[i].cpu_budget > 1000000 ? 1000000 : (int)t->iterators[i].cpu_budget;
+  return -1;
 }
 
 /* t + d, d >= 0, held within int64 (a hostile capture's sums can pass it). */
@@ -342,7 +355,13 @@ static int64_t add_ps(int64_t t, double d) {
 /* Each started function's executions summed, into its iterator's per-element work.  0 or -ENOMEM. */
 static int attribute_functions(pb_tfdata *t, fn_list *fns) {
   if (fns->n) qsort(fns->v, fns->n, sizeof *fns->v, cmp_fn); /* NULL with none */
-  for (size_t k = 0; k < fns->n;) {
+  pb_tf_span *execs = calloc(fns->n ? fns->n : 1, sizeof *execs); /* fns' executions, the rest empty */
+  if (!execs) return -ENOMEM;
+  for (size_t k = 0; k < fns->n; k++)
+    if (fns->v[k].owner < 0 && fns->v[k].exec_ps > 0) execs[k] = (pb_tf_span){fns->v[k].start_ps, fns->v[k].end_ps};
+  pb_tf_busy busy;
+  int cores = capture_cpu_budget(t), rc = pb_tf_busy_build(execs, fns->n, &busy);
+  for (size_t k = 0; k < fns->n && !rc;) {
     size_t j = k;
     int owner = fns->v[k].owner;
     double exec = 0;
@@ -355,19 +374,21 @@ static int attribute_functions(pb_tfdata *t, fn_list *fns) {
       times_add(&t->iterators[owner].functions, exec);
       double latency = end > fns->v[k].start_ps ? (double)end - (double)fns->v[k].start_ps : exec;
       times_add(&t->iterators[owner].latency, latency > exec ? latency : exec);
+      times_add(&t->iterators[owner].waits, (double)pb_tf_run_waits_ps(execs + k + 1, j - k - 1, &busy, cores));
       const fn_run *r = &fns->v[k];
-      int rc = work_push(t, (pb_tf_work){.iterator = owner,
-                                         .kind = PB_TF_FUNCTION,
-                                         .line = r->line,
-                                         .start_ps = r->start_ps,
-                                         .end_ps = add_ps(r->start_ps, latency > exec ? latency : exec),
-                                         .own_ps = (int64_t)exec,
-                                         .element = r->element});
-      if (rc) return rc;
+      rc = work_push(t, (pb_tf_work){.iterator = owner,
+                                     .kind = PB_TF_FUNCTION,
+                                     .line = r->line,
+                                     .start_ps = r->start_ps,
+                                     .end_ps = add_ps(r->start_ps, latency > exec ? latency : exec),
+                                     .own_ps = (int64_t)exec,
+                                     .element = r->element});
     }
     k = j;
   }
-  return 0;
+  pb_tf_busy_free(&busy);
+  free(execs);
+  return rc;
 }
 
 /* ---------- steps ---------- */

@@ -53,6 +53,11 @@ typedef struct pb_tf_iterator {
                             * ExecutorState::Process events: the threadpool's work on it) */
   pb_tf_times latency;     /* the same runs from their start to their last event (ExecutorDoneCallback): the
                             * execution and the waits between its ops, what one of `parallelism` slots is held */
+  pb_tf_times waits;       /* the same runs' gaps between their executions, less the part when cpu_budget or more
+                            * executions ran (every core busy): what a run waited for besides a core (an
+                            * asynchronous op).  Not its hop to the threadpool before its first execution nor its
+                            * done callback after the last: the executor's bookkeeping, which the profiler's own
+                            * recording inflates (docs/IMPORT.md) */
 } pb_tf_iterator;
 
 typedef struct pb_tf_step {

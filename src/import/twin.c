@@ -84,22 +84,24 @@ static cJSON *add_stage(twin *w, const char *name, const char *type, const pb_tf
   return s;
 }
 
-/* {"op": "sleep", "us": the wait} for a function run's time between its ops: how much longer its latency is
- * than its execution, when that is 5 % of the latency or more (else NULL); described into desc. */
+/* {"op": "sleep", "us": the wait} for a function run's waits between its executions with a core free (an
+ * asynchronous op's), when they are 5 % of its execution or more (else NULL); described into desc.  The rest of
+ * its latency is left out: the waits for a core the twin's own threads contend for, and the executor's hop to
+ * the threadpool and done callback, which the profiler's recording inflates (docs/IMPORT.md). */
 static cJSON *wait_op(const pb_tf_iterator *it, char *desc, size_t len) {
-  double exec_ns = pb_tf_times_mean_ns(&it->functions), latency_ns = pb_tf_times_mean_ns(&it->latency);
-  double wait_us = round((latency_ns - exec_ns) / 1e3);
+  double exec_ns = pb_tf_times_mean_ns(&it->functions), wait_ns = pb_tf_times_mean_ns(&it->waits);
+  double wait_us = round(wait_ns / 1e3);
   desc[0] = '\0';
-  if (it->latency.n == 0 || wait_us < 1 || latency_ns - exec_ns < 0.05 * latency_ns) return NULL;
+  if (it->waits.n == 0 || wait_us < 1 || wait_ns < 0.05 * exec_ns) return NULL;
   cJSON *op = cJSON_CreateObject();
   cJSON_AddStringToObject(op, "op", "sleep");
   cJSON_AddNumberToObject(op, "us", wait_us > 1e7 ? 1e7 : wait_us);
-  snprintf(desc, len, ", then sleep %.0f us (a run's latency %.0f us less its execution)", wait_us, latency_ns / 1e3);
+  snprintf(desc, len, ", then sleep %.0f us (a run's waits between its executions with a core free)", wait_us);
   return op;
 }
 
-/* A map of `threads` threads spinning for `times` per element (and, for an iterator's functions, waiting for
- * the rest of their latency). */
+/* A map of `threads` threads spinning for `times` per element (and, for an iterator's functions, waiting as
+ * they waited between their executions). */
 static void add_map(twin *w, const pb_tf_iterator *it, int64_t threads, const pb_tf_times *times, const char *what) {
   char name[64], desc[96], wait[128] = "";
   threads = in_range(PB_STAGE_MAP, "threads", threads);

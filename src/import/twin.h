@@ -5,7 +5,8 @@
  * - the source (Range, TFRecord, TensorSlice, ...): a synthetic dataset of samples of the batch's bytes per
  *   sample, and a one-thread map that spins for the source's own time per element;
  * - a parallel map: a map of `parallelism` threads spinning for its function's execution per element, then
- *   sleeping for the rest of the function's latency (the waits between its ops);
+ *   sleeping for its waits between executions with a core free (an asynchronous op's; tfdata.h `waits`), when
+ *   they are 5 % of the execution or more;
  * - map-and-batch: that map, then a batch of its `batch_size`; a batch: a batch;
  * - a synchronous map or filter (any other iterator before the batch): a one-thread map spinning its own time;
  * - prefetch: a prefetch of its `buffer_limit`;
