@@ -13,7 +13,8 @@
  *
  * Predict (simulate.c): a discrete-event simulation of the engine with the change applied: threads
  * that take an element from their input queue, serve it for a drawn service time and hand it on
- * (blocking while the output queue is full), a batch stage whose threads each fill their own batch, a
+ * (blocking while the output queue is full, and before taking input while an ahead limit is reached: a
+ * map's `ahead`, a batch made on demand), a batch stage whose threads each fill their own batch, a
  * shuffle buffer that fills before it hands anything on, a cache that replays after its first epoch,
  * bounded queues (a prefetch's depth), and the devices taking batches with their drawn step times.
  * CPU is processor-shared: while the threads in service want more cores than there are, each one's
@@ -64,6 +65,8 @@ typedef struct pb_model_stage {
   int max_threads;              /* what the config accepts (the schema: 1 for shuffle, cache, ...) */
   int queue_capacity;           /* its output queue, elements */
   int64_t buffer;               /* shuffle: samples held */
+  int ahead_per_thread;         /* a map's `ahead`: elements in work or waiting per thread at most; 0: no bound */
+  bool on_demand;               /* a batch started only when its consumer waits for one */
   double rate_cap_per_s;        /* elements/s the whole stage cannot exceed (a read's bandwidth cap); 0: none */
   int elements_per_call;        /* a source's call makes this many at once (a read of multi-sample files:
                                  * the samples a file held), handed on one by one; service_s is per element */
@@ -127,6 +130,8 @@ typedef struct pb_model_change {
   int threads[PB_MAX_STAGES + 2];        /* > 0: this many threads */
   double speedup[PB_MAX_STAGES + 2];     /* > 0: service times divided by this (INFINITY: free) */
   int queue_capacity[PB_MAX_STAGES + 2]; /* > 0: this output queue capacity (a prefetch's depth) */
+  int ahead_per_thread[PB_MAX_STAGES + 2]; /* > 0: this `ahead`; -1: no bound */
+  int on_demand[PB_MAX_STAGES + 2];        /* 1: made on demand; -1: batched ahead */
   int cache_after;                       /* >= 0: a cache inserted after this row; -1: none */
   double cores;                          /* > 0: this many cores for the pipeline */
 } pb_model_change;

@@ -159,6 +159,11 @@ static void fit_stage(pb_model_stage *ms, const pb_record *rec, int row, const p
   ms->max_threads = s->cfg_index >= 0 ? (int)pb_config_stage_key_max(rec->cfg->stages[s->cfg_index].type, "threads") : 1;
   ms->queue_capacity = s->queue_capacity > 0 ? s->queue_capacity : 1;
   ms->buffer = s->cfg_index >= 0 && ms->role == PB_ROLE_SHUFFLE ? rec->cfg->stages[s->cfg_index].buffer : 0;
+  if (s->cfg_index >= 0) {
+    const pb_stage_cfg *sc = &rec->cfg->stages[s->cfg_index];
+    ms->ahead_per_thread = sc->type == PB_STAGE_MAP ? (int)sc->ahead : 0;
+    ms->on_demand = sc->type == PB_STAGE_BATCH && sc->on_demand;
+  }
   ms->batched = s->batched && ms->role != PB_ROLE_BATCH;
   ms->bytes_per_element = sr->calls ? (double)sr->bytes_out / (double)sr->calls : 0;
   ms->rate_cap_per_s = rate_cap(rec, s, sr);

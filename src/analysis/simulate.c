@@ -48,13 +48,14 @@
 #define SIM_MAX_EVENTS 20000000 /* a guard: a simulation never runs away */
 #define CACHE_COPY_BYTES_PER_S 4e9 /* a cache's copy into memory, when a change inserts one */
 
-enum { T_WAIT, T_BUSY, T_BLOCKED, T_DONE };
+enum { T_WAIT, T_BUSY, T_BLOCKED, T_AHEAD, T_DONE }; /* T_AHEAD: waiting for room under an ahead limit */
 
 typedef struct srow {
   pb_model_role role;
   int threads;
   int64_t cap;                  /* output queue capacity */
   int64_t buffer;
+  int64_t ahead; /* -1: no limit; 0: an output only for a consumer waiting; N: started + queued <= N */
   double rate_cap_per_s, pace_next; /* a whole-stage rate cap: the next moment an element may complete */
   const double *service_s;      /* NULL for a device row (uses the model's device_s) */
   double scale;                 /* service times x this */
@@ -69,6 +70,8 @@ typedef struct srow {
   int64_t count;                /* elements in its output queue */
   int *waiters, nwait, wait_head; /* threads of the next row waiting on this queue (ring) */
   int *blocked, nblk, blk_head;   /* threads of this row blocked on it (ring) */
+  int *resv, nresv, resv_head;    /* threads of this row waiting for room under its ahead limit (ring) */
+  int64_t reserved;               /* outputs started under the ahead limit, not yet handed on */
   int ring;                     /* ring sizes */
   int64_t made;                 /* source: elements made */
   int64_t limit;                /* source: elements it may make (INT64_MAX: endless) */
@@ -86,6 +89,7 @@ typedef struct sthread {
   bool paced;                   /* waiting for the stage's rate cap, the service itself done */
   int fill;                     /* batch: samples in its batch */
   int pending;                  /* elements made by its last call, not yet handed on */
+  bool holds;                   /* it holds a reservation under its row's ahead limit */
   double done_at;               /* when its service ends (while the cores have room: in the heap) */
 } sthread;
 
@@ -189,6 +193,32 @@ static int ring_pop(int *v, int ring, int *head, int *n) {
 static void start_service(sim *s, int j);
 static void take_input(sim *s, int j);
 
+/* Under row's ahead limit, may one more output be started? */
+static bool ahead_room(const srow *row) {
+  if (row->ahead < 0) return true;
+  int64_t ahead = row->reserved + row->count;
+  return row->ahead == 0 ? ahead < row->nwait : ahead < row->ahead;
+}
+
+/* Room under row r's ahead limit (an output taken or handed on, a consumer come to wait): its threads waiting
+ * for it go on, as many as it allows. */
+static void ahead_wake(sim *s, int r) {
+  srow *row = &s->rows[r];
+  while (row->nresv > 0 && ahead_room(row)) {
+    int j = ring_pop(row->resv, row->ring, &row->resv_head, &row->nresv);
+    row->reserved++;
+    s->th[j].holds = true;
+    take_input(s, j);
+  }
+}
+
+/* Thread j's output left it: the room it reserved is free again. */
+static void release_ahead(sim *s, int j) {
+  if (!s->th[j].holds) return;
+  s->th[j].holds = false;
+  s->rows[s->th[j].row].reserved--;
+}
+
 /* Thread j hands on the elements its call made (`pending`), one by one: each straight to a waiting
  * consumer or into the queue; when the queue is full it blocks holding the rest (a read of a
  * multi-sample file holds the file's remaining samples).  Then it takes its next input. */
@@ -199,6 +229,7 @@ static void hand_on(sim *s, int j) {
     if (q->nwait > 0) { /* a consumer waits: it takes the element at once */
       int c = ring_pop(q->waiters, q->ring, &q->wait_head, &q->nwait);
       t->pending--;
+      release_ahead(s, j);
       start_service(s, c);
       continue;
     }
@@ -209,8 +240,10 @@ static void hand_on(sim *s, int j) {
     }
     q->count++;
     t->pending--;
+    release_ahead(s, j);
   }
   take_input(s, j);
+  ahead_wake(s, t->row);
 }
 
 /* A consumer took an element from row r's queue: room for one blocked producer's next element. */
@@ -220,6 +253,7 @@ static void room_made(sim *s, int r) {
   int p = ring_pop(q->blocked, q->ring, &q->blk_head, &q->nblk);
   q->count++;
   s->th[p].pending--;
+  release_ahead(s, p);
   hand_on(s, p);
 }
 
@@ -311,15 +345,27 @@ static void take_input(sim *s, int j) {
     start_service(s, j);
     return;
   }
+  /* under an ahead limit, room for its output first: for each element, or a batch's whole batch */
+  if (row && row->ahead >= 0 && !t->holds && (row->role != PB_ROLE_BATCH || t->fill == 0)) {
+    if (!ahead_room(row)) {
+      t->state = T_AHEAD;
+      ring_push(row->resv, row->ring, row->resv_head, &row->nresv, j);
+      return;
+    }
+    row->reserved++;
+    t->holds = true;
+  }
   srow *in = &s->rows[r - 1];
   if (in->count > 0) {
     in->count--;
     start_service(s, j);
     room_made(s, r - 1);
+    ahead_wake(s, r - 1);
     return;
   }
   t->state = T_WAIT;
   ring_push(in->waiters, in->ring, in->wait_head, &in->nwait, j);
+  if (in->ahead == 0) ahead_wake(s, r - 1); /* a consumer waits: the demand an on-demand stage serves */
 }
 
 /* The cache has passed its first epoch through and nothing more comes: it replays from now on.  A shuffle
@@ -548,13 +594,22 @@ static void build_rows(sim *s, const pb_model *m, const pb_model_change *c, doub
     if (ms->nlevels) row->level = ms->level, row->nlevels = ms->nlevels, row->level_window_s = ms->level_window_s;
     if (c->threads[i] > 0) row->threads = c->threads[i];
     if (c->queue_capacity[i] > 0) row->cap = c->queue_capacity[i];
+    int per_thread = c->ahead_per_thread[i] ? c->ahead_per_thread[i] : ms->ahead_per_thread;
+    bool on_demand = c->on_demand[i] ? c->on_demand[i] > 0 : ms->on_demand;
+    row->ahead = on_demand ? 0 : per_thread > 0 ? (int64_t)per_thread * (row->threads > 0 ? row->threads : 1) : -1;
     if (c->speedup[i] > 0) row->scale = isinf(c->speedup[i]) ? 0 : row->scale / c->speedup[i];
     if (row->cap < 1) row->cap = 1;
     if (row->threads < 1) row->threads = 1;
     if (c->cache_after == i) { /* a cache right after this row: the engine's sample queue after it */
       srow *cache = &s->rows[n++];
-      *cache = (srow){.role = PB_ROLE_CACHE, .threads = 1, .cap = ms->queue_capacity > 0 ? ms->queue_capacity : 1,
-                      .service_s = NULL, .scale = 1, .cpu_share = 1, .stream = PB_MAX_STAGES + 1};
+      *cache = (srow){.role = PB_ROLE_CACHE,
+                      .threads = 1,
+                      .cap = ms->queue_capacity > 0 ? ms->queue_capacity : 1,
+                      .ahead = -1,
+                      .service_s = NULL,
+                      .scale = 1,
+                      .cpu_share = 1,
+                      .stream = PB_MAX_STAGES + 1};
     }
   }
   s->nrows = n;
@@ -589,13 +644,14 @@ static int sim_init(sim *s, const pb_model *m, const pb_model_change *c, double 
   s->th = calloc((size_t)total, sizeof *s->th);
   s->heap = calloc((size_t)total, sizeof *s->heap);
   int ring = total + 1;
-  s->ring_mem = calloc((size_t)(s->nrows + 1) * 2 * (size_t)ring, sizeof *s->ring_mem);
+  s->ring_mem = calloc((size_t)(s->nrows + 1) * 3 * (size_t)ring, sizeof *s->ring_mem);
   if (!s->th || !s->heap || !s->ring_mem) return -ENOMEM;
   for (int i = 0; i < s->nrows; i++) {
     srow *row = &s->rows[i];
     row->ring = ring;
-    row->waiters = s->ring_mem + (size_t)i * 2 * ring;
+    row->waiters = s->ring_mem + (size_t)i * 3 * ring;
     row->blocked = row->waiters + ring;
+    row->resv = row->blocked + ring;
     row->first_thread = s->nth;
     add_threads(s, i, row->threads);
     row->limit = INT64_MAX;

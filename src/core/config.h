@@ -100,12 +100,14 @@ typedef struct pb_stage_cfg {
   /* map */
   int nops;
   pb_op_cfg ops[PB_MAX_OPS];
+  int64_t ahead; /* samples in work or done and not yet taken, per thread; 0: no bound but the queue's */
   /* shuffle */
   int64_t buffer;
   /* batch */
   int64_t size;
   bool drop_remainder;          /* default true */
   bool fuse_map;                /* the map before writes into the batch (default false; pb_config_batch_in_place) */
+  bool on_demand;               /* start a batch only when the next stage or the device asks for one */
   /* prefetch */
   int64_t depth;
   /* h2d */

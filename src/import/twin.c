@@ -101,30 +101,40 @@ static cJSON *wait_op(const pb_tf_iterator *it, char *desc, size_t len) {
 }
 
 /* A map of `threads` threads spinning for `times` per element (and, for an iterator's functions, waiting as
- * they waited between their executions). */
-static void add_map(twin *w, const pb_tf_iterator *it, int64_t threads, const pb_tf_times *times, const char *what) {
-  char name[64], desc[96], wait[128] = "";
+ * they waited between their executions); `ahead`: one sample in work or waiting per thread at most, as tf.data's
+ * parallel map buffers (else no bound). */
+static void add_map(twin *w, const pb_tf_iterator *it, int64_t threads, bool ahead, const pb_tf_times *times,
+                    const char *what) {
+  char name[64], desc[96], wait[128] = "", buffer[64] = "";
   threads = in_range(PB_STAGE_MAP, "threads", threads);
   stage_name(it, "", name, sizeof name);
   cJSON *s = add_stage(w, name, "map", it, times == &it->functions ? PB_TWIN_FUNCTIONS : PB_TWIN_OWN_TIME);
   cJSON_AddNumberToObject(s, "threads", (double)(threads > 0 ? threads : 1));
+  if (ahead) { /* tf.data's parallel map holds as many results, in work or waiting, as its calls */
+    cJSON_AddNumberToObject(s, "ahead", 1);
+    snprintf(buffer, sizeof buffer, ", 1 ahead per thread (its buffer: as many as its calls)");
+  }
   cJSON *ops = cJSON_AddArrayToObject(s, "ops");
   cJSON_AddItemToArray(ops, spin_op(times, desc, sizeof desc));
   cJSON *sleep = times == &it->functions ? wait_op(it, wait, sizeof wait) : NULL;
   if (sleep) cJSON_AddItemToArray(ops, sleep);
-  note(w, "%s -> map, %lld thread(s)%s; %s%s: %llu %s", name, (long long)(threads > 0 ? threads : 1),
-       threads > 1 ? " (its parallelism)" : "", desc, wait, (unsigned long long)times->n, what);
+  note(w, "%s -> map, %lld thread(s)%s%s; %s%s: %llu %s", name, (long long)(threads > 0 ? threads : 1),
+       threads > 1 ? " (its parallelism)" : "", buffer, desc, wait, (unsigned long long)times->n, what);
 }
 
-static void add_batch(twin *w, const pb_tf_iterator *it, const char *suffix) {
+/* A batch of the iterator's batch_size; made on demand when the iterator is synchronous (a Batch, made inside
+ * its consumer's GetNext, not map-and-batch's runner). */
+static void add_batch(twin *w, const pb_tf_iterator *it, const char *suffix, bool on_demand) {
   char name[64];
   stage_name(it, suffix, name, sizeof name);
   int64_t size = in_range(PB_STAGE_BATCH, "size", it->batch_size);
   cJSON *s = add_stage(w, name, "batch", it, PB_TWIN_BATCH);
   cJSON_AddNumberToObject(s, "size", (double)size);
+  if (on_demand) cJSON_AddBoolToObject(s, "on_demand", true);
   if (w->batch_size < 0) w->batch_size = size;
   w->after_batch = true;
-  note(w, "%s -> batch of %lld%s", name, (long long)size, it->batch_size > 0 ? " (its batch_size)" : " (not said: 1)");
+  note(w, "%s -> batch of %lld%s%s", name, (long long)size, it->batch_size > 0 ? " (its batch_size)" : " (not said: 1)",
+       on_demand ? ", on demand (made when its consumer asks, as tf.data's synchronous batch)" : "");
 }
 
 /* A pipeline that does not batch: each element is a step's input (pipebench's device takes batches). */
@@ -152,11 +162,12 @@ static void add_iterator(twin *w, const pb_tf_iterator *it, bool source) {
   if (strcmp(it->kind, "Root") == 0) return;
   if (pb_starts_with(it->kind, "Prefetch")) return add_prefetch(w, it);
   if (pb_starts_with(it->kind, "MapAndBatch") || pb_starts_with(it->kind, "ParallelMap")) {
-    if (it->functions.n) add_map(w, it, it->parallelism, &it->functions, "function runs");
-    if (pb_starts_with(it->kind, "MapAndBatch")) add_batch(w, it, "_batch");
+    bool fused = pb_starts_with(it->kind, "MapAndBatch"); /* its buffer is of batches: not bounded here */
+    if (it->functions.n) add_map(w, it, it->parallelism, !fused, &it->functions, "function runs");
+    if (fused) add_batch(w, it, "_batch", false);
     return;
   }
-  if (strstr(it->kind, "Batch")) return add_batch(w, it, "");
+  if (strstr(it->kind, "Batch")) return add_batch(w, it, "", !it->async);
   double own_ns = pb_tf_times_mean_ns(&it->calls);
   if (it->async && !it->functions.n) { /* its calls are its consumer's waits; its work is its inputs' */
     note(w, "%s: left out (asynchronous, no functions of its own: its %.1f us a call are its consumer's wait)",
@@ -173,9 +184,9 @@ static void add_iterator(twin *w, const pb_tf_iterator *it, bool source) {
     return;
   }
   if (it->functions.n) /* a synchronous map: its function's run, one at a time */
-    add_map(w, it, 1, &it->functions, "function runs");
+    add_map(w, it, 1, false, &it->functions, "function runs");
   else
-    add_map(w, it, 1, &it->calls, source ? "calls (the source's own time)" : "calls (its own time)");
+    add_map(w, it, 1, false, &it->calls, source ? "calls (the source's own time)" : "calls (its own time)");
 }
 
 static int cmp_i64(const void *a, const void *b) {

@@ -4,10 +4,12 @@
  * The chain of iterators (pb_tfdata_chain, source first) becomes stages:
  * - the source (Range, TFRecord, TensorSlice, ...): a synthetic dataset of samples of the batch's bytes per
  *   sample, and a one-thread map that spins for the source's own time per element;
- * - a parallel map: a map of `parallelism` threads spinning for its function's execution per element, then
+ * - a parallel map: a map of `parallelism` threads, `ahead` 1 (tf.data's buffer holds as many results, in work
+ *   or waiting, as its calls), spinning for its function's execution per element, then
  *   sleeping for its waits between executions with a core free (an asynchronous op's; tfdata.h `waits`), when
  *   they are 5 % of the execution or more;
- * - map-and-batch: that map, then a batch of its `batch_size`; a batch: a batch;
+ * - map-and-batch: that map (unbounded: its buffer is of batches), then a batch of its `batch_size`; a
+ *   synchronous batch: a batch `on_demand` (made inside its consumer's GetNext, as tf.data's);
  * - a synchronous map or filter (any other iterator before the batch): a one-thread map spinning its own time;
  * - prefetch: a prefetch of its `buffer_limit`;
  * - the device: the emulated device, its step the steps' time less their input wait (normal, the measured

@@ -534,6 +534,37 @@ static void test_analyze_reproduces_report(void **state) {
 
 static int make_tmp(void **state) { return e2e_make_tmp("pipebench-e2e-bottleneck"); }
 
+/* 15. a batch made on demand (tf.data without prefetch): a map of one thread sleeping 500 us per sample with
+ *     1 sample ahead, a batch of 16 `on_demand` straight to the device, 10 ms steps.  The batch starts only
+ *     when the device asks, and finds the one sample the map had ahead: the other 15 take 7.5 ms while the
+ *     device waits, idle = 7.5 / 17.5 = 42.9 % (more by the hand-offs between the threads).  The same
+ *     pipeline batching ahead (no on_demand, no ahead) makes 16 samples in 8 ms, inside a 10 ms step:
+ *     idle near 0. */
+static const char *on_demand_config(const char *name, const char *map_keys, const char *batch_keys) {
+  return write_config(name,
+                      "{'name':'%s','seed':1,'dataset':{'format':'synthetic','shape':[16],'dtype':'uint8'},"
+                      "'stages':[{'name':'augment','type':'map','threads':1%s,'ops':[{'op':'sleep','us':500}]},"
+                      "  {'name':'batch','type':'batch','size':16%s}],"
+                      "'device':{'kind':'emulated','step_ms':10},'run':{'steps':%d,'warmup_steps':%d}}",
+                      name, map_keys, batch_keys, STEPS, WARMUP);
+}
+
+static void test_batch_on_demand(void **state) {
+  cJSON *demand = run_report(on_demand_config("on-demand", ",'ahead':1", ",'on_demand':true"), "on-demand", NULL);
+  cJSON *ahead = run_report(on_demand_config("batch-ahead", "", ""), "batch-ahead", NULL);
+  double idle = num(demand, "device_idle_pct"), idle_ahead = num(ahead, "device_idle_pct");
+  printf(
+      "planted on demand     : bottleneck %-8s idle %6.2f %% (expected 42.86 %% and the hand-offs), batching "
+      "ahead %.2f %% (expected ~0), %.1f vs %.1f samples/s\n",
+      str(demand, "bottleneck.stage"), idle, idle_ahead, num(demand, "throughput.samples_per_s"),
+      num(ahead, "throughput.samples_per_s"));
+  if (idle < 38 || idle > 60) fail_msg("on demand: device_idle_pct %.2f, expected 42.86 and at most 60", idle);
+  if (idle_ahead > 10) fail_msg("batching ahead: device_idle_pct %.2f, expected near 0", idle_ahead);
+  assert_string_equal(str(demand, "bottleneck.stage"), "augment");
+  assert_accounting_balances(demand);
+  assert_accounting_balances(ahead);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_map_sleep, free_reports),
@@ -551,6 +582,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_long_run, free_reports),
       cmocka_unit_test_teardown(test_taskset_cores, free_reports),
       cmocka_unit_test_teardown(test_bursty_device_prefetch, free_reports),
+      cmocka_unit_test_teardown(test_batch_on_demand, free_reports),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }

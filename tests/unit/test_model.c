@@ -523,19 +523,59 @@ static void test_threads_advice_respects_the_schema(void **state) {
   free(m);
 }
 
+/* Ahead limits.  source (0.01 ms) -> map (0.5 ms, 1 thread, ahead 1) -> batch of 16 on demand -> device 10 ms.
+ * The batch starts when the device waits: the map had one sample ahead, the other 15 take 7.5 ms, so a step
+ * every 17.5 ms: 914.3 samples/s, idle 7.5 / 17.5 = 42.9 %.  Batched ahead (on_demand off), the map's 2000/s
+ * keep up with the device's 1600/s: idle 0.  Unbounded but on demand, the map has the whole batch ready:
+ * idle 0 too.  With 3 threads (ahead 1 each: 3 ready), the other 13 take ceil(13 / 3) = 5 rounds of 0.5 ms:
+ * a step every 12.5 ms, 1280 samples/s. */
+static void test_ahead_and_on_demand(void **state) {
+  pb_model *m = new_model(16, 10 * MS, 5, 200, 1);
+  stage(m, "read", "read", PB_ROLE_SOURCE, 1, 0.01 * MS, 0, 256);
+  stage(m, "map", "map", PB_ROLE_SERVER, 1, 0.5 * MS, 0, 256);
+  stage(m, "batch", "batch", PB_ROLE_BATCH, 1, 0, 0, 1);
+  m->stages[1].ahead_per_thread = 1;
+  m->stages[2].on_demand = true;
+  pb_model_result r = sim(m, NULL);
+  assert_float_equal(r.samples_per_s, 16 / 17.5e-3, 5);
+  assert_float_equal(r.idle_pct, 100 * 7.5 / 17.5, 0.5);
+  pb_model_change c;
+  pb_model_change_init(&c);
+  c.on_demand[2] = -1;
+  r = sim(m, &c);
+  assert_float_equal(r.idle_pct, 0, 0.5);
+  pb_model_change_init(&c);
+  c.ahead_per_thread[1] = -1;
+  r = sim(m, &c);
+  assert_float_equal(r.idle_pct, 0, 0.5);
+  pb_model_change_init(&c);
+  c.threads[1] = 3;
+  r = sim(m, &c);
+  assert_float_equal(r.samples_per_s, 16 / 12.5e-3, 5);
+  free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_tandem_deterministic), cmocka_unit_test(test_threads_until_the_next_limit),
-      cmocka_unit_test(test_cores_are_shared),     cmocka_unit_test(test_variance_needs_depth),
-      cmocka_unit_test(test_cache_over_the_run),   cmocka_unit_test(test_shuffle_fill),
-      cmocka_unit_test(test_rate_cap),             cmocka_unit_test(test_duration),
-      cmocka_unit_test(test_threads_recommendation), cmocka_unit_test(test_co_bottlenecks),
-      cmocka_unit_test(test_cores_verdict),        cmocka_unit_test(test_cores_limit_counts_waiting_stages),
-      cmocka_unit_test(test_cache_upstream_capacity), cmocka_unit_test(test_shuffle_before_cache),
+      cmocka_unit_test(test_tandem_deterministic),
+      cmocka_unit_test(test_threads_until_the_next_limit),
+      cmocka_unit_test(test_cores_are_shared),
+      cmocka_unit_test(test_variance_needs_depth),
+      cmocka_unit_test(test_cache_over_the_run),
+      cmocka_unit_test(test_shuffle_fill),
+      cmocka_unit_test(test_rate_cap),
+      cmocka_unit_test(test_duration),
+      cmocka_unit_test(test_threads_recommendation),
+      cmocka_unit_test(test_co_bottlenecks),
+      cmocka_unit_test(test_cores_verdict),
+      cmocka_unit_test(test_cores_limit_counts_waiting_stages),
+      cmocka_unit_test(test_cache_upstream_capacity),
+      cmocka_unit_test(test_shuffle_before_cache),
       cmocka_unit_test(test_threads_advice_respects_the_schema),
       cmocka_unit_test(test_device_steps_replayed_in_order),
       cmocka_unit_test(test_levels_keep_a_drift),
       cmocka_unit_test(test_levels_simulated),
+      cmocka_unit_test(test_ahead_and_on_demand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

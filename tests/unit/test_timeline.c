@@ -71,7 +71,7 @@ static void test_integral_reads_half_full(void **state) {
   int pushed = 0;
   uint64_t v0 = pb_queue_fill_integral(&q);
   uint64_t t0 = pb_now_ns();
-  assert_int_equal(pb_queue_push_many(&q, two, 2, &pushed, NULL), 0);
+  assert_int_equal(pb_queue_push_many(&q, two, 2, &pushed, NULL, 0), 0);
   pb_sleep_until_ns(pb_now_ns() + 20000000ull);
   uint64_t v1 = pb_queue_fill_integral(&q), t1 = pb_now_ns();
   double fill = (double)(v1 - v0) / ((double)(t1 - t0) * 4);

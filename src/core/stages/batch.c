@@ -16,8 +16,22 @@ static const pb_key batch_keys[] = {
     ROW(pb_stage_cfg, fuse_map, "fuse_map", PB_KT_BOOL, .def = "false",
         .help = "The map stage right before writes each result straight into its place in the batch (tf.data's "
                 "map_and_batch fusion): no collate copy. Applies when that map makes a new image of a known shape."),
+    ROW(pb_stage_cfg, on_demand, "on_demand", PB_KT_BOOL, .def = "false",
+        .help = "Start a batch only when the next stage or the device asks for one: nothing is batched ahead (a "
+                "tf.data pipeline without prefetch, whose batch is made inside the step's GetNext)."),
 };
-static const pb_key_table batch_table = TABLE(batch_keys, NULL);
+
+/* A batch made on demand takes its samples as it goes; fused, the map would take its slots ahead. */
+static int batch_check(pb_cfg_ctx *c, const cJSON *obj, const char *path, void *base) {
+  (void)obj;
+  const pb_stage_cfg *sc = base;
+  if (!sc->on_demand || !sc->fuse_map) return 0;
+  char p[PB_CFG_PATH_MAX];
+  pb_cfg_path_key(p, path, "on_demand");
+  return pb_cfg_fail(c, p,
+                     "true with fuse_map (expected one of them: a fused map fills its slots ahead of any demand)");
+}
+static const pb_key_table batch_table = TABLE(batch_keys, batch_check);
 
 static const char *const batch_knobs[] = {"threads", NULL};
 

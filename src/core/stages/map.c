@@ -17,6 +17,9 @@ static const pb_key map_keys[] = {
      .flags = PB_KF_REQUIRED,
      .expect = "an array of 0 to 16 op objects",
      .help = "Ops applied in order; [] is a no-op map."},
+    ROW(pb_stage_cfg, ahead, "ahead", PB_KT_INT, .min = 1, .max = 1024, .flags = PB_KF_OMIT_ZERO,
+        .help = "Samples in work or done and not yet taken, per thread, at most (tf.data's parallel map: 1, its "
+                "buffer being its num_parallel_calls). Default: no bound but its queue's."),
 };
 static const pb_key_table map_table = TABLE(map_keys, NULL);
 

@@ -260,7 +260,9 @@ static int flush_out(pb_worker *w) {
   if (w->stage->out == pb_engine_output(e)) /* the device's input: it tells input wait from overhead */
     for (int i = 0; i < w->nout; i++) w->out[i].handoff_ns = t0;
   bool waited;
-  int rc = pb_queue_push_many(w->stage->out, w->out, w->nout, &pushed, &waited);
+  int reserved = PB_MIN(w->reserved, w->nout); /* the outputs that fill slots reserved for them */
+  w->reserved -= reserved;
+  int rc = pb_queue_push_many(w->stage->out, w->out, w->nout, &pushed, &waited, reserved);
   uint64_t t1 = pb_now_ns();
   note_blocked(w, t0, t1, false, waited);
   trace_handoff(w, waited ? t1 : t0, t1); /* after a block the segment was already cut at t0 */
@@ -459,18 +461,51 @@ static void produce_end(pb_worker *w) {
   w->in_segment = w->producing = false;
 }
 
+/* Under an ahead limit on its output (a map's `ahead`, a batch made on demand): room is reserved for what the
+ * worker will make before it takes input (the wait for it is time blocked on the output), and it takes no more
+ * input than that room holds.  Returns how many to take, or -ECANCELED. */
+static int reserve_ahead(pb_worker *w, int limit) {
+  pb_stage *s = w->stage;
+  if (s->out->ahead_limit < 0) return limit;
+  int wanted = s->ops->inputs_wanted ? s->ops->inputs_wanted(w) : 0; /* 0: one output per input */
+  if (w->reserved == 0) {
+    /* a worker's share of the room at most (a map's `ahead` is per thread), so that one worker does not take
+     * it all while its siblings idle */
+    int share = PB_MAX(1, s->out->ahead_limit / s->threads);
+    uint64_t t0 = pb_now_ns();
+    bool waited;
+    int r = pb_queue_reserve(s->out, wanted ? 1 : PB_MIN(limit, share), &waited);
+    if (r < 0) return r;
+    if (waited) note_blocked(w, t0, pb_now_ns(), false, true);
+    w->reserved = r;
+  }
+  return PB_MIN(limit, wanted ? wanted : w->reserved);
+}
+
+/* Reserved room no output will fill: a map's inputs not taken or dropped; any stage's at its end. */
+static void release_ahead(pb_worker *w, int keep) {
+  if (w->reserved <= keep) return;
+  pb_queue_unreserve(w->stage->out, w->reserved - keep);
+  w->reserved = keep;
+}
+
 static void run_transform(pb_worker *w) {
   pb_stage *s = w->stage;
+  bool one_per_input = !s->ops->inputs_wanted;
   for (;;) {
+    int limit = reserve_ahead(w, take_limit(w));
+    if (limit < 0) return; /* cancelled */
     uint64_t t0 = pb_now_ns();
     /* Chunks follow the payload size (engine_plan.c), and the stage's speed when threads share the
      * queue (take_limit); batches move one at a time, so a worker never hoards buffers it is not working
      * on. */
-    int n = pb_queue_pop_many(s->in, w->in, take_limit(w));
+    int n = pb_queue_pop_many(s->in, w->in, limit);
     uint64_t t1 = pb_now_ns();
+    if (one_per_input) release_ahead(w, n > 0 ? n : 0);
     w->ctr.wait_in_ns += pb_engine_clip(s->engine, t0, t1);
     pb_trace_add(&w->trace, PB_EV_WAIT, 0, t0, t1, PB_NO_KEY, PB_NO_KEY, 0);
     if (n < 0 || (n > 0 && process_chunk(w, n) < 0)) return; /* cancelled */
+    if (one_per_input) release_ahead(w, 0);                  /* what a dropped sample would have filled */
     if (n == 0) {                                             /* end of data */
       if (s->ops->flush) { /* its work (a cache's replays, a shuffle's drain) counts per element made */
         start_call(w);
@@ -490,6 +525,7 @@ static void run_transform(pb_worker *w) {
         if (rc < 0) return;
       }
       flush_out(w);
+      release_ahead(w, 0); /* a remainder dropped */
       return;
     }
   }
@@ -571,6 +607,7 @@ static int init_stage(pb_engine *e, int i, pb_err *err) {
   int rc = pb_queue_init(&e->queues[i], pb_stage_out_capacity(s), s->threads, pb_engine_next_consumers(e, i));
   if (rc) return pb_err_setc(err, -ENOMEM, "cannot allocate the queue after stage %s", s->name);
   pb_queue_set_window(&e->queues[i], &e->window_start_ns, &e->window_end_ns);
+  pb_queue_set_ahead(&e->queues[i], s->ops->ahead_limit ? s->ops->ahead_limit(s) : -1);
   s->out = &e->queues[i];
   s->in = i > 0 ? &e->queues[i - 1] : NULL;
   s->workers = calloc((size_t)s->threads, sizeof *s->workers);

@@ -59,6 +59,12 @@ typedef struct pb_stage_ops {
   uint64_t (*sample_bytes)(const pb_stage *s, uint64_t input_bytes);
   /* Batches the queue after this stage holds (prefetch's depth, h2d's streams).  NULL: one. */
   int (*out_capacity)(const pb_stage *s);
+  /* The ahead limit of the queue after it (pb_queue_set_ahead: a map's `ahead`, 0 for a batch on demand);
+   * its workers then reserve room before they take input.  NULL: -1, none. */
+  int (*ahead_limit)(const pb_stage *s);
+  /* Under an ahead limit, for a stage that makes one output of several inputs (a batch): the inputs this
+   * worker still needs for its next output.  NULL: one output per input. */
+  int (*inputs_wanted)(const pb_worker *w);
   /* Worker threads a stage of this config runs (h2d: one per copy stream).  NULL: sc->threads. */
   int (*threads)(const pb_stage_cfg *sc);
   /* Samples the stage holds back besides its chunks and queue (a shuffle buffer): they keep upstream pools'
@@ -95,6 +101,7 @@ struct pb_worker {
   pb_hist hist;                 /* service time per call, ns, measured window only */
   pb_elem in[PB_CHUNK], out[PB_CHUNK];
   int nout;
+  int reserved;                 /* slots reserved in the output queue under its ahead limit, not yet filled */
   uint64_t out_first_ns;        /* when the oldest unsent output was emitted */
   uint64_t blocked_in_call_ns;  /* blocked time inside the current call, excluded from service time */
   uint64_t blocked_in_call_clipped_ns; /* the part of it inside the measured window */

@@ -8,10 +8,11 @@
 #include "pool.h"
 
 int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers) {
-  *q = (pb_queue){.capacity = capacity, .producers = producers, .consumers = consumers};
+  *q = (pb_queue){.capacity = capacity, .producers = producers, .consumers = consumers, .ahead_limit = -1};
   q->ring = calloc((size_t)capacity, sizeof *q->ring);
   if (!q->ring) return -ENOMEM;
-  if (uv_mutex_init(&q->lock) || uv_cond_init(&q->not_empty) || uv_cond_init(&q->not_full)) {
+  if (uv_mutex_init(&q->lock) || uv_cond_init(&q->not_empty) || uv_cond_init(&q->not_full) ||
+      uv_cond_init(&q->ahead_room)) {
     free(q->ring);
     return -ENOMEM;
   }
@@ -20,6 +21,7 @@ int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers) {
 
 void pb_queue_close(pb_queue *q) {
   if (!q->ring) return;
+  uv_cond_destroy(&q->ahead_room);
   uv_cond_destroy(&q->not_full);
   uv_cond_destroy(&q->not_empty);
   uv_mutex_destroy(&q->lock);
@@ -58,10 +60,56 @@ static void wake(uv_cond_t *cond, int waiting, int n) {
   for (int i = 0; i < n; i++) uv_cond_signal(cond);
 }
 
-int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bool *waited) {
+void pb_queue_set_ahead(pb_queue *q, int limit) { q->ahead_limit = limit < 0 ? -1 : limit; }
+
+/* Under the lock: may a producer start another output? */
+static bool ahead_room(const pb_queue *q) {
+  if (q->ahead_limit < 0) return true;
+  int ahead = q->reserved + q->count;
+  return q->ahead_limit == 0 ? ahead < q->waiting_consumers : ahead < q->ahead_limit;
+}
+
+/* Under the lock: slots freed or consumers come to wait: a reserving producer may go on. */
+static void wake_reservers(pb_queue *q) {
+  if (q->waiting_reservers && ahead_room(q)) uv_cond_signal(&q->ahead_room);
+}
+
+int pb_queue_reserve(pb_queue *q, int max, bool *waited) {
+  if (waited) *waited = false;
+  if (q->ahead_limit < 0) return max;
+  uv_mutex_lock(&q->lock);
+  while (!ahead_room(q) && !q->cancelled) {
+    if (waited) *waited = true;
+    q->waiting_reservers++;
+    pb_thread_waits++;
+    uv_cond_wait(&q->ahead_room, &q->lock);
+    q->waiting_reservers--;
+  }
+  int k = -ECANCELED;
+  if (!q->cancelled) {
+    int room = q->ahead_limit == 0 ? q->waiting_consumers : q->ahead_limit;
+    room -= q->reserved + q->count;
+    k = PB_QMIN(room, max);
+    q->reserved += k;
+    wake_reservers(q); /* room left for another */
+  }
+  uv_mutex_unlock(&q->lock);
+  return k;
+}
+
+void pb_queue_unreserve(pb_queue *q, int n) {
+  if (q->ahead_limit < 0 || n <= 0) return;
+  uv_mutex_lock(&q->lock);
+  q->reserved -= PB_QMIN(n, q->reserved);
+  wake_reservers(q);
+  uv_mutex_unlock(&q->lock);
+}
+
+int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bool *waited, int reserved) {
   int done = 0;
   if (waited) *waited = false;
   uv_mutex_lock(&q->lock);
+  if (q->ahead_limit >= 0) q->reserved -= PB_QMIN(PB_QMIN(reserved, n), q->reserved); /* they become queued */
   while (done < n) {
     while (q->count == q->capacity && !q->cancelled) {
       if (waited) *waited = true;
@@ -109,13 +157,21 @@ static int take_locked(pb_queue *q, pb_elem *out, int max) {
   q->count -= k;
   int room = q->capacity - q->count;
   if (k && room >= wake_room(q)) wake(&q->not_full, q->waiting_producers, room);
+  if (k) wake_reservers(q);
   return k;
+}
+
+/* Under the lock: a consumer is about to wait for an element (counted in waiting_consumers): under an
+ * ahead limit of 0 that is the demand a producer waits for. */
+static void consumer_waits(pb_queue *q) {
+  if (q->ahead_limit == 0) wake_reservers(q);
 }
 
 int pb_queue_pop_many(pb_queue *q, pb_elem *out, int max) {
   uv_mutex_lock(&q->lock);
   while (q->count == 0 && q->producers > 0 && !q->cancelled) {
     q->waiting_consumers++;
+    consumer_waits(q);
     pb_thread_waits++;
     uv_cond_wait(&q->not_empty, &q->lock);
     q->waiting_consumers--;
@@ -132,6 +188,7 @@ int pb_queue_pop_until(pb_queue *q, pb_elem *out, uint64_t deadline_ns) {
     uint64_t now = pb_now_ns();
     if (now >= deadline_ns) break;
     q->waiting_consumers++;
+    consumer_waits(q);
     pb_thread_waits++;
     (void)uv_cond_timedwait(&q->not_empty, &q->lock, deadline_ns - now);
     q->waiting_consumers--;
@@ -152,6 +209,7 @@ void pb_queue_cancel(pb_queue *q) {
   q->cancelled = true;
   uv_cond_broadcast(&q->not_empty);
   uv_cond_broadcast(&q->not_full);
+  uv_cond_broadcast(&q->ahead_room);
   uv_mutex_unlock(&q->lock);
 }
 

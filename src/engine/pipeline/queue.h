@@ -26,6 +26,11 @@ typedef struct pb_queue {
   int producers;             /* still producing; 0 = end of data once empty */
   int consumers;             /* consumer threads, to share a backlog fairly in pop_many */
   int waiting_consumers, waiting_producers;
+  /* The ahead limit (pb_queue_set_ahead): -1 none; else producers reserve a slot before they start on an
+   * output, and `reserved` (started, not yet pushed) plus `count` stays within ahead_limit, or with 0 within
+   * the consumers waiting (each output made on demand). */
+  int ahead_limit, reserved, waiting_reservers;
+  uv_cond_t ahead_room;
   bool cancelled;
   /* Occupancy integrated over time (element-nanoseconds) inside the measured window, updated at every
    * push and pop: mean fill = fill_ns / (capacity x window length). */
@@ -38,8 +43,19 @@ int pb_queue_init(pb_queue *q, int capacity, int producers, int consumers);
 void pb_queue_close(pb_queue *q);
 
 /* Appends all n elements, waiting while full.  Returns 0, or -ECANCELED (then `*pushed` of them went in).
- * `*waited` (optional) tells whether it had to wait for room. */
-int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bool *waited);
+ * `*waited` (optional) tells whether it had to wait for room.  `reserved` of them (at most n) fill slots
+ * the caller reserved (pb_queue_reserve). */
+int pb_queue_push_many(pb_queue *q, const pb_elem *elems, int n, int *pushed, bool *waited, int reserved);
+/* Bounds what the producers have ahead of the consumers: started outputs plus queued ones at most `limit`
+ * (tf.data's parallel map buffer: its calls in flight and results waiting), or with 0 no more than the
+ * consumers waiting for one (a tf.data batch without prefetch: made inside its consumer's GetNext).  -1: no
+ * bound but the queue's.  Before any thread uses the queue. */
+void pb_queue_set_ahead(pb_queue *q, int limit);
+/* Under an ahead limit: waits until an output may be started, then reserves 1 to max of them.  Returns how
+ * many (max at once without a limit), or -ECANCELED.  `*waited` (optional): whether it had to wait. */
+int pb_queue_reserve(pb_queue *q, int max, bool *waited);
+/* Gives back n reserved slots that no output will fill. */
+void pb_queue_unreserve(pb_queue *q, int n);
 /* Takes between 1 and max elements, waiting while empty.  When several consumers share the queue, one
  * takes at most its fair share of the backlog so that slow stages keep every thread busy.
  * Returns the count, 0 at end of data, or -ECANCELED. */

@@ -489,10 +489,21 @@ static void batch_close(pb_stage *s) {
   s->state = NULL;
 }
 
+/* on_demand: a batch starts only when its consumer asks (pb_queue_set_ahead's 0). */
+static int batch_ahead_limit(const pb_stage *s) { return s->cfg->on_demand ? 0 : -1; }
+
+/* The samples this worker's batch still lacks (it reserves the batch's slot before taking the first). */
+static int batch_inputs_wanted(const pb_worker *w) {
+  const batch_worker *b = w->state;
+  return (int)((uint32_t)w->stage->cfg->size - b->count);
+}
+
 const pb_stage_ops pb_stage_batch_ops = {
     .type = "batch",
     .desc = &pb_stage_desc_batch,
     .memory_bytes = batch_memory,
+    .ahead_limit = batch_ahead_limit,
+    .inputs_wanted = batch_inputs_wanted,
     .init = batch_init,
     .process = batch_process,
     .flush = batch_flush,

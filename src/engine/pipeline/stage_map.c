@@ -441,9 +441,15 @@ static bool map_passes_buffers(const pb_stage *s) {
   return true;
 }
 
+/* `ahead`: samples in work or done and not yet taken, per thread (tf.data's parallel map buffer: one per call). */
+static int map_ahead_limit(const pb_stage *s) {
+  return s->cfg->ahead > 0 ? (int)PB_MIN(s->cfg->ahead * s->threads, PB_SAMPLE_QUEUE_CAPACITY) : -1;
+}
+
 const pb_stage_ops pb_stage_map_ops = {
     .type = "map",
     .desc = &pb_stage_desc_map,
+    .ahead_limit = map_ahead_limit,
     .passes_buffers = map_passes_buffers,
     .memory_bytes = map_memory,
     .init = map_init,
