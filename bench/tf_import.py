@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """tf.data pipelines with known bottlenecks, profiled with the TensorFlow Profiler and read back by pipebench
-(issue 35): for each, the real pipeline's throughput (unprofiled, median of --rounds), a capture of --steps
-steps, `pipebench twin` of it, the twin's throughput and bottleneck (median of --rounds runs), and the twin's
-top recommendation applied to the real pipeline (its map's num_parallel_calls or its prefetch buffer) with the
-gain measured against the gain predicted.
+(issue 35): for each, --rounds rounds of a capture of --steps steps, `pipebench twin` of it, the real
+pipeline's throughput (unprofiled) and the twin's (the twin of that round's capture: a VM's speed drifts by
+tens of % over minutes, and a twin spins what the machine took when its capture was made); the medians, and
+each round's twin over its real run (paired).  The first capture's verdict and advice, and the twin's top
+recommendation, applied to the real pipeline (a map's num_parallel_calls, a prefetch, a cache) with the gain
+measured against the gain predicted.
 
 TensorFlow is a benchmark dependency only (never of pipebench or CI):
 
@@ -272,8 +274,15 @@ def one(name, args, tmp):
           f"advice {advice[0] if advice else '-'}{'' if not word or any(word in a for a in advice) else ' (MISSED ' + word + ')'}; "
           f"waiting {waiting:.1f} % read, {cap['waiting_pct']:.1f} % in next()")
     job = float(re.search(r"the job ran at ([0-9]+)", said).group(1)) if "the job ran at" in said else None
-    real, twin, reps = [], [], []
-    for i in range(args.rounds):  # interleaved: the real pipeline, then its twin
+    real, twin, reps, profiled = [], [], [], [cap["samples_per_s"]]
+    for i in range(args.rounds):  # interleaved: a capture and its twin, the real pipeline, then the twin run
+        if i > 0:  # each round its own capture: a VM's speed drifts over minutes (its neighbours), and a twin
+            # spins what the machine took when its capture was made
+            again = in_child(args, "capture", name, {}, os.path.join(tmp, f"{name}-{i}"))
+            profiled.append(again["samples_per_s"])
+            cfg = os.path.join(tmp, f"{name}-twin-{i}.json")
+            subprocess.run([args.bin, "twin", again["capture"], "-o", cfg, "--force"], check=True,
+                           capture_output=True, text=True)
         real.append(in_child(args, "real", name, {})["samples_per_s"])
         reps.append(run_twin(args.bin, cfg, os.path.join(tmp, f"{name}-twin-{i}"), args.steps))
         twin.append(reps[-1]["throughput"]["samples_per_s"])
@@ -282,9 +291,11 @@ def one(name, args, tmp):
     if named == "cores":  # the cores bind: the stage that spends most of them ("CPU per sample by stage: X 89 %")
         top = re.search(r"CPU per sample by stage: ([A-Za-z0-9_]+) ([0-9]+ %)", rep["bottleneck"].get("reason") or "")
         named = f"cores, most to {top.group(1)} ({top.group(2)})" if top else named
-    print(f"  real {med(real):.0f} samples/s ({spread(real)}), profiled {cap['samples_per_s']:.0f}; twin "
-          f"{med(twin):.0f} ({spread(twin)}): {med(twin) / med(real) - 1:+.1%} of real, "
-          f"{med(twin) / cap['samples_per_s'] - 1:+.1%} of profiled; input-bound {waiting:.1f} % captured, "
+    paired = [t / r for t, r in zip(twin, real)]  # each round's twin over that round's real pipeline
+    print(f"  real {med(real):.0f} samples/s ({spread(real)}), profiled {med(profiled):.0f} ({spread(profiled)}); twin "
+          f"{med(twin):.0f} ({spread(twin)}): {med(twin) / med(real) - 1:+.1%} of real (paired "
+          f"{min(paired) - 1:+.1%} to {max(paired) - 1:+.1%}), "
+          f"{med(twin) / med(profiled) - 1:+.1%} of profiled; input-bound {waiting:.1f} % captured, "
           f"{rep['input_bound_pct']:.1f} % twin; "
           f"bottleneck {named} (planted: {want}) "
           f"{'OK' if named.startswith(want) or named.startswith('cores, most to ' + want) else 'MISSED'}")

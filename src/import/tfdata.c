@@ -410,12 +410,17 @@ static int step_push(step_list *l, pb_tf_step s) {
  * EagerExecute > ... > IteratorGetNextOp::DoCompute), clipped to the step, so that the Python iterator's own
  * time before the call counts as what it is, the loop waiting for its batch; `bytes` from the op's
  * element_size.  0 when the step holds no GetNext. */
-static int64_t getnext_wait(const ev_ref *evs, size_t n, int64_t t0, int64_t t1, int64_t *bytes) {
+static int64_t getnext_wait(const ev_ref *evs, size_t n, int64_t t0, int64_t t1, int64_t *bytes, int64_t *pipeline) {
   int64_t in_hand = t0, top_b = t0;
+  *pipeline = -1;
   for (size_t k = 0; k < n && evs[k].ev.start_ps < t1; k++) {
     const pb_xevent *e = &evs[k].ev;
     if (e->start_ps >= top_b) /* a new outermost event */
       top_b = e->start_ps + e->duration_ps < t1 ? e->start_ps + e->duration_ps : t1;
+    if (strcmp(e->name, ITERATOR_PREFIX "Root") == 0) {
+      int64_t end = e->start_ps + e->duration_ps < t1 ? e->start_ps + e->duration_ps : t1;
+      *pipeline = (*pipeline < 0 ? 0 : *pipeline) + (end > e->start_ps ? end - e->start_ps : 0);
+    }
     if (!strstr(e->name, "IteratorGetNext")) continue;
     if (top_b > in_hand) in_hand = top_b;
     if (*bytes < 0) *bytes = stat_int(&evs[k], "element_size", -1);
@@ -429,9 +434,14 @@ static int line_steps(pb_tfdata *t, ev_ref *evs, size_t n, step_list *out) {
     if (num == INT64_MIN || evs[k].ev.duration_ps <= 0) continue;
     if (!t->step_name[0]) snprintf(t->step_name, sizeof t->step_name, "%s", evs[k].ev.name);
     if (strcmp(evs[k].ev.name, t->step_name) != 0) continue; /* one kind of marker: the first seen */
-    int64_t t0 = evs[k].ev.start_ps, t1 = t0 + evs[k].ev.duration_ps, bytes = -1;
-    int64_t wait = getnext_wait(evs + k + 1, n - k - 1, t0, t1, &bytes);
-    int rc = step_push(out, (pb_tf_step){.num = num, .start_ps = t0, .duration_ps = t1 - t0, .wait_ps = wait,
+    int64_t t0 = evs[k].ev.start_ps, t1 = t0 + evs[k].ev.duration_ps, bytes = -1, pipeline;
+    int64_t wait = getnext_wait(evs + k + 1, n - k - 1, t0, t1, &bytes, &pipeline);
+    if (pipeline > wait) pipeline = wait;
+    int rc = step_push(out, (pb_tf_step){.num = num,
+                                         .start_ps = t0,
+                                         .duration_ps = t1 - t0,
+                                         .wait_ps = wait,
+                                         .pipeline_ps = pipeline,
                                          .element_bytes = bytes});
     if (rc) return rc;
   }
@@ -580,7 +590,8 @@ void pb_tfdata_step_ms(const pb_tfdata *t, double *step_ms, double *device_ms, d
   size_t from = t->nsteps >= 3 ? 1 : 0, n = 0;
   double step = 0, device = 0, device_sq = 0;
   for (size_t i = from; i < t->nsteps; i++, n++) {
-    double ms = (double)(t->steps[i].duration_ps - t->steps[i].wait_ps) / 1e9;
+    const pb_tf_step *st = &t->steps[i]; /* the step less the pipeline's part of its wait */
+    double ms = (double)(st->duration_ps - (st->pipeline_ps >= 0 ? st->pipeline_ps : st->wait_ps)) / 1e9;
     step += (double)t->steps[i].duration_ps / 1e9;
     device += ms, device_sq += ms * ms;
   }

@@ -64,6 +64,9 @@ typedef struct pb_tf_step {
   int64_t num;             /* its step_num */
   int64_t start_ps, duration_ps;
   int64_t wait_ps;         /* inside it, waiting in IteratorGetNext */
+  int64_t pipeline_ps;     /* of that wait, the pipeline's own GetNext (its `Iterator::Root` calls); the rest is
+                            * the call's dispatch (Python, the eager op), which a prefetch does not take off
+                            * the step.  -1: no Root call seen (all of the wait counts as the pipeline's) */
   int64_t element_bytes;   /* what that GetNext returned (the `element_size` stat), -1: not said */
   int64_t h2d_ps;          /* with GPU planes: the time copies to a device that began in it ran (their union,
                             * to its end); 0 without */
@@ -130,8 +133,9 @@ void pb_tfdata_free(pb_tfdata *t);
 int pb_tfdata_chain(const pb_tfdata *t, int *idx, int max);
 
 /* Over the steps after the first when there are three or more (the first carries the pipeline's start): the
- * mean step, and the mean and population stdev of the step less its input wait (the device's time), in ms;
- * NAN means without steps.  device_sd_ms may be NULL. */
+ * mean step, and the mean and population stdev of the step less the pipeline's part of its input wait
+ * (`pipeline_ps`: the device's time, with the GetNext call's own dispatch, which no prefetch takes off the
+ * step), in ms; NAN means without steps.  device_sd_ms may be NULL. */
 void pb_tfdata_step_ms(const pb_tfdata *t, double *step_ms, double *device_ms, double *device_sd_ms);
 
 /* Over the same steps, the mean time a step copied to the device (pb_tf_step.h2d_ps), in ms; 0 without GPU

@@ -220,7 +220,8 @@ static void add_dataset(twin *w, cJSON *cfg) {
        "batch size)", (long long)bytes);
 }
 
-/* The device's step: each step's time less its input wait, the first step left out when there are three or
+/* The device's step: each step's time less the pipeline's part of its input wait (the GetNext call's own
+ * dispatch stays in the step, as it does with a prefetch), the first step left out when there are three or
  * more (it carries the pipeline's start). */
 static void add_device(twin *w, cJSON *cfg) {
   size_t n = w->t->nsteps >= 3 ? w->t->nsteps - 1 : w->t->nsteps;
@@ -233,7 +234,9 @@ static void add_device(twin *w, cJSON *cfg) {
   cJSON_AddStringToObject(step, "dist", "normal");
   cJSON_AddNumberToObject(step, "mean", mean);
   cJSON_AddNumberToObject(step, "stdev", sd);
-  note(w, "the device -> emulated, steps of %.3f ms (sd %.3f): %zu \"%s\" steps less their IteratorGetNext wait",
+  note(w,
+       "the device -> emulated, steps of %.3f ms (sd %.3f): %zu \"%s\" steps less their Iterator::Root calls "
+       "(the pipeline's part of their IteratorGetNext wait)",
        mean, sd, n, w->t->step_name);
 }
 

@@ -112,6 +112,10 @@ static void test_steps(void **state) {
       double device_ms = (double)(s->duration_ps - s->wait_ps) / 1e9; /* the 10 ms sleep and python's cost */
       assert_true(device_ms > 10.0 && device_ms < 11.0);
     }
+    /* the pipeline's own part (its Iterator::Root call) is inside the wait; the rest, the call's dispatch (the
+     * eager op around it, Python's iterator), is a fraction of a millisecond */
+    assert_true(s->pipeline_ps > 0 && s->pipeline_ps <= s->wait_ps);
+    assert_true(s->wait_ps - s->pipeline_ps < 1000000000); /* 1 ms */
   }
   double pct = pb_tfdata_input_bound_pct(&t);
   assert_true(pct > 44 && pct < 49);
