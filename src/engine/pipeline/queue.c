@@ -69,9 +69,12 @@ static bool ahead_room(const pb_queue *q) {
   return q->ahead_limit == 0 ? ahead < q->waiting_consumers : ahead < q->ahead_limit;
 }
 
-/* Under the lock: slots freed or consumers come to wait: a reserving producer may go on. */
+/* Under the lock: slots freed or consumers come to wait: as many reserving producers as there is room for go
+ * on at once (woken one after another, each would add a wake-up's latency to the next). */
 static void wake_reservers(pb_queue *q) {
-  if (q->waiting_reservers && ahead_room(q)) uv_cond_signal(&q->ahead_room);
+  if (!q->waiting_reservers || !ahead_room(q)) return;
+  int room = (q->ahead_limit == 0 ? q->waiting_consumers : q->ahead_limit) - q->reserved - q->count;
+  wake(&q->ahead_room, q->waiting_reservers, room);
 }
 
 int pb_queue_reserve(pb_queue *q, int max, bool *waited) {
