@@ -166,6 +166,11 @@ def capture(build, knobs, step_s, steps, logdir):
     it = iter(build(knobs))
     for _ in range(5):
         next(it)
+    # The profiler's first start in a process costs more than its later ones (bench/tf_profiler_cost.py; docs/
+    # IMPORT.md "How to capture"): a throwaway start and stop first, as a capture of a job should have.
+    tf.profiler.experimental.start(logdir + "-warm")
+    next(it)
+    tf.profiler.experimental.stop()
     tf.profiler.experimental.start(logdir)
     t = time.perf_counter()
     in_next = in_steps = 0.0
