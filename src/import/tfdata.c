@@ -338,8 +338,7 @@ static int cmp_fn(const void *a, const void *b) {
   return (x->start_ps > y->start_ps) - (x->start_ps < y->start_ps); /* its executions in time order */
 }
 
-/* tf.data's cpu_budget as the capture's root says it (-1: not said). */
-static int capture_cpu_budget(const pb_tfdata *t) {
+int pb_tfdata_cpu_budget(const pb_tfdata *t) {
   for (int i = 0; i < t->niterators; i++)
     if (t->iterators[i].cpu_budget > 0)
       return t->iterators[i].cpu_budget > 1000000 ? 1000000 : (int)t->iterators[i].cpu_budget;
@@ -360,7 +359,7 @@ static int attribute_functions(pb_tfdata *t, fn_list *fns) {
   for (size_t k = 0; k < fns->n; k++)
     if (fns->v[k].owner < 0 && fns->v[k].exec_ps > 0) execs[k] = (pb_tf_span){fns->v[k].start_ps, fns->v[k].end_ps};
   pb_tf_busy busy;
-  int cores = capture_cpu_budget(t), rc = pb_tf_busy_build(execs, fns->n, &busy);
+  int cores = pb_tfdata_cpu_budget(t), rc = pb_tf_busy_build(execs, fns->n, &busy);
   for (size_t k = 0; k < fns->n && !rc;) {
     size_t j = k;
     int owner = fns->v[k].owner;

@@ -138,6 +138,9 @@ int pb_tfdata_chain(const pb_tfdata *t, int *idx, int max);
  * step), in ms; NAN means without steps.  device_sd_ms may be NULL. */
 void pb_tfdata_step_ms(const pb_tfdata *t, double *step_ms, double *device_ms, double *device_sd_ms);
 
+/* tf.data's cpu_budget as an iterator's `cpu_budget` stat says it (the root's; at most 10^6), -1: not said. */
+int pb_tfdata_cpu_budget(const pb_tfdata *t);
+
 /* Over the same steps, the mean time a step copied to the device (pb_tf_step.h2d_ps), in ms; 0 without GPU
  * planes, NAN without steps. */
 double pb_tfdata_h2d_ms(const pb_tfdata *t);

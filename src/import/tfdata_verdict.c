@@ -127,13 +127,6 @@ static void sort_advice(pb_tf_verdict *v) {
     }
 }
 
-static int cpu_budget(const pb_tfdata *t) {
-  for (int i = 0; i < t->niterators; i++)
-    if (t->iterators[i].cpu_budget > 0)
-      return t->iterators[i].cpu_budget > 1000000 ? 1000000 : (int)t->iterators[i].cpu_budget;
-  return -1;
-}
-
 void pb_tfdata_verdict(const pb_tfdata *t, pb_tf_verdict *v) {
   memset(v, 0, sizeof *v);
   int chain[PB_TF_MAX_ITERATORS];
@@ -158,7 +151,7 @@ void pb_tfdata_verdict(const pb_tfdata *t, pb_tf_verdict *v) {
     v->keeps_up = true;
     return;
   }
-  if (v->bottleneck >= 0 && t->iterators[v->bottleneck].functions.n) advise_parallelism(t, v, cpu_budget(t));
+  if (v->bottleneck >= 0 && t->iterators[v->bottleneck].functions.n) advise_parallelism(t, v, pb_tfdata_cpu_budget(t));
   if (v->bottleneck >= 0) advise_cache(t, chain, n, v);
   sort_advice(v);
 }

@@ -62,26 +62,24 @@ static void wake(uv_cond_t *cond, int waiting, int n) {
 
 void pb_queue_set_ahead(pb_queue *q, int limit) { q->ahead_limit = limit < 0 ? -1 : limit; }
 
-/* Under the lock: may a producer start another output? */
-static bool ahead_room(const pb_queue *q) {
-  if (q->ahead_limit < 0) return true;
-  int ahead = q->reserved + q->count;
-  return q->ahead_limit == 0 ? ahead < q->waiting_consumers : ahead < q->ahead_limit;
+/* Under the lock, with an ahead limit: how many more outputs the producers may start (<= 0: none). */
+static int ahead_left(const pb_queue *q) {
+  int bound = q->ahead_limit == 0 ? q->waiting_consumers : q->ahead_limit;
+  return bound - q->reserved - q->count;
 }
 
 /* Under the lock: slots freed or consumers come to wait: as many reserving producers as there is room for go
  * on at once (woken one after another, each would add a wake-up's latency to the next). */
 static void wake_reservers(pb_queue *q) {
-  if (!q->waiting_reservers || !ahead_room(q)) return;
-  int room = (q->ahead_limit == 0 ? q->waiting_consumers : q->ahead_limit) - q->reserved - q->count;
-  wake(&q->ahead_room, q->waiting_reservers, room);
+  int room = q->ahead_limit < 0 ? 0 : ahead_left(q);
+  if (q->waiting_reservers && room > 0) wake(&q->ahead_room, q->waiting_reservers, room);
 }
 
 int pb_queue_reserve(pb_queue *q, int max, bool *waited) {
   if (waited) *waited = false;
   if (q->ahead_limit < 0) return max;
   uv_mutex_lock(&q->lock);
-  while (!ahead_room(q) && !q->cancelled) {
+  while (ahead_left(q) <= 0 && !q->cancelled) {
     if (waited) *waited = true;
     q->waiting_reservers++;
     pb_thread_waits++;
@@ -90,9 +88,7 @@ int pb_queue_reserve(pb_queue *q, int max, bool *waited) {
   }
   int k = -ECANCELED;
   if (!q->cancelled) {
-    int room = q->ahead_limit == 0 ? q->waiting_consumers : q->ahead_limit;
-    room -= q->reserved + q->count;
-    k = PB_QMIN(room, max);
+    k = PB_QMIN(ahead_left(q), max);
     q->reserved += k;
     wake_reservers(q); /* room left for another */
   }
