@@ -540,11 +540,16 @@ int pb_tfdata_read(const pb_xspace *x, const char *what, pb_tfdata *out, pb_err 
     return pb_err_setc(err, rc, "%s: out of memory reading the capture", what);
   }
   if (out->niterators == 0) {
+    /* Say what the capture does hold: a JAX or PyTorch job's capture has steps and GPU planes but never tf.data's
+     * events (their profilers do not record TensorFlow's), which is not the same mistake as profiling too late. */
+    size_t nsteps = out->nsteps;
+    int ngpus = out->gpu.ndevices;
     pb_tfdata_free(out);
     return pb_err_setc(err, -EBADMSG,
-                       "%s: no tf.data iterator events (expected Iterator::... events on the host plane: profile while "
-                       "the input pipeline runs)",
-                       what);
+                       "%s: no tf.data iterator events (it has %zu marked steps and %d GPU plane(s); expected "
+                       "Iterator::... events on the host plane: profile with TensorFlow's profiler while the tf.data "
+                       "input pipeline runs)",
+                       what, nsteps, ngpus);
   }
   return 0;
 }

@@ -157,6 +157,12 @@ static void test_bad_captures(void **state) {
   assert_one_error_line(run_pb(ARGS("analyze", tmp_path("junk.xplane.pb"))), 2, "not a TensorFlow Profiler XSpace");
   assert_one_error_line(run_pb(ARGS("analyze", tmp_path("alog"))), 2, "no *.xplane.pb in it");
   assert_one_error_line(run_pb(ARGS("analyze", "/nonexistent/vm.xplane.pb")), 2, "/nonexistent/vm.xplane.pb");
+  /* a real GPU job's capture that has no tf.data (JAX's profiler on an H100, tests/fixtures/gpu/): the line says
+   * what the capture does hold */
+  char jax[400];
+  snprintf(jax, sizeof jax, "%s/tests/fixtures/gpu/jax_h100_slow_input.xplane.pb", PB_SOURCE_DIR);
+  assert_one_error_line(run_pb(ARGS("analyze", jax)), 2,
+                        "no tf.data iterator events (it has 60 marked steps and 1 GPU plane(s)");
 }
 
 static int setup(void **state) { return e2e_make_tmp("pipebench-e2e-capture"); }
