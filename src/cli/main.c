@@ -566,7 +566,7 @@ static int cmd_init(int argc, char **argv) {
   return pb_init(&o);
 }
 
-/* twin takes only the capture, --out FILE, --force and --quiet. */
+/* twin takes only captures, --out FILE, --force and --quiet. */
 static int cmd_twin(int argc, char **argv) {
   pb_twin_opts o = {0};
   for (int i = 2; i < argc; i++) {
@@ -579,13 +579,15 @@ static int cmd_twin(int argc, char **argv) {
       o.force = true;
     } else if (strcmp(a, "--quiet") == 0) {
       o.quiet = true;
-    } else if (a[0] != '-' && !o.capture) {
-      o.capture = a;
+    } else if (a[0] != '-') {
+      if (o.ncaptures == PB_TWIN_MAX_CAPTURES)
+        return usage_error("twin: %s: more than 16 captures (expected at most 16 of one job)", a);
+      o.captures[o.ncaptures++] = a;
     } else {
       return usage_error("twin: option \"%s\" does not apply (expected a capture, --out FILE, --force or --quiet)", a);
     }
   }
-  if (!o.capture)
+  if (!o.ncaptures)
     return usage_error("%s: no capture (expected pipebench twin <host>.xplane.pb, or a TensorFlow Profiler log "
                        "directory)", "twin");
   return pb_twin_cmd(&o);

@@ -1,6 +1,6 @@
-/* pipebench twin CAPTURE: reads a TensorFlow Profiler capture of a tf.data job (src/import/), says what its
- * input pipeline did, and writes a pipebench config that emulates it (src/import/twin.h) for tune, sweep, ab
- * and what-if to work on without TensorFlow or the data (issue 35). */
+/* pipebench twin CAPTURE..: reads a TensorFlow Profiler capture of a tf.data job (src/import/; of several captures
+ * of one job, the least disturbed), says what its input pipeline did, and writes a pipebench config that emulates it
+ * (src/import/twin.h) for tune, sweep, ab and what-if to work on without TensorFlow or the data (issue 35). */
 #include "twin_cmd.h"
 
 #include <errno.h>
@@ -85,11 +85,89 @@ static void base_name(const char *path, char *out, size_t len) {
   if (!out[0]) snprintf(out, len, "capture");
 }
 
+/* The kinds of a capture's iterators, source first ("Range ParallelMapV2 BatchV2 Prefetch Root"): two captures of
+ * one job have the same, whatever numbers their datasets got. */
+static void chain_kinds(const pb_tfdata *t, char *out, size_t len) {
+  int chain[PB_TF_MAX_ITERATORS];
+  int n = pb_tfdata_chain(t, chain, PB_TF_MAX_ITERATORS);
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < n && used < len; i++)
+    used += (size_t)snprintf(out + used, len - used, "%s%s", i ? " " : "", t->iterators[chain[i]].kind);
+}
+
+/* The samples/s a capture's job ran at (-1 when its steps do not say). */
+static double job_per_s(const pb_tfdata *t) {
+  pb_tf_verdict v;
+  pb_tfdata_verdict(t, &v);
+  return isfinite(v.actual_per_s) ? v.actual_per_s : -1;
+}
+
+typedef struct picked {
+  pb_capture *c;         /* the fastest capture, open */
+  int n;                 /* captures read */
+  double min_ps, max_ps; /* their jobs' samples/s */
+} picked;
+
+/* Opens o's captures and keeps the one whose job ran fastest: the profiler only slows a job down, by amounts that
+ * vary from one capture to the next (docs/PERFORMANCE.md), so the fastest is the least disturbed.  They must be of
+ * one pipeline.  Prints each one's rate when there are several.  The exit status, after its own error line. */
+static int open_fastest(const pb_twin_opts *o, picked *p) {
+  char first_kinds[512], kinds[512];
+  memset(p, 0, sizeof *p);
+  p->min_ps = INFINITY, p->max_ps = -INFINITY;
+  double best = -INFINITY;
+  for (int i = 0; i < o->ncaptures; i++) {
+    pb_capture *c = calloc(1, sizeof *c);
+    if (!c) return fprintf(stderr, "pipebench: out of memory\n"), PB_EXIT_RUNTIME;
+    int rc = pb_capture_open(o->captures[i], "twin", c);
+    if (rc) return free(c), rc;
+    chain_kinds(&c->t, i ? kinds : first_kinds, sizeof kinds);
+    if (i && strcmp(kinds, first_kinds) != 0) {
+      fprintf(stderr,
+              "pipebench: twin: %s: not a capture of the same job as %s (expected one pipeline; its iterators are "
+              "%s, the first's %s)\n",
+              c->path, p->c->path, kinds, first_kinds);
+      pb_capture_free(c), free(c);
+      return PB_EXIT_USAGE;
+    }
+    double rate = job_per_s(&c->t);
+    if (o->ncaptures > 1 && !o->quiet)
+      printf("%-10s%s: the job ran at %.0f samples/s\n", i == 0 ? "captures" : "", c->path, rate);
+    p->n++;
+    if (rate >= 0) p->min_ps = fmin(p->min_ps, rate), p->max_ps = fmax(p->max_ps, rate);
+    if (i == 0 || rate > best) {
+      best = rate;
+      if (p->c) pb_capture_free(p->c), free(p->c);
+      p->c = c;
+    } else {
+      pb_capture_free(c), free(c);
+    }
+  }
+  if (o->ncaptures > 1 && !o->quiet)
+    printf("          the twin is made from %s, the fastest: the profiler only slows a job, by amounts that vary\n",
+           p->c->path);
+  return 0;
+}
+
+/* The config's "about" names the other captures' span too. */
+static void about_captures(const picked *p, cJSON *cfg) {
+  cJSON *about = cJSON_GetObjectItemCaseSensitive(cfg, "about");
+  if (p->n < 2 || !cJSON_IsString(about)) return;
+  char text[768];
+  snprintf(text, sizeof text, "%s; the fastest of %d captures of the job (%.0f to %.0f samples/s)", about->valuestring,
+           p->n, p->min_ps, p->max_ps);
+  cJSON_ReplaceItemInObjectCaseSensitive(cfg, "about", cJSON_CreateString(text));
+}
+
 int pb_twin_cmd(const pb_twin_opts *o) {
-  pb_capture *c = calloc(1, sizeof *c);
-  if (!c) return fprintf(stderr, "pipebench: out of memory\n"), PB_EXIT_RUNTIME;
-  int rc = pb_capture_open(o->capture, "twin", c);
-  if (rc) return free(c), rc;
+  picked p;
+  int rc = open_fastest(o, &p);
+  if (rc) {
+    if (p.c) pb_capture_free(p.c), free(p.c);
+    return rc;
+  }
+  pb_capture *c = p.c;
   const pb_tfdata t = c->t;
   const char *path = c->path;
   char host[96], name[128], file[PB_PATH_LEN];
@@ -111,6 +189,7 @@ int pb_twin_cmd(const pb_twin_opts *o) {
     fprintf(stderr, "pipebench: twin: %s\n", err.msg);
     rc = made == -ENOMEM ? PB_EXIT_RUNTIME : PB_EXIT_USAGE;
   }
+  if (!rc) about_captures(&p, cfg);
   if (!rc) rc = pb_config_write("twin", file, cfg, o->force);
   if (!rc) rc = pb_config_check_written("twin", file);
   if (!rc && !o->quiet) {

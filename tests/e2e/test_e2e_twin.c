@@ -55,6 +55,43 @@ static void test_log_directory(void **state) {
   assert_string_equal(str(load_json(file), "name"), "twin-vm");
 }
 
+/* The samples/s `pipebench twin PATH` says the capture's job ran at. */
+static double job_rate(const char *path) {
+  result *r = run_pb(ARGS("twin", path, "-o", tmp_path("rate-twin.json"), "--force"));
+  if (r->status != 0) fail_msg("twin %s: exit %d: %s", path, r->status, r->err);
+  const char *at = strstr(r->out, "the job ran at ");
+  if (!at) fail_msg("twin %s: no job rate in: %s", path, r->out);
+  return atof(at + strlen("the job ran at "));
+}
+
+/* Two captures of one job (no_prefetch, profiled in two processes: tests/fixtures/tfdata/ and tfdata-again/):
+ * the twin is made from the one whose job ran faster, in either order, and its "about" says of how many; a
+ * capture of another pipeline is refused. */
+static void test_several_captures(void **state) {
+  static char a[400], b[400], other[400];
+  snprintf(a, sizeof a, "%s/tests/fixtures/tfdata/no_prefetch.xplane.pb", PB_SOURCE_DIR);
+  snprintf(b, sizeof b, "%s/tests/fixtures/tfdata-again/no_prefetch.xplane.pb", PB_SOURCE_DIR);
+  snprintf(other, sizeof other, "%s/tests/fixtures/tfdata/slow_map.xplane.pb", PB_SOURCE_DIR);
+  double rate_a = job_rate(a), rate_b = job_rate(b);
+  assert_true(fabs(rate_a - rate_b) >= 1); /* 891 and 931 samples/s */
+  const char *fastest = rate_a > rate_b ? a : b;
+  char made_from[512], about[160];
+  snprintf(made_from, sizeof made_from, "the twin is made from %s, the fastest", fastest);
+  snprintf(about, sizeof about, "the fastest of 2 captures of the job (%.0f to %.0f samples/s)",
+           rate_a < rate_b ? rate_a : rate_b, rate_a > rate_b ? rate_a : rate_b);
+  const char *orders[2][2] = {{a, b}, {b, a}};
+  for (int i = 0; i < 2; i++) {
+    const char *file = tmp_path("several-twin.json");
+    result *r = run_pb(ARGS("twin", orders[i][0], orders[i][1], "-o", file, "--force"));
+    if (r->status != 0) fail_msg("twin A B: exit %d: %s", r->status, r->err);
+    if (!strstr(r->out, made_from)) fail_msg("expected \"%s\" in: %s", made_from, r->out);
+    const char *said = str(load_json(file), "about");
+    if (!strstr(said, about)) fail_msg("expected \"%s\" in the about: %s", about, said);
+  }
+  assert_one_error_line(run_pb(ARGS("twin", a, other, "-o", tmp_path("mixed-twin.json"))), 2,
+                        "not a capture of the same job as");
+}
+
 static void test_bad_uses(void **state) {
   assert_one_error_line(run_pb(ARGS("twin")), 2, "no capture (expected pipebench twin <host>.xplane.pb");
   e2e_sh("printf 'not a protobuf at all' > '%s/junk.xplane.pb' && mkdir -p '%s/empty'", g_tmp, g_tmp);
@@ -115,6 +152,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_twin_runs_and_names_the_bottleneck, free_reports),
       cmocka_unit_test_teardown(test_log_directory, free_reports),
       cmocka_unit_test_teardown(test_planted_fixtures, free_reports),
+      cmocka_unit_test_teardown(test_several_captures, free_reports),
       cmocka_unit_test_teardown(test_bad_uses, free_reports),
   };
   return cmocka_run_group_tests(tests, setup, remove_tmp);
