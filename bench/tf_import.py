@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tf.data pipelines with known bottlenecks, profiled with the TensorFlow Profiler and read back by pipebench
-(issue 35): for each, --rounds rounds of a capture of --steps steps, `pipebench twin` of it, the real
+(issue 35): for each, --rounds rounds of a capture of --steps steps (--captures K: K captures, `pipebench twin`
+of them all reading the one whose job ran fastest), `pipebench twin` of it, the real
 pipeline's throughput (unprofiled) and the twin's (the twin of that round's capture: a VM's speed drifts by
 tens of % over minutes, and a twin spins what the machine took when its capture was made); the medians, and
 each round's twin over its real run (paired).  The first capture's verdict and advice, and the twin's top
@@ -264,12 +265,22 @@ def spread(v):
     return f"{min(v):.0f}-{max(v):.0f}"
 
 
+def take_captures(args, name, tmp, tag):
+    """--captures captures of the pipeline, each in a process of its own, and the twin of them (of several, pipebench
+    twin reads the one whose job ran fastest): (the fastest's child answer, every capture's samples/s, the twin's
+    config, what twin printed)."""
+    caps = [in_child(args, "capture", name, {}, os.path.join(tmp, f"{name}-{tag}-{j}")) for j in range(args.captures)]
+    cfg = os.path.join(tmp, f"{name}-twin-{tag}.json")
+    said = subprocess.run([args.bin, "twin", *[c["capture"] for c in caps], "-o", cfg, "--force"], check=True,
+                          capture_output=True, text=True).stdout
+    read = re.search(r"^capture   (\S+)", said, re.M).group(1)
+    cap = next(c for c in caps if os.path.samefile(c["capture"], read))
+    return cap, [c["samples_per_s"] for c in caps], cfg, said
+
+
 def one(name, args, tmp):
     _, _, want = PIPELINES[name]
-    cap = in_child(args, "capture", name, {}, os.path.join(tmp, name))
-    cfg = os.path.join(tmp, f"{name}-twin.json")
-    said = subprocess.run([args.bin, "twin", cap["capture"], "-o", cfg, "--force"], check=True, capture_output=True,
-                          text=True).stdout
+    cap, rates, cfg, said = take_captures(args, name, tmp, 0)
     waiting = float(re.search(r"([0-9.]+) % of their time waiting for input", said).group(1))
     verdict = capture_verdict(said)
     planted, word = PLANTED[name]
@@ -278,16 +289,15 @@ def one(name, args, tmp):
     print(f"{name}: the capture's verdict {verdict} (planted {planted}) {'OK' if verdict.startswith(planted) else 'MISSED'}; "
           f"advice {advice[0] if advice else '-'}{'' if not word or any(word in a for a in advice) else ' (MISSED ' + word + ')'}; "
           f"waiting {waiting:.1f} % read, {cap['waiting_pct']:.1f} % in next()")
-    job = float(re.search(r"the job ran at ([0-9]+)", said).group(1)) if "the job ran at" in said else None
-    real, twin, reps, profiled = [], [], [], [cap["samples_per_s"]]
+    job = re.search(r"^verdict .*the job ran at ([0-9]+)", said, re.M)
+    job = float(job.group(1)) if job else None
+    real, twin, reps, profiled, fastest = [], [], [], list(rates), [cap["samples_per_s"]]
     for i in range(args.rounds):  # interleaved: a capture and its twin, the real pipeline, then the twin run
-        if i > 0:  # each round its own capture: a VM's speed drifts over minutes (its neighbours), and a twin
+        if i > 0:  # each round its own captures: a VM's speed drifts over minutes (its neighbours), and a twin
             # spins what the machine took when its capture was made
-            again = in_child(args, "capture", name, {}, os.path.join(tmp, f"{name}-{i}"))
-            profiled.append(again["samples_per_s"])
-            cfg = os.path.join(tmp, f"{name}-twin-{i}.json")
-            subprocess.run([args.bin, "twin", again["capture"], "-o", cfg, "--force"], check=True,
-                           capture_output=True, text=True)
+            again, rates, cfg, _ = take_captures(args, name, tmp, i)
+            profiled += rates
+            fastest.append(again["samples_per_s"])
         real.append(in_child(args, "real", name, {})["samples_per_s"])
         reps.append(run_twin(args.bin, cfg, os.path.join(tmp, f"{name}-twin-{i}"), args.steps))
         twin.append(reps[-1]["throughput"]["samples_per_s"])
@@ -297,6 +307,10 @@ def one(name, args, tmp):
         top = re.search(r"CPU per sample by stage: ([A-Za-z0-9_]+) ([0-9]+ %)", rep["bottleneck"].get("reason") or "")
         named = f"cores, most to {top.group(1)} ({top.group(2)})" if top else named
     paired = [t / r for t, r in zip(twin, real)]  # each round's twin over that round's real pipeline
+    if args.captures > 1:
+        print(f"  {args.captures} captures a round: the fastest (the twin's) {med(fastest):.0f} samples/s "
+              f"({spread(fastest)}), every capture {med(profiled):.0f} ({spread(profiled)})")
+        profiled = fastest
     print(f"  real {med(real):.0f} samples/s ({spread(real)}), profiled {med(profiled):.0f} ({spread(profiled)}); twin "
           f"{med(twin):.0f} ({spread(twin)}): {med(twin) / med(real) - 1:+.1%} of real (paired "
           f"{min(paired) - 1:+.1%} to {max(paired) - 1:+.1%}), "
@@ -359,6 +373,7 @@ def main():
     ap.add_argument("--bin", default="build/pipebench")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--captures", type=int, default=1, help="captures a round, the twin made from their fastest")
     ap.add_argument("--only", action="append")
     ap.add_argument("--fixtures")
     ap.add_argument("--fixture-steps", type=int, default=12)
