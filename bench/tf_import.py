@@ -4,7 +4,9 @@
 of them all reading the one whose job ran fastest), `pipebench twin` of it, the real
 pipeline's throughput (unprofiled) and the twin's (the twin of that round's capture: a VM's speed drifts by
 tens of % over minutes, and a twin spins what the machine took when its capture was made); the medians, and
-each round's twin over its real run (paired).  The first capture's verdict and advice, and the twin's top
+each round's twin over its real run (paired).  Each round also measures the device's own limit (the same step loop
+on a pipeline that costs nothing): a planted stage is the real bottleneck only while the real pipeline runs below
+97 % of it.  The first capture's verdict and advice, and the twin's top
 recommendation, applied to the real pipeline (a map's num_parallel_calls, a prefetch, a cache) with the gain
 measured against the gain predicted.
 
