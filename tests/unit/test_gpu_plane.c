@@ -112,24 +112,26 @@ static void check_busy(const capture *c, const cJSON *job, const char *name, dou
   assert_double_between(pct, implied_pct - 4.0, implied_pct);
 }
 
-static void test_slow_input(void **state) {
-  (void)state;
+/* One capture of the job (`name`: slow_input, fast_input), its busy share as the protobuf parser gives it. */
+static void check_capture(const char *name, double reference_pct) {
+  char file[128];
+  snprintf(file, sizeof file, "gpu/jax_h100_%s.xplane.pb", name);
   cJSON *job = expected();
-  capture c = load("gpu/jax_h100_slow_input.xplane.pb");
+  capture c = load(file);
   check_ops(&c, job);
-  check_busy(&c, job, "slow_input", 34.271); /* the job implies 37.13 */
+  check_busy(&c, job, name, reference_pct);
   unload(&c);
   cJSON_Delete(job);
 }
 
+static void test_slow_input(void **state) {
+  (void)state;
+  check_capture("slow_input", 34.271); /* the job implies 37.13 */
+}
+
 static void test_fast_input(void **state) {
   (void)state;
-  cJSON *job = expected();
-  capture c = load("gpu/jax_h100_fast_input.xplane.pb");
-  check_ops(&c, job);
-  check_busy(&c, job, "fast_input", 42.445); /* the job implies 46.00 */
-  unload(&c);
-  cJSON_Delete(job);
+  check_capture("fast_input", 42.445); /* the job implies 46.00 */
 }
 
 int main(void) {
