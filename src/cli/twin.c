@@ -132,8 +132,10 @@ static int open_fastest(const pb_twin_opts *o, picked *p) {
       return PB_EXIT_USAGE;
     }
     double rate = job_per_s(&c->t);
+    pb_numbuf said;
     if (o->ncaptures > 1 && !o->quiet)
-      printf("%-10s%s: the job ran at %.0f samples/s\n", i == 0 ? "captures" : "", c->path, rate);
+      printf("%-10s%s: the job ran at %s samples/s\n", i == 0 ? "captures" : "", c->path,
+             pb_fmt_double(&said, "%.0f", rate >= 0 ? rate : NAN));
     p->n++;
     if (rate >= 0) p->min_ps = fmin(p->min_ps, rate), p->max_ps = fmax(p->max_ps, rate);
     if (i == 0 || rate > best) {
@@ -153,8 +155,8 @@ static int open_fastest(const pb_twin_opts *o, picked *p) {
 /* The config's "about" names the other captures' span too. */
 static void about_captures(const picked *p, cJSON *cfg) {
   cJSON *about = cJSON_GetObjectItemCaseSensitive(cfg, "about");
-  if (p->n < 2 || !cJSON_IsString(about)) return;
-  char text[768];
+  if (p->n < 2 || !isfinite(p->min_ps) || !cJSON_IsString(about)) return;
+  char text[512]; /* the key's limit: 511 characters */
   snprintf(text, sizeof text, "%s; the fastest of %d captures of the job (%.0f to %.0f samples/s)", about->valuestring,
            p->n, p->min_ps, p->max_ps);
   cJSON_ReplaceItemInObjectCaseSensitive(cfg, "about", cJSON_CreateString(text));
