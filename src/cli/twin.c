@@ -96,15 +96,9 @@ static void chain_kinds(const pb_tfdata *t, char *out, size_t len) {
     used += (size_t)snprintf(out + used, len - used, "%s%s", i ? " " : "", t->iterators[chain[i]].kind);
 }
 
-/* The samples/s a capture's job ran at (-1 when its steps do not say). */
-static double job_per_s(const pb_tfdata *t) {
-  pb_tf_verdict v;
-  pb_tfdata_verdict(t, &v);
-  return isfinite(v.actual_per_s) ? v.actual_per_s : -1;
-}
-
 typedef struct picked {
   pb_capture *c;         /* the fastest capture, open */
+  pb_tf_verdict verdict; /* its verdict (tfdata_verdict.h), whose actual_per_s chose it */
   int n;                 /* captures read */
   double min_ps, max_ps; /* their jobs' samples/s */
 } picked;
@@ -131,7 +125,9 @@ static int open_fastest(const pb_twin_opts *o, picked *p) {
       pb_capture_free(c), free(c);
       return PB_EXIT_USAGE;
     }
-    double rate = job_per_s(&c->t);
+    pb_tf_verdict v;
+    pb_tfdata_verdict(&c->t, &v);
+    double rate = isfinite(v.actual_per_s) ? v.actual_per_s : -1; /* -1: its steps do not say */
     pb_numbuf said;
     if (o->ncaptures > 1 && !o->quiet)
       printf("%-10s%s: the job ran at %s samples/s\n", i == 0 ? "captures" : "", c->path,
@@ -141,7 +137,7 @@ static int open_fastest(const pb_twin_opts *o, picked *p) {
     if (i == 0 || rate > best) {
       best = rate;
       if (p->c) pb_capture_free(p->c), free(p->c);
-      p->c = c;
+      p->c = c, p->verdict = v;
     } else {
       pb_capture_free(c), free(c);
     }
@@ -174,9 +170,8 @@ int pb_twin_cmd(const pb_twin_opts *o) {
   const char *path = c->path;
   char host[96], name[128], file[PB_PATH_LEN];
   if (!o->quiet) print_hosts(c);
-  pb_tf_verdict verdict;
-  pb_tfdata_verdict(&t, &verdict);
-  if (!o->quiet) print_pipeline(path, &t, &verdict), print_verdict(&t, &verdict);
+  const pb_tf_verdict *verdict = &p.verdict;
+  if (!o->quiet) print_pipeline(path, &t, verdict), print_verdict(&t, verdict);
   base_name(path, host, sizeof host);
   snprintf(name, sizeof name, "twin-%s", host);
   if (o->out_file)

@@ -26,7 +26,8 @@ typedef struct pb_tf_advice {
 typedef struct pb_tf_verdict {
   double input_bound_pct;      /* pb_tfdata_input_bound_pct */
   int64_t batch_size;          /* samples per step: the first batching iterator's; 1 without one */
-  double step_ms, device_ms;   /* means over the steps after the first: the step, the step less its wait */
+  double step_ms, device_ms;   /* means over the steps after the first: the step, the step less the pipeline's part
+                               * of its wait (pb_tfdata_step_ms) */
   double h2d_ms;               /* of device_ms, the step's own copies to the device (0 without GPU planes) */
   double actual_per_s;         /* batch_size / step_ms */
   double device_per_s;         /* batch_size / device_ms: what the device would take */

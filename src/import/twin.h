@@ -12,8 +12,9 @@
  *   synchronous batch: a batch `on_demand` (made inside its consumer's GetNext, as tf.data's);
  * - a synchronous map or filter (any other iterator before the batch): a one-thread map spinning its own time;
  * - prefetch: a prefetch of its `buffer_limit`;
- * - the device: the emulated device, its step the steps' time less their input wait (normal, the measured
- *   mean and standard deviation).
+ * - the device: the emulated device, its step the steps' time less the pipeline's part of their input wait
+ *   (their `Iterator::Root` calls; the GetNext call's dispatch stays in the step) (normal, the measured mean
+ *   and standard deviation).
  * A time whose coefficient of variation is 0.25 or more is drawn lognormal with the measured mean and the
  * sigma that gives that variation; below, constant. */
 #ifndef PB_TWIN_H
