@@ -13,7 +13,9 @@
  *
  *     R is the planted rate, or the planted stage's measured capacity when that is lower: a timed wait
  *     can end late on a loaded virtual machine (an 800 us sleep was seen taking 900-1000 us), and the
- *     capacity check below bounds how much lower it may be.
+ *     capacity check below bounds how much lower it may be.  When other processes took more than
+ *     SHARED_CORES during the run, R is what the stage delivered (the measured samples/s), at most
+ *     CAP_MATCH below its capacity: its thread then also waits for a core between samples.
  *
  *   - the planted stage has the largest critical_path_pct of all stages (for the device: the device
  *     segment is the largest of the critical path);
@@ -157,6 +159,9 @@ static void expect_largest_on_critical_path(cJSON *rep, const char *planted) {
  * 2-vCPU development VM, and a 2 ms-latency 4 KB read 3.3 ms under TSan), which is the machine's
  * slack, not a measurement error; the match with the measured rate is the tight check. */
 #define CAP_TOL 0.50
+/* Other processes' load, in cores, above which the machine counts as shared during the run: well above
+ * the 0.00-0.02 an idle 2-core VM measures (tick resolution), well below the 0.5 that binds the cores. */
+#define SHARED_CORES 0.10
 #define CAP_MATCH 0.10
 static void expect_planted(cJSON *rep, const char *what, const char *planted, double rate_per_s, double batch,
                            double step_ms) {
@@ -166,6 +171,15 @@ static void expect_planted(cJSON *rep, const char *what, const char *planted, do
   cJSON *pct = is_device ? NULL : at(stage(rep, planted), "critical_path_pct");
   cJSON *cap = is_device ? NULL : at(stage(rep, planted), "capacity_per_s");
   double delivered = cJSON_IsNumber(cap) && cap->valuedouble < rate_per_s ? cap->valuedouble : rate_per_s;
+  /* On a machine other processes share (ctest -j2 runs two tests on the 2-core VM), the planted stage's
+   * thread also waits for a core between its samples, outside its service time, so the stage delivers
+   * less than its capacity (seen: capacity 961/s, 889 delivered, others' load unmeasured).  The rate
+   * that explains the idle time is then the delivered one; the capacity checks below still bound how far
+   * it may be from the capacity (CAP_MATCH) and the capacity from the planted rate (CAP_TOL). */
+  double others = num(rep, "machine.cores_taken_by_others");
+  double measured = num(rep, "throughput.samples_per_s");
+  bool shared = others >= SHARED_CORES;
+  if (shared && measured < delivered) delivered = measured;
   double want_idle = expected_idle_pct(delivered, batch, step_ms);
   char extra[200];
   if (is_device)
@@ -176,14 +190,14 @@ static void expect_planted(cJSON *rep, const char *what, const char *planted, do
     snprintf(extra, sizeof extra, "critical_path_pct %.2f, capacity %.1f/s (planted %.1f/s)",
              cJSON_IsNumber(pct) ? pct->valuedouble : -1.0, cJSON_IsNumber(cap) ? cap->valuedouble : -1.0,
              rate_per_s);
-  printf("planted %-14s: bottleneck %-8s (planted %-8s) idle %6.2f %% (expected %6.2f %%), %s, %s, "
-         "measured %.1f samples/s\n",
-         what, blamed, planted, idle, want_idle, str(rep, "classification"), extra,
-         num(rep, "throughput.samples_per_s"));
+  printf(
+      "planted %-14s: bottleneck %-8s (planted %-8s) idle %6.2f %% (expected %6.2f %%%s), %s, %s, "
+      "measured %.1f samples/s, others %.2f cores\n",
+      what, blamed, planted, idle, want_idle, shared ? " from the delivered rate" : "", str(rep, "classification"),
+      extra, measured, others);
   fflush(stdout);
   /* A CPU-bound planted stage on a machine whose other processes took the cores it needed: the cores are
    * then what binds, and the report must say so (issue 31) -- the run measured that load itself. */
-  double others = num(rep, "machine.cores_taken_by_others");
   if (strcmp(blamed, "cores") == 0 && others >= 0.5) {
     printf("  (%s: other processes took %.2f cores during the run: the cores bind, not %s)\n", what, others, planted);
     assert_accounting_balances(rep);
@@ -208,7 +222,6 @@ static void expect_planted(cJSON *rep, const char *what, const char *planted, do
     if (cap->valuedouble > 1.05 * rate_per_s || cap->valuedouble < (1 - CAP_TOL) * rate_per_s)
       fail_msg("%s: capacity_per_s of %s is %.1f, the planted rate %.1f", what, planted, cap->valuedouble,
                rate_per_s);
-    double measured = num(rep, "throughput.samples_per_s");
     if (fabs(cap->valuedouble - measured) > CAP_MATCH * cap->valuedouble)
       fail_msg("%s: capacity_per_s of %s is %.1f, but the run measured %.1f samples/s", what, planted,
                cap->valuedouble, measured);
