@@ -13,6 +13,7 @@
 #include "common.h"
 #include "config.h"
 #include "config_write.h"
+#include "record.h"
 #include "tfdata.h"
 #include "tfdata_verdict.h"
 #include "twin.h"
@@ -73,6 +74,18 @@ static void print_verdict(const pb_tfdata *t, const pb_tf_verdict *v) {
   }
 }
 
+/* A capture whose functions ran much slower (or faster) at its end than at its start: the twin spins their mean
+ * over the whole capture, which is neither. */
+static void print_drift(const pb_tfdata *t) {
+  double drift = pb_tfdata_work_drift_pct(t);
+  if (!(fabs(drift) >= PB_WORK_DRIFT_WARN_PCT)) return;
+  printf(
+      "warning   the pipeline's functions ran %.0f %% %s at the capture's end than at its start: the profiler or the "
+      "machine changed the job while it was captured, and the twin spins their mean over the whole capture "
+      "(docs/IMPORT.md, \"How to capture\": capture the job again, or several times, and give twin them all)\n",
+      fabs(drift), drift > 0 ? "slower" : "faster");
+}
+
 /* "vm.xplane.pb" -> "vm": the capture's host part, for the twin's name and file. */
 static void base_name(const char *path, char *out, size_t len) {
   const char *slash = strrchr(path, '/'), *b = slash ? slash + 1 : path;
@@ -128,10 +141,11 @@ static int open_fastest(const pb_twin_opts *o, picked *p) {
     pb_tf_verdict v;
     pb_tfdata_verdict(&c->t, &v);
     double rate = isfinite(v.actual_per_s) ? v.actual_per_s : -1; /* -1: its steps do not say */
-    pb_numbuf said;
+    pb_numbuf said, drift;
     if (o->ncaptures > 1 && !o->quiet)
-      printf("%-10s%s: the job ran at %s samples/s\n", i == 0 ? "captures" : "", c->path,
-             pb_fmt_double(&said, "%.0f", rate >= 0 ? rate : NAN));
+      printf("%-10s%s: the job ran at %s samples/s, its functions drifted %s %% (end against start)\n",
+             i == 0 ? "captures" : "", c->path, pb_fmt_double(&said, "%.0f", rate >= 0 ? rate : NAN),
+             pb_fmt_double(&drift, "%+.0f", pb_tfdata_work_drift_pct(&c->t)));
     p->n++;
     if (rate >= 0) p->min_ps = fmin(p->min_ps, rate), p->max_ps = fmax(p->max_ps, rate);
     if (i == 0 || rate > best) {
@@ -171,7 +185,7 @@ int pb_twin_cmd(const pb_twin_opts *o) {
   char host[96], name[128], file[PB_PATH_LEN];
   if (!o->quiet) print_hosts(c);
   const pb_tf_verdict *verdict = &p.verdict;
-  if (!o->quiet) print_pipeline(path, &t, verdict), print_verdict(&t, verdict);
+  if (!o->quiet) print_pipeline(path, &t, verdict), print_verdict(&t, verdict), print_drift(&t);
   base_name(path, host, sizeof host);
   snprintf(name, sizeof name, "twin-%s", host);
   if (o->out_file)

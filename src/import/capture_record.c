@@ -594,6 +594,7 @@ static void fill_source(const pb_tfdata *t, const char *capture, pb_record_sourc
              v.keeps_up ? "input-bound, yet every iterator keeps up with the device: the steps wait for want of "
                           "overlap, not of speed"
                         : "not input-bound: the device's steps are the limit");
+  s->work_drift_pct = pb_tfdata_work_drift_pct(t);
   s->gpu_devices = t->gpu.ndevices;
   s->gpu_kernel_busy_pct = NAN;
   if (t->gpu.ndevices && t->nsteps) {

@@ -620,3 +620,37 @@ double pb_tfdata_input_bound_pct(const pb_tfdata *t) {
   }
   return total > 0 ? 100.0 * wait / total : NAN;
 }
+
+/* The function runs' span: the first and the last one's start (-1, -1: none). */
+static void function_span(const pb_tfdata *t, int64_t *first_ps, int64_t *last_ps) {
+  *first_ps = *last_ps = -1;
+  for (size_t i = 0; i < t->nwork; i++) {
+    if (t->work[i].kind != PB_TF_FUNCTION) continue;
+    if (*first_ps < 0 || t->work[i].start_ps < *first_ps) *first_ps = t->work[i].start_ps;
+    if (t->work[i].start_ps > *last_ps) *last_ps = t->work[i].start_ps;
+  }
+}
+
+double pb_tfdata_work_drift_pct(const pb_tfdata *t) {
+  int64_t from_ps, to_ps;
+  function_span(t, &from_ps, &to_ps);
+  if (to_ps <= from_ps) return NAN;
+  int64_t third_ps = (to_ps - from_ps) / 3;
+  /* per iterator: the runs, and the execution and runs in the first [0] and the last [1] third */
+  double sum_ps[PB_TF_MAX_ITERATORS][2] = {{0}};
+  uint64_t n[PB_TF_MAX_ITERATORS][2] = {{0}}, runs[PB_TF_MAX_ITERATORS] = {0};
+  for (size_t i = 0; i < t->nwork; i++) {
+    const pb_tf_work *w = &t->work[i];
+    if (w->kind != PB_TF_FUNCTION || w->iterator < 0 || w->iterator >= PB_TF_MAX_ITERATORS) continue;
+    runs[w->iterator]++;
+    int part = w->start_ps < from_ps + third_ps ? 0 : w->start_ps >= to_ps - third_ps ? 1 : -1;
+    if (part >= 0) sum_ps[w->iterator][part] += (double)w->own_ps, n[w->iterator][part]++;
+  }
+  double early = 0, late = 0;
+  for (int it = 0; it < t->niterators; it++) {
+    if (n[it][0] < PB_TF_DRIFT_MIN_RUNS || n[it][1] < PB_TF_DRIFT_MIN_RUNS) continue;
+    early += (double)runs[it] * sum_ps[it][0] / (double)n[it][0];
+    late += (double)runs[it] * sum_ps[it][1] / (double)n[it][1];
+  }
+  return early > 0 ? 100.0 * (late / early - 1) : NAN;
+}

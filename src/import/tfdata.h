@@ -145,6 +145,16 @@ int pb_tfdata_cpu_budget(const pb_tfdata *t);
  * planes, NAN without steps. */
 double pb_tfdata_h2d_ms(const pb_tfdata *t);
 
+/* How much slower the pipeline's functions ran at the end of the capture than at its start, in %: over the
+ * function runs of every iterator with PB_TF_DRIFT_MIN_RUNS or more in each third of the runs' span, the runs'
+ * execution in the last third against the first, iterator by iterator, weighted by each one's runs:
+ * 100 x (sum n_i last_i / sum n_i first_i - 1) with last_i, first_i the mean execution of iterator i's runs that
+ * started in that third.  Negative: they sped up.  NAN: no iterator has enough runs.  The work a twin spins is
+ * the whole capture's mean; a large drift says the profiler or the machine changed the job while it was
+ * captured (TensorFlow's oneDNN ops slow down the longer a capture runs: docs/IMPORT.md). */
+#define PB_TF_DRIFT_MIN_RUNS 5
+double pb_tfdata_work_drift_pct(const pb_tfdata *t);
+
 /* Share of the steps' time spent waiting for input, in % (NAN without steps). */
 double pb_tfdata_input_bound_pct(const pb_tfdata *t);
 

@@ -54,6 +54,10 @@ typedef struct pb_import_advice {
   double predicted_per_s; /* samples/s its model predicts; NAN: not predicted */
 } pb_import_advice;
 
+/* A capture whose functions' execution drifted this much (either way) from its first third to its last gets a
+ * warning: well beyond the captures of the bench's pipelines without such a disturbance (docs/IMPORT.md). */
+#define PB_WORK_DRIFT_WARN_PCT 40.0
+
 typedef struct pb_record_source {
   char tool[32];     /* "tensorflow-profiler"; "" for pipebench's own run */
   char capture[256]; /* the file read */
@@ -64,6 +68,8 @@ typedef struct pb_record_source {
   pb_import_advice advice[PB_MAX_IMPORT_ADVICE];
   int gpu_devices;            /* GPU planes in the capture (0: none, a CPU-only capture) */
   double gpu_kernel_busy_pct; /* of the steps' window, the time some kernel ran, in % (NAN: no GPU plane) */
+  double work_drift_pct;      /* the functions' slowdown from the capture's first third to its last, in %
+                               * (pb_tfdata_work_drift_pct; NAN: too few runs) */
   int nhosts; /* every host the capture held, the one read first (the most input-bound) */
   pb_import_host hosts[PB_MAX_IMPORT_HOSTS];
 } pb_record_source;

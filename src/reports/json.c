@@ -397,6 +397,7 @@ static cJSON *source_json(const pb_report *r) {
   pb_json_put(o, "gpu_devices", imported ? cJSON_CreateNumber(s->gpu_devices) : cJSON_CreateNull(), &ok);
   pb_json_put(o, "gpu_kernel_busy_pct",
               imported && s->gpu_devices ? num(s->gpu_kernel_busy_pct, PCT) : cJSON_CreateNull(), &ok);
+  pb_json_put(o, "work_drift_pct", imported ? num(s->work_drift_pct, PCT) : cJSON_CreateNull(), &ok);
   return pb_json_finish(o, ok);
 }
 

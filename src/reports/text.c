@@ -103,6 +103,14 @@ static void print_source(const pb_report *r, FILE *out) {
                  : pb_fmt_double(&a, "%.0f samples/s predicted", s->advice[i].predicted_per_s));
     wrapped(out, "", text);
   }
+  if (fabs(s->work_drift_pct) >= PB_WORK_DRIFT_WARN_PCT) { /* false for NAN */
+    snprintf(text, sizeof text,
+             "warning: the pipeline's functions ran %.0f %% %s at the capture's end than at its start: the profiler or "
+             "the machine changed the job while it was captured, and what it shows is an average of both (docs/"
+             "IMPORT.md, \"How to capture\")",
+             fabs(s->work_drift_pct), s->work_drift_pct > 0 ? "slower" : "faster");
+    wrapped(out, "", text);
+  }
   if (s->gpu_devices > 0) {
     pb_numbuf a;
     snprintf(text, sizeof text,

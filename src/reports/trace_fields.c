@@ -347,11 +347,17 @@ static const pb_trace_field k_source[] = {
     F("host_count", INT, SRC(pb_record_source, nhosts), .lo = 0, .hi = INT32_MAX),
     F("gpu_devices", INT, SRC(pb_record_source, gpu_devices), .lo = 0, .hi = INT32_MAX, .flags = PB_TF_OPTIONAL),
     F("gpu_kernel_busy_pct", DBL, SRC(pb_record_source, gpu_kernel_busy_pct), .flags = PB_TF_OPTIONAL),
+    F("work_drift_pct", DBL, SRC(pb_record_source, work_drift_pct), .flags = PB_TF_OPTIONAL),
     F("hosts", CUSTOM, .write = pb_trace_write_import_hosts, .load = pb_trace_load_import_hosts),
 };
 #undef SRC
 #undef SRCSTR
-static const pb_trace_table k_source_table = TABLE(k_source);
+/* Then: the drift not measured (traces before it was read). */
+static void source_defaults(pb_record *rec, void *base) {
+  (void)base;
+  rec->source.work_drift_pct = NAN;
+}
+static const pb_trace_table k_source_table = TABLE(k_source, .defaults = source_defaults);
 
 static bool not_imported(const pb_record *rec, const void *base) {
   (void)base;

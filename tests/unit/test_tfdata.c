@@ -152,6 +152,48 @@ static void test_verdict(void **state) {
 }
 
 /* What is not a tf.data capture: one line. */
+/* pb_tfdata_work_drift_pct on a job made by hand: two iterators' function runs spread evenly over 0-90 ms (their
+ * thirds: starts before 30 ms, from 60 ms), a third too few in each third to count, and the sums worked out here. */
+static void add_runs(pb_tfdata *t, int iterator, int n, int64_t from_ps, int64_t to_ps, int64_t own_ps) {
+  for (int i = 0; i < n; i++) {
+    pb_tf_work *w = &t->work[t->nwork++];
+    *w = (pb_tf_work){.iterator = iterator, .kind = PB_TF_FUNCTION, .own_ps = own_ps};
+    w->start_ps = from_ps + (to_ps - from_ps) * i / n;
+    w->end_ps = w->start_ps + own_ps;
+  }
+}
+
+static void test_work_drift(void **state) {
+  static pb_tfdata t;
+  static pb_tf_work work[200];
+  memset(&t, 0, sizeof t);
+  t.work = work, t.niterators = 3;
+  assert_true(isnan(pb_tfdata_work_drift_pct(&t))); /* no runs */
+  const int64_t MS = 1000000000;                    /* ps */
+  /* iterator 0: 10 runs of 100 us in the first third, 10 of 200 us in the last: +100 % */
+  add_runs(&t, 0, 10, 0, 30 * MS, 100000000), add_runs(&t, 0, 10, 60 * MS, 90 * MS, 200000000);
+  add_runs(&t, 0, 1, 90 * MS, 90 * MS + 1, 200000000); /* the span's end: 90 ms */
+  assert_float_equal(pb_tfdata_work_drift_pct(&t), 100.0, 1e-9);
+  /* iterator 1: 30 runs of 1000 us, 10 in each third, the middle's not counted but weighing its 30 runs:
+   * (21 x 200 + 30 x 1000) / (21 x 100 + 30 x 1000) - 1 = 34200 / 32100 - 1 */
+  add_runs(&t, 1, 30, 0, 90 * MS, 1000000000);
+  assert_float_equal(pb_tfdata_work_drift_pct(&t), 100.0 * (34200.0 / 32100.0 - 1), 1e-9);
+  /* iterator 2: 4 runs in each third, under PB_TF_DRIFT_MIN_RUNS: left out, however slow */
+  add_runs(&t, 2, 4, 0, 29 * MS, 1000), add_runs(&t, 2, 4, 61 * MS, 89 * MS, 1000000000000);
+  assert_float_equal(pb_tfdata_work_drift_pct(&t), 100.0 * (34200.0 / 32100.0 - 1), 1e-9);
+  /* a call is not a function run */
+  t.work[t.nwork++] = (pb_tf_work){.iterator = 1, .kind = PB_TF_CALL, .start_ps = 89 * MS, .own_ps = 1000000000000};
+  assert_float_equal(pb_tfdata_work_drift_pct(&t), 100.0 * (34200.0 / 32100.0 - 1), 1e-9);
+}
+
+/* The fixture's two maps ran alike from start to end (a sleep, a doubling): within 10 %. */
+static void test_fixture_drift(void **state) {
+  pb_tfdata t = read_fixture();
+  double drift = pb_tfdata_work_drift_pct(&t);
+  if (!(fabs(drift) < 10)) fail_msg("drift %.2f %%", drift);
+  pb_tfdata_free(&t);
+}
+
 static void test_refused(void **state) {
   static const uint8_t empty_space[] = {0x0a, 0x00}; /* an XSpace with one plane without a name */
   pb_xspace *x = NULL;
@@ -197,7 +239,8 @@ static void test_gpu_plane(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_iterator_tree), cmocka_unit_test(test_iterator_work), cmocka_unit_test(test_steps),
-      cmocka_unit_test(test_verdict),       cmocka_unit_test(test_refused),       cmocka_unit_test(test_gpu_plane),
+      cmocka_unit_test(test_verdict),       cmocka_unit_test(test_work_drift),    cmocka_unit_test(test_fixture_drift),
+      cmocka_unit_test(test_refused),       cmocka_unit_test(test_gpu_plane),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
