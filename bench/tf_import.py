@@ -42,6 +42,13 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# oneDNN's ops (TensorFlow's default on x86) under the TensorFlow Profiler slow these matmul pipelines more the
+# longer a capture runs (2.21: starved_parallel_map from 2100 to 650 samples/s within 3 s of one session, 2 GB more
+# resident, most of it system time; 2700 unprofiled; docs/IMPORT.md "How to capture"): no reading of such a
+# capture gets the unprofiled pipeline back.  Every run here, real and profiled, uses TensorFlow's own (Eigen)
+# kernels instead, unless --onednn; the children inherit the choice.
+if "--onednn" not in sys.argv:
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import tensorflow as tf  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -394,13 +401,15 @@ def main():
     ap.add_argument("--only", action="append")
     ap.add_argument("--fixtures")
     ap.add_argument("--fixture-steps", type=int, default=12)
+    ap.add_argument("--onednn", action="store_true", help="keep oneDNN's ops on (TensorFlow's default on x86)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
     if args.fixtures:
         return fixtures(args)
-    print(f"tensorflow {tf.__version__}, {os.cpu_count()} CPUs, {args.rounds} rounds of {args.steps} steps")
+    print(f"tensorflow {tf.__version__}, {os.cpu_count()} CPUs, {args.rounds} rounds of {args.steps} steps, oneDNN "
+          f"{'on' if os.environ.get('TF_ENABLE_ONEDNN_OPTS') != '0' else 'off'}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only or PIPELINES:
             one(name, args, tmp)
