@@ -47,7 +47,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # oneDNN's ops (TensorFlow's default on x86) under the TensorFlow Profiler slow these matmul pipelines more the
 # longer a capture runs (2.21: starved_parallel_map from 2100 to 650 samples/s within 3 s of one session, 2 GB more
-# resident, most of it system time; 2700 unprofiled; docs/IMPORT.md "How to capture"): no reading of such a
+# resident, most of it system time; 2700 unprofiled; docs/IMPORT.md "Capturing"): no reading of such a
 # capture gets the unprofiled pipeline back.  Every run here, real and profiled, uses TensorFlow's own (Eigen)
 # kernels instead, unless --onednn; the children inherit the choice.
 if "--onednn" not in sys.argv:
@@ -180,7 +180,7 @@ def capture(build, knobs, step_s, steps, logdir):
     for _ in range(5):
         next(it)
     # The profiler's first start in a process costs more than its later ones (bench/tf_profiler_cost.py; docs/
-    # IMPORT.md "How to capture"): a throwaway start and stop first, as a capture of a job should have.
+    # IMPORT.md "Capturing"): a throwaway start and stop first, as a capture of a job should have.
     tf.profiler.experimental.start(logdir + "-warm")
     next(it)
     tf.profiler.experimental.stop()

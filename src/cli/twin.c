@@ -82,7 +82,7 @@ static void print_drift(const pb_tfdata *t) {
   printf(
       "warning   the pipeline's functions ran %.0f %% %s at the capture's end than at its start: the profiler or the "
       "machine changed the job while it was captured, and the twin spins their mean over the whole capture "
-      "(docs/IMPORT.md, \"How to capture\": capture the job again, or several times, and give twin them all)\n",
+      "(docs/IMPORT.md, \"Capturing\": capture the job again, or several times, and give twin them all)\n",
       fabs(drift), drift > 0 ? "slower" : "faster");
 }
 

@@ -107,7 +107,7 @@ static void print_source(const pb_report *r, FILE *out) {
     snprintf(text, sizeof text,
              "warning: the pipeline's functions ran %.0f %% %s at the capture's end than at its start: the profiler or "
              "the machine changed the job while it was captured, and what it shows is an average of both (docs/"
-             "IMPORT.md, \"How to capture\")",
+             "IMPORT.md, \"Capturing\")",
              fabs(s->work_drift_pct), s->work_drift_pct > 0 ? "slower" : "faster");
     wrapped(out, "", text);
   }
