@@ -179,10 +179,14 @@ def capture(build, knobs, step_s, steps, logdir):
     it = iter(build(knobs))
     for _ in range(5):
         next(it)
-    # The profiler's first start in a process costs more than its later ones (bench/tf_profiler_cost.py; docs/
-    # IMPORT.md "Capturing"): a throwaway start and stop first, as a capture of a job should have.
+    # The first profiling sessions of a process run slowest (bench/tf_profiler_cost.py; docs/IMPORT.md "Capturing"):
+    # after a throwaway session of one step the next 40 steps ran 1400-1653 samples/s against 2729 in the session
+    # after that (starved_parallel_map), 668-773 against 875-994 (slow_map), with oneDNN off.  So a throwaway
+    # session as long as the capture first, as a capture of a job should have.
     tf.profiler.experimental.start(logdir + "-warm")
-    next(it)
+    for _ in range(steps):
+        next(it)
+        time.sleep(step_s)
     tf.profiler.experimental.stop()
     tf.profiler.experimental.start(logdir)
     t = time.perf_counter()
