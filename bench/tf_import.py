@@ -164,9 +164,14 @@ BATCH = 16
 
 
 def real_throughput(build, knobs, step_s, steps):
+    """The steps' samples/s after as many steps unmeasured: the same point of the process as a capture's, whose
+    throwaway session comes first (a process's first steps run slower, profiled or not)."""
     it = iter(build(knobs))
     for _ in range(5):
         next(it)
+    for _ in range(steps):
+        next(it)
+        time.sleep(step_s)
     t = time.perf_counter()
     for _ in range(steps):
         next(it)
