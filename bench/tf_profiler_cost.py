@@ -3,8 +3,8 @@
 from a capture, so it runs at the profiled pipeline's pace, and this is the part of its distance from the
 unprofiled pipeline that no reading of the capture can remove.
 
-In one process per pipeline (the machine's drift over minutes cancels in pairs): a throwaway profile first
-(the profiler's first start in a process sets it up), then --rounds pairs of --steps steps unprofiled and
+In one process per pipeline (the machine's drift over minutes cancels in pairs): a throwaway profile of --steps
+steps first (a process's first profiling sessions run slowest), then --rounds pairs of --steps steps unprofiled and
 --steps steps profiled (tf.profiler.experimental.start/stop, default options), each step next() and the
 pipeline's step sleep; prints each pair's profiled/unprofiled samples/s and their median.
 
@@ -48,7 +48,7 @@ def child(name, rounds, steps):
 
     with tempfile.TemporaryDirectory() as tmp:
         tf.profiler.experimental.start(os.path.join(tmp, "warm"))
-        rate(10)
+        rate(steps)  # as long as a profiled window: a process's first sessions run slowest (docs/IMPORT.md)
         tf.profiler.experimental.stop()
         ratios = []
         for r in range(rounds):
